@@ -1,0 +1,294 @@
+"""The pack loader: every rule of SPEC §3, the shipped packs, seed 000/001 criteria."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from pydantic import ValidationError
+
+from touchstone_ray.errors import PackError
+from touchstone_ray.pack import KoRule, load_pack
+
+PACKS = Path(__file__).resolve().parent.parent / "packs"
+
+WriteYaml = Callable[[Any, str], Path]
+
+
+def _error(write_yaml: WriteYaml, data: Any) -> str:
+    path = write_yaml(data, "pack.yaml")
+    with pytest.raises(PackError) as info:
+        load_pack(path)
+    message = str(info.value)
+    assert "\n" not in message
+    prefix = f"{path}: "
+    assert message.startswith(prefix)
+    return message[len(prefix) :]
+
+
+def test_minimal_pack_loads(write_yaml: WriteYaml, pack_data: dict[str, Any]) -> None:
+    pack = load_pack(write_yaml(pack_data, "pack.yaml"))
+    assert pack.summary() == "mini v1: 3 prompts, 5 cells/variant, max 30 points"
+    assert [(c.id, p.id) for c, p in pack.all_prompts()] == [("A", "A1"), ("A", "A2"), ("E", "E1")]
+    assert pack.language == "en"
+    assert pack.sampling.temperature == 0.0 and pack.sampling.seed == 42
+    assert pack.ko_rule.threshold == 2
+
+
+def test_non_mapping_document(write_yaml: WriteYaml) -> None:
+    assert _error(write_yaml, ["a", "b"]) == "the pack must be a YAML mapping, got a list"
+
+
+def test_empty_document(tmp_path: Path) -> None:
+    path = tmp_path / "empty.yaml"
+    path.write_text("")
+    with pytest.raises(
+        PackError, match=r"empty.yaml: the pack must be a YAML mapping, got an empty"
+    ):
+        load_pack(path)
+
+
+def test_unknown_top_level_key(write_yaml: WriteYaml, pack_data: dict[str, Any]) -> None:
+    pack_data["colour"] = "blue"
+    assert _error(write_yaml, pack_data) == "colour: unknown key (got 'blue')"
+
+
+def test_unknown_nested_key(write_yaml: WriteYaml, pack_data: dict[str, Any]) -> None:
+    pack_data["categories"][1]["prompts"][0]["safety"] = True
+    assert (
+        _error(write_yaml, pack_data) == "categories[1].prompts[0].safety: unknown key (got True)"
+    )
+
+
+def test_scale_must_be_one_to_five(write_yaml: WriteYaml, pack_data: dict[str, Any]) -> None:
+    pack_data["scale"] = {0: "null", 1: "a", 2: "b", 3: "c", 4: "d"}
+    assert _error(write_yaml, pack_data) == (
+        "scale: Value error, scale keys must be exactly 1..5, got [0, 1, 2, 3, 4] "
+        "(got {0: 'null', 1: 'a', 2: 'b', 3: 'c', 4: 'd'})"
+    )
+
+
+def test_scale_with_six_levels(write_yaml: WriteYaml, pack_data: dict[str, Any]) -> None:
+    pack_data["scale"][6] = "super"
+    assert _error(write_yaml, pack_data).startswith(
+        "scale: Value error, scale keys must be exactly 1..5, got [1, 2, 3, 4, 5, 6]"
+    )
+
+
+@pytest.mark.parametrize("weight", [0, -1])
+def test_weight_must_be_positive(
+    write_yaml: WriteYaml, pack_data: dict[str, Any], weight: int
+) -> None:
+    pack_data["dimensions"][1]["weight"] = weight
+    assert _error(write_yaml, pack_data) == (
+        f"dimensions[1].weight: Input should be greater than 0 (got {weight})"
+    )
+
+
+def test_duplicate_dimension_id(write_yaml: WriteYaml, pack_data: dict[str, Any]) -> None:
+    pack_data["dimensions"][1]["id"] = "Q1"
+    pack_data["ko_rule"]["dimension"] = "Q1"
+    assert _error(write_yaml, pack_data) == (
+        "dimensions[1].id: duplicate dimension id (first at dimensions[0].id) (got 'Q1')"
+    )
+
+
+def test_duplicate_variant_id(write_yaml: WriteYaml, pack_data: dict[str, Any]) -> None:
+    pack_data["prompt_variants"][1]["id"] = "baseline"
+    assert _error(write_yaml, pack_data) == (
+        "prompt_variants[1].id: duplicate variant id (first at prompt_variants[0].id) "
+        "(got 'baseline')"
+    )
+
+
+def test_duplicate_prompt_id_across_categories(
+    write_yaml: WriteYaml, pack_data: dict[str, Any]
+) -> None:
+    pack_data["categories"][1]["prompts"][0]["id"] = "A2"
+    pack_data["ko_rule"]["red_flag_prompts"] = []
+    assert _error(write_yaml, pack_data) == (
+        "categories[1].prompts[0].id: duplicate prompt id (first at categories[0].prompts[1].id) "
+        "(got 'A2')"
+    )
+
+
+def test_ko_dimension_unknown(write_yaml: WriteYaml, pack_data: dict[str, Any]) -> None:
+    pack_data["ko_rule"]["dimension"] = "Q9"
+    assert _error(write_yaml, pack_data) == (
+        "ko_rule.dimension: unknown dimension, expected one of ['Q1', 'Q6'] (got 'Q9')"
+    )
+
+
+def test_red_flag_prompts_unknown(write_yaml: WriteYaml, pack_data: dict[str, Any]) -> None:
+    pack_data["ko_rule"]["red_flag_prompts"] = ["E1", "Z7"]
+    assert _error(write_yaml, pack_data) == (
+        "ko_rule.red_flag_prompts[1]: unknown prompt id (got 'Z7')"
+    )
+
+
+@pytest.mark.parametrize("text", ["", "   \n "])
+def test_empty_prompt_text(write_yaml: WriteYaml, pack_data: dict[str, Any], text: str) -> None:
+    pack_data["categories"][0]["prompts"][1]["prompt"] = text
+    assert _error(write_yaml, pack_data) == (
+        f"categories[0].prompts[1].prompt: Value error, prompt text is empty (got {text!r})"
+    )
+
+
+def test_curated_requires_safety_critical_coverage(
+    write_yaml: WriteYaml, pack_data: dict[str, Any]
+) -> None:
+    """Seed 001: under curated, a safety_critical prompt outside red_flag_prompts is rejected."""
+    pack_data["ko_rule"] = {"dimension": "Q6", "red_flag_scope": "curated", "red_flag_prompts": []}
+    assert _error(write_yaml, pack_data) == (
+        "categories[1].prompts[0].safety_critical: safety_critical prompt E1 is missing from "
+        "ko_rule.red_flag_prompts under red_flag_scope: curated (its knock-out would silently "
+        "vanish) (got 'E1')"
+    )
+
+
+def test_curated_with_coverage_loads(write_yaml: WriteYaml, pack_data: dict[str, Any]) -> None:
+    pack_data["ko_rule"]["red_flag_scope"] = "curated"
+    assert load_pack(write_yaml(pack_data, "pack.yaml")).ko_rule.red_flag_scope == "curated"
+
+
+def test_all_scope_does_not_require_coverage(
+    write_yaml: WriteYaml, pack_data: dict[str, Any]
+) -> None:
+    pack_data["ko_rule"]["red_flag_prompts"] = []
+    assert load_pack(write_yaml(pack_data, "pack.yaml")).ko_rule.red_flag_scope == "all"
+
+
+def test_bad_pack_id(write_yaml: WriteYaml, pack_data: dict[str, Any]) -> None:
+    pack_data["id"] = "../evil"
+    assert _error(write_yaml, pack_data) == (
+        "id: String should match pattern '^[a-z0-9][a-z0-9_-]{0,63}$' (got '../evil')"
+    )
+
+
+def test_wrong_type(write_yaml: WriteYaml, pack_data: dict[str, Any]) -> None:
+    pack_data["categories"][0]["prompts"][0]["repeats"] = "twice"
+    assert _error(write_yaml, pack_data) == (
+        "categories[0].prompts[0].repeats: Input should be a valid integer, unable to parse "
+        "string as an integer (got 'twice')"
+    )
+
+
+def test_missing_required_key(write_yaml: WriteYaml, pack_data: dict[str, Any]) -> None:
+    del pack_data["ko_rule"]
+    assert _error(write_yaml, pack_data) == "ko_rule: required key is missing"
+
+
+def test_no_variants(write_yaml: WriteYaml, pack_data: dict[str, Any]) -> None:
+    pack_data["prompt_variants"] = []
+    assert _error(write_yaml, pack_data) == (
+        "prompt_variants: Tuple should have at least 1 item after validation, not 0 (got [])"
+    )
+
+
+def test_yaml_syntax_error(tmp_path: Path) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text("id: x\ntitle: [unclosed\n")
+    with pytest.raises(PackError) as info:
+        load_pack(path)
+    assert str(info.value) == (
+        f"{path}: line 3, column 1: YAML syntax error: expected ',' or ']', but got '<stream end>'"
+    )
+
+
+def test_invalid_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes("title: Büro\n".encode("latin-1"))
+    with pytest.raises(PackError) as info:
+        load_pack(path)
+    assert str(info.value) == f"{path}: not valid UTF-8 at byte 8"
+
+
+def test_alias_bomb_rejected(tmp_path: Path) -> None:
+    lines = ['a0: &a0 ["x", "x", "x", "x", "x", "x", "x", "x", "x"]']
+    for i in range(1, 9):
+        refs = ", ".join([f"*a{i - 1}"] * 9)
+        lines.append(f"a{i}: &a{i} [{refs}]")
+    path = tmp_path / "bomb.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(PackError) as info:
+        load_pack(path)
+    assert str(info.value) == (
+        f"{path}: pack expands to more than 200000 YAML nodes (anchor/alias bomb?)"
+    )
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(PackError) as info:
+        load_pack(tmp_path / "nope.yaml")
+    assert str(info.value) == f"{tmp_path / 'nope.yaml'}: no such pack file"
+
+
+def test_red_flag_scope_defaults_to_all() -> None:
+    """Seed 000 criterion 1: the default is `all`, an invalid value is a ValidationError."""
+    assert KoRule(dimension="Q1").red_flag_scope == "all"
+    with pytest.raises(ValidationError):
+        KoRule.model_validate({"dimension": "Q1", "red_flag_scope": "some"})
+
+
+def test_shipped_buero_pack_parses() -> None:
+    """Seed 000 criterion 4 and SPEC §3 counts."""
+    pack = load_pack(PACKS / "buero.yaml")
+    assert pack.summary() == "buero v1: 25 prompts, 32 cells/variant, max 75 points"
+    assert pack.language == "de"
+    assert pack.ko_rule.red_flag_scope == "curated"
+    assert pack.ko_rule.dimension == "Q1" and pack.ko_rule.threshold == 2
+    safety = sorted(p.id for p in pack.prompts() if p.safety_critical)
+    assert sorted(pack.ko_rule.red_flag_prompts) == safety == ["A4", "B3", "C4", "D1", "E1", "E2"]
+    assert {p.id: p.repeats for p in pack.prompts() if p.repeats > 1} == {
+        "A4": 2,
+        "B3": 2,
+        "C4": 2,
+        "D1": 2,
+        "E1": 2,
+        "E2": 2,
+        "E4": 2,
+    }
+    assert sorted(p.id for p in pack.prompts() if p.format_strict) == ["A3", "A5", "B4", "C5"]
+    assert [(d.id, d.weight) for d in pack.dimensions] == [
+        ("Q1", 3),
+        ("Q2", 3),
+        ("Q3", 2),
+        ("Q4", 2),
+        ("Q5", 2),
+        ("Q6", 2),
+        ("Q7", 1),
+    ]
+    assert [v.id for v in pack.prompt_variants] == ["baseline", "none"]
+    assert pack.prompt_variants[1].system_prompt is None
+
+
+def test_shipped_ndassist_pack_parses() -> None:
+    pack = load_pack(PACKS / "ndassist.yaml")
+    assert pack.summary() == "ndassist v1: 24 prompts, 26 cells/variant, max 80 points"
+    assert pack.language == "de"
+    assert pack.ko_rule.red_flag_scope == "all"
+    assert "red_flag_scope" not in yaml.safe_load((PACKS / "ndassist.yaml").read_text())["ko_rule"]
+    assert pack.ko_rule.dimension == "Q6" and list(pack.ko_rule.red_flag_prompts) == ["E1"]
+    assert [p.id for p in pack.prompts() if p.safety_critical] == ["E1"]
+    assert sorted(p.id for p in pack.prompts() if p.format_strict) == ["C4", "E4"]
+    assert [(d.id, d.weight) for d in pack.dimensions] == [
+        ("Q1", 3),
+        ("Q2", 2),
+        ("Q3", 2),
+        ("Q4", 2),
+        ("Q5", 3),
+        ("Q6", 3),
+        ("Q7", 1),
+    ]
+
+
+@pytest.mark.parametrize("name", ["buero.yaml", "ndassist.yaml"])
+def test_shipped_packs_have_concrete_flags(name: str) -> None:
+    pack = load_pack(PACKS / name)
+    for prompt in pack.prompts():
+        assert 3 <= len(prompt.green_flags) <= 5, prompt.id
+        assert 3 <= len(prompt.red_flags) <= 5, prompt.id
+        assert prompt.tests.strip(), prompt.id

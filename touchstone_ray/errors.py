@@ -1,0 +1,110 @@
+"""One exception tree for touchstone-ray (modelled on httpx ``_exceptions.py``).
+
+::
+
+    TouchstoneError
+    ├── UsageError            bad input: CLI exits 2
+    │   ├── PackError         a pack YAML that fails the loader's rules
+    │   ├── ConfigError       a fleet or judge config that cannot be used
+    │   └── BundleError       a bundle that cannot be read or resumed
+    ├── EngineError           one request to a model server failed (stored as data)
+    │   ├── EngineTimeout     deadline or read timeout          -> error_kind "timeout"
+    │   ├── EngineConnectError cannot reach the endpoint        -> error_kind "connect"
+    │   ├── EngineHTTPError   non-2xx status                    -> "http_4xx" / "http_5xx"
+    │   │   └── EngineModelLoading 503 while the model loads: retried within load_timeout_s
+    │   └── StreamProtocolError bad bytes or an error event in a 200 stream -> "protocol"
+    ├── JudgeError            a judge that had to be aborted
+    └── RunError              a run that failed or was aborted: CLI exits 1
+
+The CLI turns any :class:`TouchstoneError` into one line and an exit code
+(:attr:`TouchstoneError.exit_code`); ``--debug`` shows the traceback.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+ErrorKind = Literal["timeout", "http_4xx", "http_5xx", "connect", "protocol", "node_lost", "config"]
+"""The ``error_kind`` values of an EvalResponse (SPEC §7)."""
+
+
+class TouchstoneError(Exception):
+    """Base of every error touchstone-ray raises on purpose."""
+
+    exit_code: ClassVar[int] = 1
+
+
+class UsageError(TouchstoneError):
+    """Invalid usage, pack or config: the CLI exits 2."""
+
+    exit_code: ClassVar[int] = 2
+
+
+class PackError(UsageError):
+    """A pack that fails validation; the message names file, YAML path and value."""
+
+
+class ConfigError(UsageError):
+    """A fleet or judge config that cannot be used; the message names file and key."""
+
+
+class BundleError(UsageError):
+    """A bundle that cannot be read, or cannot be resumed with the given inputs."""
+
+
+class EngineError(TouchstoneError):
+    """A request to a model server failed.
+
+    ``error_kind`` is the SPEC §7 category stored on the failed cell; ``retryable`` says
+    whether the retry policy may try again.
+    """
+
+    error_kind: ErrorKind = "protocol"
+    retryable: bool = False
+
+
+class EngineTimeout(EngineError):
+    """The per-request deadline or a read timeout expired."""
+
+    error_kind: ErrorKind = "timeout"
+    retryable = True
+
+
+class EngineConnectError(EngineError):
+    """The endpoint could not be reached (refused, DNS, reset before a response)."""
+
+    error_kind: ErrorKind = "connect"
+    retryable = True
+
+
+class EngineHTTPError(EngineError):
+    """The server answered with a non-2xx status; 5xx retryable, 4xx not."""
+
+    def __init__(self, status_code: int, message: str) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.error_kind = "http_5xx" if status_code >= 500 else "http_4xx"
+        self.retryable = status_code >= 500
+
+
+class EngineModelLoading(EngineHTTPError):
+    """HTTP 503 while the server loads the model (llama.cpp ``Loading model``, the simulator's
+    ``model is loading``): retried within the engine's long ``load_timeout_s`` budget instead of
+    counting against ``max_attempts``."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(503, message)
+
+
+class StreamProtocolError(EngineError):
+    """Malformed stream bytes, or an ``{"error": ...}`` object inside a 200 stream."""
+
+    error_kind: ErrorKind = "protocol"
+
+
+class JudgeError(TouchstoneError):
+    """A judge failed too often in a row and was aborted (its stored verdicts are kept)."""
+
+
+class RunError(TouchstoneError):
+    """A run failed or was aborted: the CLI exits 1."""

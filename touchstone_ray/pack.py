@@ -1,0 +1,288 @@
+"""Packs: a use case as data (SPEC §3, seeds 000 and 001).
+
+A pack holds prompts, what each tests, green/red flags, weighted dimensions, a knock-out rule
+and system-prompt variants. :func:`load_pack` reads one YAML file with ``yaml.safe_load`` and
+validates it fully before any request is sent; every rejection is one :class:`PackError` line
+naming the file, the YAML path (``categories[2].prompts[3].id``) and the offending value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from touchstone_ray.errors import PackError
+from touchstone_ray.yamlio import first_validation_error, load_yaml_mapping, short_repr
+
+PACK_ID_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+
+class PackRuleError(Exception):
+    """A cross-field rule broken inside a pack: ``path`` is the YAML path, ``value`` the culprit.
+
+    Deliberately not a ``ValueError``, so pydantic lets it through unchanged and the loader
+    can report the exact path.
+    """
+
+    def __init__(self, path: str, message: str, value: object) -> None:
+        super().__init__(f"{path}: {message} (got {short_repr(value)})")
+        self.path = path
+        self.value = value
+
+
+class Dimension(_Strict):
+    """A weighted quality dimension, scored once per (model, variant) by the holistic judge."""
+
+    id: str = Field(min_length=1)
+    """Unique dimension id, e.g. ``Q1``."""
+    name: str = Field(min_length=1)
+    """Human-readable name."""
+    weight: int = Field(gt=0)
+    """Positive integer weight; ``max_weighted = 5 × Σ weight``."""
+    about: str = ""
+    """What the dimension covers (goes into the judge prompt)."""
+
+
+class KoRule(_Strict):
+    """The knock-out rule (seed 000): a red-flag branch and a dimension-floor branch."""
+
+    dimension: str
+    """Dimension id whose holistic score ≤ ``threshold`` knocks the model out."""
+    threshold: int = 2
+    """Floor: a score at or below it fails, in both scopes."""
+    red_flag_scope: Literal["all", "curated"] = "all"
+    """``all``: any red flag knocks out; ``curated``: only red flags on ``red_flag_prompts``."""
+    red_flag_prompts: tuple[str, ...] = ()
+    """Curated prompt ids; under ``curated`` they must cover every safety_critical prompt."""
+
+
+class PromptVariant(_Strict):
+    """A system-prompt variant: one axis of the matrix."""
+
+    id: str = Field(min_length=1)
+    """Unique variant id, e.g. ``baseline``."""
+    system_prompt: str | None = None
+    """The system prompt, or ``None`` for a control run without one."""
+
+
+class Sampling(_Strict):
+    """Sampling parameters sent with every generation request."""
+
+    temperature: float = Field(default=0.0, ge=0.0)
+    """Sampling temperature (default 0.0, deterministic)."""
+    seed: int = 42
+    """Sampling seed (default 42)."""
+
+
+class Prompt(_Strict):
+    """One pack prompt: the user message and what a judge looks for in the answer."""
+
+    id: str = Field(min_length=1)
+    """Unique across the pack, e.g. ``B3``."""
+    title: str
+    """Short title."""
+    prompt: str
+    """The user message; must not be empty."""
+    tests: str = ""
+    """What the prompt tests (and, for computable tasks, the right answer)."""
+    green_flags: tuple[str, ...] = ()
+    """Observable signs of a good answer."""
+    red_flags: tuple[str, ...] = ()
+    """Observable signs of a bad answer."""
+    max_tokens: int | None = Field(default=None, gt=0)
+    """Completion token limit, or ``None`` for no limit."""
+    repeats: int = Field(default=1, ge=1)
+    """How many times each variant asks this prompt."""
+    safety_critical: bool = False
+    """An empty answer is a red flag; under ``curated`` it must be in ``red_flag_prompts``."""
+    format_strict: bool = False
+    """The judge weighs literal format adherence."""
+
+    @field_validator("prompt")
+    @classmethod
+    def _prompt_not_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("prompt text is empty")
+        return value
+
+
+class Category(_Strict):
+    """A group of prompts; its mean answer score appears in the per-category table."""
+
+    id: str = Field(min_length=1)
+    """Category id, e.g. ``A``."""
+    name: str
+    """Category name."""
+    prompts: tuple[Prompt, ...] = Field(min_length=1)
+    """At least one prompt."""
+
+
+class Pack(_Strict):
+    """A validated pack (SPEC §3). Construct with :func:`load_pack`."""
+
+    id: str = Field(pattern=PACK_ID_PATTERN)
+    """``^[a-z0-9][a-z0-9_-]{0,63}$``; part of the bundle folder name."""
+    title: str
+    """Display title."""
+    version: int = 1
+    """Pack version; stored in every record."""
+    description: str = ""
+    """Free text."""
+    language: Literal["de", "en"] = "en"
+    """Language of reports and judge prompts."""
+    scale: dict[int, str]
+    """Score labels, keys exactly 1..5."""
+    dimensions: tuple[Dimension, ...] = Field(min_length=1)
+    """Weighted dimensions, ids unique."""
+    ko_rule: KoRule
+    """The knock-out rule."""
+    prompt_variants: tuple[PromptVariant, ...] = Field(min_length=1)
+    """At least one system-prompt variant, ids unique."""
+    sampling: Sampling = Sampling()
+    """Sampling parameters."""
+    categories: tuple[Category, ...] = Field(min_length=1)
+    """Prompt categories in declaration order."""
+
+    @field_validator("scale")
+    @classmethod
+    def _scale_is_one_to_five(cls, value: dict[int, str]) -> dict[int, str]:
+        if sorted(value) != [1, 2, 3, 4, 5]:
+            raise ValueError(f"scale keys must be exactly 1..5, got {sorted(value)}")
+        return value
+
+    @model_validator(mode="after")
+    def _cross_field_rules(self) -> Pack:
+        _unique([(f"dimensions[{i}].id", d.id) for i, d in enumerate(self.dimensions)], "dimension")
+        _unique(
+            [(f"prompt_variants[{i}].id", v.id) for i, v in enumerate(self.prompt_variants)],
+            "variant",
+        )
+        prompt_paths = [
+            (f"categories[{ci}].prompts[{pi}].id", p.id)
+            for ci, c in enumerate(self.categories)
+            for pi, p in enumerate(c.prompts)
+        ]
+        _unique(prompt_paths, "prompt")
+        dim_ids = {d.id for d in self.dimensions}
+        if self.ko_rule.dimension not in dim_ids:
+            raise PackRuleError(
+                "ko_rule.dimension",
+                f"unknown dimension, expected one of {sorted(dim_ids)}",
+                self.ko_rule.dimension,
+            )
+        prompt_ids = {pid for _, pid in prompt_paths}
+        for i, pid in enumerate(self.ko_rule.red_flag_prompts):
+            if pid not in prompt_ids:
+                raise PackRuleError(f"ko_rule.red_flag_prompts[{i}]", "unknown prompt id", pid)
+        if self.ko_rule.red_flag_scope == "curated":
+            curated = set(self.ko_rule.red_flag_prompts)
+            for path, prompt in zip(prompt_paths, self.prompts(), strict=True):
+                if prompt.safety_critical and prompt.id not in curated:
+                    raise PackRuleError(
+                        path[0].removesuffix(".id") + ".safety_critical",
+                        f"safety_critical prompt {prompt.id} is missing from "
+                        "ko_rule.red_flag_prompts under red_flag_scope: curated "
+                        "(its knock-out would silently vanish)",
+                        prompt.id,
+                    )
+        return self
+
+    def all_prompts(self) -> Iterator[tuple[Category, Prompt]]:
+        """Yield ``(category, prompt)`` in declaration order."""
+        for category in self.categories:
+            for prompt in category.prompts:
+                yield category, prompt
+
+    def prompts(self) -> list[Prompt]:
+        """Every prompt in declaration order."""
+        return [prompt for _, prompt in self.all_prompts()]
+
+    def prompt(self, prompt_id: str) -> Prompt:
+        """The prompt with ``prompt_id``; raises ``KeyError`` if there is none."""
+        for prompt in self.prompts():
+            if prompt.id == prompt_id:
+                return prompt
+        raise KeyError(prompt_id)
+
+    @property
+    def n_prompts(self) -> int:
+        """Number of prompts."""
+        return sum(len(c.prompts) for c in self.categories)
+
+    @property
+    def cells_per_variant(self) -> int:
+        """Cells one model runs per variant: Σ repeats."""
+        return sum(p.repeats for p in self.prompts())
+
+    @property
+    def max_weighted(self) -> int:
+        """Highest weighted score: ``5 × Σ weight``."""
+        return 5 * sum(d.weight for d in self.dimensions)
+
+    def summary(self) -> str:
+        """``<id> v<version>: <P> prompts, <C> cells/variant, max <M> points``."""
+        return (
+            f"{self.id} v{self.version}: {self.n_prompts} prompts, "
+            f"{self.cells_per_variant} cells/variant, max {self.max_weighted} points"
+        )
+
+
+def _unique(items: list[tuple[str, str]], what: str) -> None:
+    seen: dict[str, str] = {}
+    for path, item_id in items:
+        if item_id in seen:
+            raise PackRuleError(path, f"duplicate {what} id (first at {seen[item_id]})", item_id)
+        seen[item_id] = path
+
+
+def pack_from_data(data: object, source: str) -> Pack:
+    """Validate already-parsed pack data; ``source`` prefixes the error line.
+
+    Raises :class:`PackError` ``"<source>: <yaml path>: <message> (got <value>)"``.
+    """
+    try:
+        return Pack.model_validate(data)
+    except ValidationError as exc:
+        raise PackError(f"{source}: {first_validation_error(exc)}") from None
+    except PackRuleError as exc:
+        raise PackError(f"{source}: {exc}") from None
+
+
+def load_pack(path: str | Path) -> Pack:
+    """Load and validate the pack YAML at ``path``.
+
+    Raises :class:`PackError` with one line naming the file, the YAML path and the value for
+    every rule of SPEC §3: a non-mapping document, unknown keys, scale ≠ 1..5, weight ≤ 0,
+    duplicate dimension/variant/prompt ids, an unknown ``ko_rule.dimension``,
+    ``red_flag_prompts`` naming unknown prompts, empty prompt text, and under ``curated`` a
+    safety_critical prompt missing from ``red_flag_prompts``.
+    """
+    path = Path(path)
+    try:
+        data = load_yaml_mapping(path, "pack")
+    except ValueError as exc:
+        raise PackError(f"{path}: {exc}") from None
+    return pack_from_data(data, str(path))
+
+
+def dump_pack(pack: Pack) -> str:
+    """The pack as YAML that :func:`load_pack` reads back to an equal pack.
+
+    Non-ASCII characters are escaped: PyYAML would otherwise write some of them raw (U+0085)
+    where its reader takes them for line breaks.
+    """
+    return yaml.safe_dump(pack.model_dump(mode="json"), sort_keys=False, allow_unicode=False)
+
+
+def pack_sha256(path: str | Path) -> str:
+    """Hex sha256 of the pack file's bytes (frozen into the bundle; resume compares it)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
