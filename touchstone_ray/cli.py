@@ -16,6 +16,7 @@ import typer
 
 from touchstone_ray.errors import TouchstoneError
 from touchstone_ray.pack import load_pack
+from touchstone_ray.sim_cli import sim_server
 
 app = typer.Typer(
     name="touchstone-ray",
@@ -51,8 +52,64 @@ def validate(
         raise typer.Exit(2)
 
 
+def _ids(value: str | None) -> list[str] | None:
+    return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
+@app.command("eval")
+def eval_command(
+    pack: Annotated[Path, typer.Option("--pack", help="Pack YAML.")],
+    config: Annotated[Path, typer.Option("--config", help="Fleet config YAML.")],
+    address: Annotated[
+        str | None, typer.Option(help="Ray address: 'auto' or 'ray://head:10001'.")
+    ] = None,
+    out: Annotated[Path | None, typer.Option(help="Folder for new bundles.")] = None,
+    resume: Annotated[
+        Path | None, typer.Option(help="Bundle to resume: re-runs cells without an ok record.")
+    ] = None,
+    models: Annotated[str | None, typer.Option(help="Comma-separated model ids.")] = None,
+    variants: Annotated[str | None, typer.Option(help="Comma-separated variant ids.")] = None,
+    strict_preflight: Annotated[
+        bool, typer.Option(help="Abort if an endpoint is unreachable or a model not served.")
+    ] = False,
+    dry_run: Annotated[bool, typer.Option(help="Print the plan and exit.")] = False,
+) -> None:
+    """Run the matrix model × variant × prompt × repeat; print the bundle path last."""
+    from touchstone_ray.eval.run import EvalOptions, run_eval
+
+    outcome = run_eval(
+        EvalOptions(
+            pack=pack,
+            config=config,
+            address=address,
+            out=out,
+            resume=resume,
+            models=_ids(models),
+            variants=_ids(variants),
+            strict_preflight=strict_preflight,
+            dry_run=dry_run,
+        )
+    )
+    raise typer.Exit(outcome.exit_code)
+
+
+@app.command()
+def hosts(
+    config: Annotated[Path, typer.Option("--config", help="Fleet config YAML.")],
+    address: Annotated[
+        str | None, typer.Option(help="Ray address: 'auto' or 'ray://head:10001'.")
+    ] = None,
+) -> None:
+    """Preflight: resolve hosts to nodes, reach every endpoint from its host, list models,
+    GPU and PSI capabilities; exit 1 if an endpoint is unreachable or a model not served."""
+    from touchstone_ray.preflight import run_hosts
+
+    raise typer.Exit(run_hosts(config, address))
+
+
 # Commands implemented in other modules are registered here, one line each.
 # --- registered commands ---
+app.command("sim-server")(sim_server)
 # --- end registered commands ---
 
 

@@ -1,0 +1,144 @@
+"""HostMonitor and MonitorSet on a real local Ray (one ray.init for the module)."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import statistics
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import ray
+
+from touchstone_ray.storage import read_jsonl
+from touchstone_ray.telemetry import MonitorSet, monitor_name
+
+INTERVAL_S = 0.1
+
+
+@pytest.fixture(scope="module")
+def node_id() -> Iterator[str]:
+    """A local Ray with HOME and RAY_TMPDIR in a short temp folder (ray-notes.md)."""
+    tmp = tempfile.mkdtemp(prefix="trt", dir="/tmp")  # short: Ray's socket paths are limited
+    saved = {k: os.environ.get(k) for k in ("HOME", "RAY_TMPDIR")}
+    os.environ["HOME"] = os.path.join(tmp, "home")
+    os.environ["RAY_TMPDIR"] = os.path.join(tmp, "ray")
+    os.makedirs(os.environ["HOME"])
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
+    try:
+        yield ray.get_runtime_context().get_node_id()
+    finally:
+        ray.shutdown()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_monitor_samples_at_interval(node_id: str, tmp_path: Path) -> None:
+    ms = MonitorSet(tmp_path, interval_s=INTERVAL_S, gpu_mode="auto")
+    try:
+        caps = ms.start({"alpha": node_id})
+        assert caps["alpha"]["sys_used_mb"]["supported"]
+        assert not caps["alpha"]["gpus"]["supported"]  # no NVML here, the reason travels along
+        assert caps["alpha"]["gpus"]["reason"]
+        assert ray.get_actor(monitor_name("alpha")) is not None
+        time.sleep(1.2)
+        base = ms.baseline("alpha", "qwen3:8b")
+        assert base is not None and base["baseline"] and base["model"] == "qwen3:8b"
+        time.sleep(0.3)
+        ms.drain()
+        ms.register_pids("alpha", [os.getpid()])
+        fp = ms.footprint()["alpha"]
+        assert fp["node_id"] == node_id  # pinned where we asked
+        assert str(os.getpid()) in fp["rss_mb"] and str(fp["monitor_pid"]) in fp["rss_mb"]
+        assert fp["total_rss_mb"] > 0
+    finally:
+        ms.stop()
+    rows = read_jsonl(ms.path_for("alpha")).records
+    assert ms.path_for("alpha").name == "alpha.jsonl"
+    baselines = [r for r in rows if r["baseline"]]
+    assert len(baselines) == 1 and baselines[0]["ts"] == base["ts"]  # written once
+    ticks = [r["ts"] for r in rows if not r["baseline"]]
+    assert len(ticks) >= 10
+    gaps = [b - a for a, b in itertools.pairwise(ticks)]
+    assert statistics.median(gaps) == pytest.approx(INTERVAL_S, abs=0.03)
+    assert all(r["node_id"] == node_id and r["host"] == "alpha" for r in rows)
+    assert not ms.lost
+
+
+def test_killed_monitor_is_reported_and_never_restarted(node_id: str, tmp_path: Path) -> None:
+    ms = MonitorSet(tmp_path, interval_s=INTERVAL_S, call_timeout_s=5.0)
+    try:
+        ms.start({"victim": node_id, "bystander": node_id})
+        time.sleep(0.5)
+        written = ms.drain()["victim"]
+        assert written >= 3
+        t_kill = time.time()
+        ray.kill(ray.get_actor(monitor_name("victim")))
+        time.sleep(0.3)
+        drained = ms.drain()
+        assert "victim" not in drained and drained["bystander"] > 0
+        assert "victim" in ms.lost and ms.lost["victim"] >= t_kill
+        assert "died" in ms.lost_reason["victim"]
+        assert ms.live_hosts == ["bystander"]
+        assert ms.baseline("victim", "m") is None
+        time.sleep(0.3)
+        ms.drain()
+        with pytest.raises(ValueError):  # no monitor of that name anywhere: not restarted
+            ray.get_actor(monitor_name("victim"))
+        ms.start({"victim": node_id})
+        assert ms.live_hosts == ["bystander"]
+        with pytest.raises(ValueError):  # start() does not revive a lost host either
+            ray.get_actor(monitor_name("victim"))
+    finally:
+        ms.stop()
+    assert len(read_jsonl(ms.path_for("victim")).records) == written  # drained samples kept
+
+
+@ray.remote(num_cpus=0)
+class Hung:
+    """Stands in for a monitor whose node stopped answering (a partition, ray-notes.md)."""
+
+    def drain(self) -> list[dict[str, object]]:
+        time.sleep(60)
+        return []
+
+
+def test_unanswered_monitor_is_lost_after_timeout(node_id: str, tmp_path: Path) -> None:
+    ms = MonitorSet(tmp_path, call_timeout_s=0.5)
+    hung = Hung.remote()
+    ms._actors["hung"] = hung  # as if started: MonitorSet cannot tell the difference
+    t0 = time.monotonic()
+    assert ms.drain() == {}
+    assert time.monotonic() - t0 < 3.0
+    assert ms.lost_reason["hung"] == "no answer within 0.5 s" and ms.live_hosts == []
+    with pytest.raises(ray.exceptions.RayActorError):  # killed, so it cannot come back
+        ray.get(hung.drain.remote(), timeout=10)
+    ms.stop()
+
+
+@pytest.mark.slow
+def test_gauges_exported(node_id: str, tmp_path: Path) -> None:
+    port = next(n["MetricsExportPort"] for n in ray.nodes() if n["NodeID"] == node_id)
+    ms = MonitorSet(tmp_path, interval_s=INTERVAL_S)
+    ms.start({"gauged": node_id})
+    try:
+        deadline, text = time.monotonic() + 20, ""
+        while time.monotonic() < deadline:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:
+                text = r.read().decode()
+            if "ray_touchstone_host_mem_pressure{" in text and 'host="gauged"' in text:
+                break
+            time.sleep(0.5)
+        assert "ray_touchstone_host_sys_used_mb{" in text
+        assert "ray_touchstone_host_mem_pressure{" in text
+    finally:
+        ms.stop()

@@ -1,0 +1,248 @@
+"""A bundle folder (SPEC §7, a Contract): create it, read it, check a resume against it.
+
+``<out>/<YYYY-MM-DD_HHMMSS>_eval_<pack_id>/`` holds ``bundle.json`` (manifest), frozen
+``pack.yaml`` and ``config.yaml``, ``responses/<model>.jsonl``, ``hosts/<host>.jsonl``,
+``events.jsonl``, ``judgements/<judge>/…`` and the scorecard and reports.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from touchstone_ray import __version__
+from touchstone_ray.config import FleetConfig
+from touchstone_ray.errors import BundleError
+from touchstone_ray.pack import Pack, load_pack, pack_sha256
+from touchstone_ray.records import SCHEMA_VERSION
+from touchstone_ray.storage import (
+    ShardScan,
+    atomic_write_json,
+    dedupe_by_key,
+    iter_jsonl,
+    repair_torn_tail,
+    slug,
+)
+
+SECRET_HINTS = ("key", "token", "secret", "password", "authorization")
+"""Keys in ``extra_body`` whose values are redacted in the frozen config."""
+
+GENERATION_FIELDS = ("id", "engine", "extra_body", "sim")
+"""Model settings that change answers; resume refuses a bundle where one of them changed."""
+
+
+def redact(value: Any) -> Any:
+    """A copy of ``value`` with secret-looking mapping values replaced by ``"***"``."""
+    if isinstance(value, dict):
+        return {
+            k: "***" if any(h in str(k).lower() for h in SECRET_HINTS) else redact(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [redact(v) for v in value]
+    return value
+
+
+def frozen_config(config: FleetConfig) -> dict[str, Any]:
+    """The fleet config as frozen into ``config.yaml``: env var names only, secret-looking
+    ``extra_body`` values redacted."""
+    data: dict[str, Any] = config.model_dump(mode="json")
+    for model in data["models"]:
+        model["extra_body"] = redact(model["extra_body"])
+    return data
+
+
+@dataclass
+class ResponseScan:
+    """What a scan of ``responses/`` found (used by resume and by readers)."""
+
+    ok_keys: set[str] = field(default_factory=set)
+    error_keys: set[str] = field(default_factory=set)
+    n_lines: int = 0
+    torn_bytes: int = 0
+    malformed: int = 0
+
+
+class Bundle:
+    """One bundle folder. Construct with :meth:`create` or :meth:`open`."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    # layout -------------------------------------------------------------------------------
+    @property
+    def manifest_path(self) -> Path:
+        return self.root / "bundle.json"
+
+    @property
+    def responses_dir(self) -> Path:
+        return self.root / "responses"
+
+    @property
+    def hosts_dir(self) -> Path:
+        return self.root / "hosts"
+
+    @property
+    def events_path(self) -> Path:
+        return self.root / "events.jsonl"
+
+    def shard_path(self, model_label: str) -> Path:
+        """``responses/<slug(model)>.jsonl``."""
+        return self.responses_dir / f"{slug(model_label)}.jsonl"
+
+    def host_path(self, host: str) -> Path:
+        """``hosts/<slug(host)>.jsonl``."""
+        return self.hosts_dir / f"{slug(host)}.jsonl"
+
+    # create / open ------------------------------------------------------------------------
+    @classmethod
+    def create(
+        cls, out: Path, pack: Pack, pack_path: Path, config: FleetConfig, ray_info: dict[str, Any]
+    ) -> Bundle:
+        """Make a new bundle folder under ``out`` with a ``running`` manifest.
+
+        The folder name is ``<YYYY-MM-DD_HHMMSS>_eval_<pack_id>`` (``-2``, ``-3`` … on a clash).
+        """
+        stamp = time.strftime("%Y-%m-%d_%H%M%S")
+        root = out / f"{stamp}_eval_{pack.id}"
+        n = 2
+        while root.exists():
+            root = out / f"{stamp}_eval_{pack.id}-{n}"
+            n += 1
+        root.mkdir(parents=True)
+        bundle = cls(root)
+        shutil.copyfile(pack_path, root / "pack.yaml")
+        (root / "config.yaml").write_text(
+            yaml.safe_dump(frozen_config(config), sort_keys=False, allow_unicode=True)
+        )
+        bundle.responses_dir.mkdir()
+        bundle.hosts_dir.mkdir()
+        labels = [config.model_label(m) for m in config.models]
+        bundle.write_manifest(
+            {
+                "schema_version": SCHEMA_VERSION,
+                "pack": {"id": pack.id, "version": pack.version, "sha256": pack_sha256(pack_path)},
+                "models": [
+                    {"model": label, **m}
+                    for label, m in zip(labels, frozen_config(config)["models"], strict=True)
+                ],
+                "variants": [v.id for v in pack.prompt_variants],
+                "hosts": {},
+                "sampling": pack.sampling.model_dump(),
+                "ray": ray_info,
+                "touchstone_version": __version__,
+                "simulated": any(m.engine == "simulated" for m in config.models),
+                "started_at": time.time(),
+                "finished_at": None,
+                "status": "running",
+            }
+        )
+        return bundle
+
+    @classmethod
+    def open(cls, root: Path) -> Bundle:
+        """Open an existing bundle; raises :class:`BundleError` if its manifest is unusable."""
+        bundle = cls(root)
+        if not root.is_dir():
+            raise BundleError(f"{root}: no such bundle folder")
+        bundle.manifest()
+        return bundle
+
+    def manifest(self) -> dict[str, Any]:
+        """The parsed ``bundle.json``; raises :class:`BundleError` if missing or truncated."""
+        try:
+            data = json.loads(self.manifest_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise BundleError(f"{self.manifest_path}: missing; is this a bundle?") from None
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise BundleError(f"{self.manifest_path}: not valid JSON ({exc})") from None
+        if not isinstance(data, dict) or "pack" not in data:
+            raise BundleError(f"{self.manifest_path}: not a touchstone bundle manifest")
+        return data
+
+    def write_manifest(self, data: dict[str, Any]) -> None:
+        """Replace ``bundle.json`` atomically."""
+        atomic_write_json(self.manifest_path, data)
+
+    def update_manifest(self, **fields: Any) -> None:
+        """Set top-level manifest fields atomically."""
+        data = self.manifest()
+        data.update(fields)
+        self.write_manifest(data)
+
+    def pack(self) -> Pack:
+        """The frozen pack."""
+        return load_pack(self.root / "pack.yaml")
+
+    # reading ------------------------------------------------------------------------------
+    def scan_responses(self, repair: bool = False) -> ResponseScan:
+        """Scan every shard: ok keys and error-only keys.
+
+        With ``repair``, each torn last line is first cut into ``<shard>.torn``.
+        """
+        scan = ResponseScan()
+        for shard in sorted(self.responses_dir.glob("*.jsonl")):
+            if repair:
+                scan.torn_bytes += repair_torn_tail(shard)
+            shard_scan = ShardScan()
+            for record in iter_jsonl(shard, shard_scan):
+                scan.n_lines += 1
+                key = record.get("key")
+                if not isinstance(key, str):
+                    continue
+                if record.get("ok"):
+                    scan.ok_keys.add(key)
+                    scan.error_keys.discard(key)
+                elif key not in scan.ok_keys:
+                    scan.error_keys.add(key)
+            scan.malformed += len(shard_scan.malformed)
+        return scan
+
+    def responses(self) -> list[dict[str, Any]]:
+        """Every response record, de-duplicated by key (ok wins, first ok wins)."""
+        records: list[dict[str, Any]] = []
+        for shard in sorted(self.responses_dir.glob("*.jsonl")):
+            records.extend(iter_jsonl(shard))
+        return list(dedupe_by_key(records).values())
+
+    # resume checks ------------------------------------------------------------------------
+    def check_resume(self, pack_path: Path | None, config: FleetConfig) -> None:
+        """Refuse a resume with a different pack or changed generation settings.
+
+        Raises :class:`BundleError` naming the pack sha256s, or the model and the field that
+        changed with its old and new value.
+        """
+        frozen_sha = self.manifest()["pack"]["sha256"]
+        if pack_path is not None:
+            sha = pack_sha256(pack_path)
+            if sha != frozen_sha:
+                raise BundleError(
+                    f"{self.root}: pack {pack_path} (sha256 {sha[:12]}) differs from the "
+                    f"bundle's pack.yaml (sha256 {frozen_sha[:12]}); resume needs the same pack"
+                )
+        frozen_path = self.root / "config.yaml"
+        try:
+            old_cfg = FleetConfig.model_validate(yaml.safe_load(frozen_path.read_text("utf-8")))
+        except (OSError, yaml.YAMLError, ValidationError) as exc:
+            raise BundleError(f"{frozen_path}: unreadable ({type(exc).__name__})") from None
+        old = {old_cfg.model_label(m): m for m in old_cfg.models}
+        for model in config.models:
+            label = config.model_label(model)
+            before = old.get(label)
+            if before is None:
+                continue
+            for name in GENERATION_FIELDS:
+                a = redact(getattr(before, name))
+                b = redact(getattr(model, name))
+                if a != b:
+                    raise BundleError(
+                        f"{self.root}: model {label}: {name} changed since the bundle was "
+                        f"started ({a!r} → {b!r}); resume needs the same generation settings"
+                    )

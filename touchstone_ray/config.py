@@ -1,0 +1,204 @@
+"""The fleet config (SPEC §4, a Contract for the keys shown; ``config.example.yaml``).
+
+:func:`load_config` validates everything that can be checked before Ray starts: unknown keys,
+unknown host names, a model without ``base_url`` (other than simulated), an unset
+``api_key_env`` variable, duplicate (model id, host) pairs, malformed URLs. Host → node
+resolution (a host that matches no node) happens in :mod:`touchstone_ray.hosts`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlparse
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from touchstone_ray.errors import ConfigError
+from touchstone_ray.yamlio import first_validation_error, load_yaml_mapping, short_repr
+
+LOCAL_HOST = "local"
+"""The host name that always means the driver's own node."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+
+class _RuleError(Exception):
+    """A cross-field rule broken at ``path`` (not a ValueError, so pydantic passes it on)."""
+
+    def __init__(self, path: str, message: str, value: object) -> None:
+        super().__init__(f"{path}: {message} (got {short_repr(value)})")
+
+
+class RaySettings(_Strict):
+    """How the driver reaches Ray."""
+
+    address: str | None = None
+    """``None``: start a local Ray; ``"auto"`` or ``"ray://head:10001"``: join a cluster."""
+    dashboard_host: str = "127.0.0.1"
+    """Where a locally started dashboard listens; anything but loopback prints a warning."""
+    include_dashboard: bool = True
+    """Start the dashboard with a local Ray (~1.2 GiB RSS; off for lean runs)."""
+
+
+class HostSpec(_Strict):
+    """How to find a host's Ray node; matched by label, then hostname, then IP."""
+
+    label: str | None = None
+    """Node label ``touchstone.host=<label>`` (``ray start --labels``)."""
+    hostname: str | None = None
+    """The node's hostname."""
+    ip: str | None = None
+    """The node's IP address."""
+
+    @model_validator(mode="after")
+    def _one_way_to_match(self) -> HostSpec:
+        if self.label is None and self.hostname is None and self.ip is None:
+            raise ValueError("a host needs at least one of label, hostname, ip")
+        return self
+
+
+class ModelSpec(_Strict):
+    """One model on one endpoint."""
+
+    id: str = Field(min_length=1)
+    """The name the server knows (e.g. ``qwen3:8b``)."""
+    engine: Literal["ollama", "openai", "simulated"]
+    """Protocol: ``ollama`` | ``openai`` | ``simulated``."""
+    base_url: str | None = None
+    """Endpoint as seen FROM the serving host (OpenAI: ending in ``/v1``)."""
+    host: str | None = None
+    """Host name the cells are pinned to; ``None`` runs them from the driver's node."""
+    concurrency: int = Field(default=1, ge=1)
+    """Max in-flight requests to this endpoint (local servers: 1)."""
+    api_key_env: str | None = None
+    """Name of an env var holding the API key; the key never reaches a file."""
+    extra_body: dict[str, Any] = {}
+    """Merged verbatim into every request (e.g. ``think: false``, ``options.num_ctx``)."""
+    keep_alive: str | int | None = "30m"
+    """Ollama only: how long the server keeps the model loaded between requests."""
+    timeout_s: float = Field(default=600.0, gt=0)
+    """Deadline of one request attempt (s)."""
+    sim: dict[str, Any] | None = None
+    """Simulator knobs for ``engine: simulated`` (see ``touchstone-ray sim-server --help``)."""
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        parsed = urlparse(value)
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise ValueError("base_url must be an http(s) URL with a host")
+        return value.rstrip("/")
+
+    @property
+    def host_name(self) -> str:
+        """The host the cells run on (``local`` when unset)."""
+        return self.host or LOCAL_HOST
+
+
+class SchedulingSettings(_Strict):
+    """How cells are scheduled."""
+
+    models_per_host: int = Field(default=1, ge=1)
+    """Models that may run at once on one host (1 = one after another)."""
+    max_attempts: int = Field(default=3, ge=1)
+    """Attempts per cell, with jittered exponential backoff on 5xx/timeout/connect."""
+    warmup: bool = True
+    """One untimed request per model before its cells."""
+
+
+class MonitorSettings(_Strict):
+    """Host telemetry."""
+
+    interval_s: float = Field(default=0.5, gt=0)
+    """Sampling interval (s)."""
+    gpu: Literal["auto", "off"] = "auto"
+    """``auto`` samples GPUs through NVML where present; ``off`` never does."""
+
+
+class FleetConfig(_Strict):
+    """A validated fleet config."""
+
+    ray: RaySettings = RaySettings()
+    hosts: dict[str, HostSpec] = {}
+    models: tuple[ModelSpec, ...] = Field(min_length=1)
+    scheduling: SchedulingSettings = SchedulingSettings()
+    monitor: MonitorSettings = MonitorSettings()
+    out: str = "runs"
+    """Folder for new bundles."""
+
+    @model_validator(mode="after")
+    def _cross_field_rules(self) -> FleetConfig:
+        if LOCAL_HOST in self.hosts:
+            raise _RuleError(f"hosts.{LOCAL_HOST}", "'local' is reserved for the driver's node", 1)
+        seen: dict[tuple[str, str], int] = {}
+        for i, model in enumerate(self.models):
+            if model.host is not None and model.host not in self.hosts and model.host != LOCAL_HOST:
+                known = sorted([*self.hosts, LOCAL_HOST])
+                raise _RuleError(
+                    f"models[{i}].host", f"unknown host, expected one of {known}", model.host
+                )
+            if model.engine != "simulated" and model.base_url is None:
+                raise _RuleError(
+                    f"models[{i}].base_url", f"required for engine {model.engine}", None
+                )
+            pair = (model.id, model.host_name)
+            if pair in seen:
+                raise _RuleError(
+                    f"models[{i}]",
+                    f"duplicate (model id, host) pair, first at models[{seen[pair]}]",
+                    f"{model.id} on {model.host_name}",
+                )
+            seen[pair] = i
+        return self
+
+    def model_label(self, model: ModelSpec) -> str:
+        """The name used in records, keys and shard names.
+
+        The model id, or ``id@host`` when the same id is served by several hosts (keys
+        ``model|variant|prompt_id|repeat`` must stay unique).
+        """
+        if sum(1 for m in self.models if m.id == model.id) > 1:
+            return f"{model.id}@{model.host_name}"
+        return model.id
+
+    def host_names(self) -> list[str]:
+        """Hosts that serve at least one model, in first-use order."""
+        return list(dict.fromkeys(m.host_name for m in self.models))
+
+
+def check_env(config: FleetConfig, source: str) -> None:
+    """Raise :class:`ConfigError` if an ``api_key_env`` variable is unset (name only, no value)."""
+    for i, model in enumerate(config.models):
+        if model.api_key_env and not os.environ.get(model.api_key_env):
+            raise ConfigError(
+                f"{source}: models[{i}].api_key_env: environment variable "
+                f"{model.api_key_env} is not set"
+            )
+
+
+def config_from_data(data: object, source: str) -> FleetConfig:
+    """Validate parsed fleet-config data; ``source`` prefixes the one-line error."""
+    try:
+        config = FleetConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{source}: {first_validation_error(exc)}") from None
+    except _RuleError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+    check_env(config, source)
+    return config
+
+
+def load_config(path: str | Path) -> FleetConfig:
+    """Load and validate the fleet config at ``path``; raises :class:`ConfigError`."""
+    path = Path(path)
+    try:
+        data = load_yaml_mapping(path, "fleet config")
+    except ValueError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    return config_from_data(data, str(path))

@@ -1,0 +1,89 @@
+"""aiohttp plumbing shared by every engine: the session, and raw errors mapped to errors.py.
+
+aiohttp rather than httpx: measured on loopback with the simulator (``bench/
+bench_client_overhead.py``), see the issue note; ray-notes.md shows httpx.AsyncClient losing
+throughput as concurrency grows, and a client's overhead lands directly in TTFT and ITL.
+"""
+
+from __future__ import annotations
+
+import re
+
+import aiohttp
+
+from touchstone_ray.errors import (
+    EngineConnectError,
+    EngineError,
+    EngineHTTPError,
+    EngineModelLoading,
+    EngineTimeout,
+    StreamProtocolError,
+)
+
+ERROR_BODY_BYTES = 4096
+"""How much of an error response's body is read to classify it and quote it."""
+
+_LOADING_RE = re.compile(r"\bload", re.IGNORECASE)
+_CONTEXT_RE = re.compile(
+    r"context[ _-]?(length|window|size)|maximum context|exceeds? the (available )?context",
+    re.IGNORECASE,
+)
+"""A context-length error (never "context canceled" / "context deadline exceeded", which Go
+servers such as Ollama send for transient failures)."""
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """``text`` with all whitespace runs folded to one space, cut to ``limit`` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def new_session(connect_timeout_s: float, headers: dict[str, str]) -> aiohttp.ClientSession:
+    """One pooled client session per engine. The pool has no connection limit: flow control
+    is the driver's per-endpoint semaphore (SPEC §8), and a pool limit would be a hidden queue
+    inside the measured TTFT. Total time is bounded by the caller's ``asyncio.timeout``."""
+    connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
+    timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout_s)
+    return aiohttp.ClientSession(
+        connector=connector, timeout=timeout, headers=headers, auto_decompress=False
+    )
+
+
+async def http_error(resp: aiohttp.ClientResponse) -> EngineHTTPError:
+    """The error for a non-2xx response: :class:`EngineModelLoading` for 503 with "load" in
+    the body. 4xx is never retried, and neither is a 5xx that says the context length was
+    exceeded (:data:`_CONTEXT_RE`)."""
+    try:
+        raw = await resp.content.read(ERROR_BODY_BYTES)
+        body = raw.decode("utf-8", "replace")
+    except (aiohttp.ClientError, TimeoutError):
+        body = ""
+    message = one_line(f"HTTP {resp.status} {resp.reason or ''}: {body}".strip())
+    if resp.status == 503 and _LOADING_RE.search(body):
+        return EngineModelLoading(message)
+    error = EngineHTTPError(resp.status, message)
+    if _CONTEXT_RE.search(body):
+        error.retryable = False
+    return error
+
+
+def map_client_error(exc: BaseException, url: str, got_response: bool) -> EngineError:
+    """Map an aiohttp/asyncio error raised while talking to ``url`` to errors.py.
+
+    Before a response: connect errors and connect timeouts -> :class:`EngineConnectError`.
+    After the response began: a cut body (incomplete chunked payload, reset, disconnect) ->
+    retryable :class:`StreamProtocolError`. Any other timeout -> :class:`EngineTimeout`.
+    """
+    if isinstance(exc, EngineError):
+        return exc
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+        return EngineConnectError(one_line(f"connect timeout to {url}: {exc}"))
+    if isinstance(exc, TimeoutError):
+        return EngineTimeout(one_line(f"timed out: {url}"))
+    if got_response:
+        error: EngineError = StreamProtocolError(
+            one_line(f"stream cut mid-way ({type(exc).__name__}: {exc})")
+        )
+        error.retryable = True
+        return error
+    return EngineConnectError(one_line(f"cannot reach {url} ({type(exc).__name__}: {exc})"))

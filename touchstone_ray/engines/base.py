@@ -1,0 +1,285 @@
+"""The engine interface: one streaming chat call, timed exactly, that never raises for a
+failed request (a failed cell is a :class:`ChatResult` with ``ok=False``; style example 6).
+
+Protocols differ only in request building and chunk parsing (:meth:`Engine.build_body`,
+:attr:`Engine.parser_cls`) and in their metadata endpoints; the HTTP session, deadline,
+retries, error mapping and timing live here. Retry policy is the overridable hook
+:meth:`Engine.retry_policy` (style example 1).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
+from typing import Any, ClassVar
+
+import aiohttp
+
+from touchstone_ray.engines._http import http_error, map_client_error, new_session, one_line
+from touchstone_ray.engines._retry import RetryPolicy
+from touchstone_ray.engines._stream import StreamParser
+from touchstone_ray.engines._types import ChatRequest, ChatResult, EngineSettings
+from touchstone_ray.engines.normalize import StreamNormalizer
+from touchstone_ray.errors import (
+    EngineConnectError,
+    EngineError,
+    EngineHTTPError,
+    EngineTimeout,
+    ErrorKind,
+)
+
+__all__ = ["ChatRequest", "ChatResult", "Engine", "EngineSettings"]
+
+
+class _Attempt:
+    """Epoch bounds of the latest attempt of one call (for failed results)."""
+
+    def __init__(self) -> None:
+        self.t_start: float | None = None
+        self.t_end: float | None = None
+
+
+class Engine(ABC):
+    """A chat engine speaking one protocol to one endpoint (one pooled aiohttp session).
+
+    Subclasses set :attr:`name`, :attr:`parser_cls`, :attr:`chat_path` and implement
+    :meth:`build_body` and the metadata calls. ``version_label`` fixes ``engine_version``
+    (skipping the server probe); ``on_close`` runs in :meth:`aclose` (sync or async).
+    """
+
+    name: ClassVar[str]
+    parser_cls: ClassVar[type[StreamParser]]
+    chat_path: ClassVar[str]
+
+    def __init__(
+        self,
+        settings: EngineSettings,
+        *,
+        version_label: str | None = None,
+        on_close: Callable[[], Awaitable[None] | None] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.base_url = settings.base_url.rstrip("/")
+        self._version_label = version_label
+        self._on_close = on_close
+        self._session: aiohttp.ClientSession | None = None
+        self._version: str | None = version_label
+        self._version_known = version_label is not None
+        self._version_lock = asyncio.Lock()
+
+    # --- protocol hooks -------------------------------------------------------------------
+    @abstractmethod
+    def build_body(self, req: ChatRequest) -> tuple[dict[str, Any], dict[str, Any]]:
+        """``(body, sent)``: the JSON request body, and the sampling params it carries (for
+        :attr:`ChatResult.request`)."""
+
+    async def server_info(self) -> tuple[str, str | None]:
+        """``(engine name, version or None)`` as the server reports it (``(version_label,
+        None)`` when the engine was given a fixed label, e.g. ``("sim", None)``).
+
+        Raises :class:`EngineError` when the server cannot be reached."""
+        if self._version_label is not None:
+            return self._version_label, None
+        return await self.probe_server()
+
+    @abstractmethod
+    async def probe_server(self) -> tuple[str, str | None]:
+        """Ask the server who it is: ``(engine name, version or None)``. Raises EngineError."""
+
+    @abstractmethod
+    async def list_models(self) -> list[str]:
+        """Model names the server serves. Raises :class:`EngineError`."""
+
+    async def loaded_models(self) -> list[str]:
+        """Models loaded right now (default: :meth:`list_models`). Raises EngineError."""
+        return await self.list_models()
+
+    async def unload(self, model: str) -> None:
+        """Unload ``model`` from memory (default: nothing to do). Raises EngineError."""
+        return None
+
+    def retry_policy(self) -> RetryPolicy:
+        """A fresh retry policy for one call; override to change backoff or give-up rules."""
+        return RetryPolicy(self.settings)
+
+    def new_normalizer(self, t0: float, req: ChatRequest) -> StreamNormalizer:
+        """The normalizer of one attempt sent at perf_counter ``t0`` (override to observe)."""
+        chars = sum(len(m.get("content", "")) for m in req.messages)
+        return StreamNormalizer(t0, prompt_chars=chars)
+
+    # --- the call ---------------------------------------------------------------------------
+    async def chat(self, req: ChatRequest) -> ChatResult:
+        """Stream one chat completion, with retries; never raises for request failures.
+
+        Returns a :class:`ChatResult`: ``ok=True`` with answer and timing fields from the last
+        (successful) attempt, or ``ok=False`` with a one-line ``error``, its ``error_kind``
+        (timeout|http_4xx|http_5xx|connect|protocol) and the attempts used. Only
+        cancellation propagates.
+        """
+        version = await self._engine_version()
+        try:
+            body, sent = self.build_body(req)
+            payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        except (TypeError, ValueError) as exc:
+            text = f"request cannot be built: {exc}"
+            return self._failed("config", text, 1, {}, _Attempt(), version)
+        span = _Attempt()
+        attempt = 0
+        try:
+            async for tried in self.retry_policy().retrying():
+                with tried:
+                    attempt = tried.retry_state.attempt_number
+                    fields = await self._attempt(payload, req, span)
+        except EngineError as exc:
+            return self._failed(exc.error_kind, str(exc), attempt, sent, span, version)
+        except Exception as exc:  # a bug must not lose the cell: record it as data
+            text = f"internal error {type(exc).__name__}: {exc}"
+            return self._failed("protocol", text, attempt, sent, span, version)
+        return ChatResult(ok=True, attempt=attempt, request=sent, engine_version=version, **fields)
+
+    def _failed(
+        self,
+        kind: ErrorKind,
+        text: str,
+        attempt: int,
+        sent: dict[str, Any],
+        span: _Attempt,
+        version: str | None,
+    ) -> ChatResult:
+        return ChatResult(
+            ok=False,
+            error=one_line(text) or kind,
+            error_kind=kind,
+            attempt=max(attempt, 1),
+            request=sent,
+            t_start=span.t_start,
+            t_end=span.t_end,
+            engine_version=version,
+        )
+
+    async def _attempt(self, payload: bytes, req: ChatRequest, span: _Attempt) -> dict[str, Any]:
+        """One HTTP attempt: returns the result fields or raises a mapped EngineError."""
+        session = self._get_session()
+        url = self.base_url + self.chat_path
+        got_response = False
+        t_last = 0.0
+        span.t_end = None
+        span.t_start = time.time()
+        t0 = time.perf_counter()
+        norm = self.new_normalizer(t0, req)
+        parser = self.parser_cls(norm)
+        try:
+            async with asyncio.timeout(self.settings.timeout_s):
+                async with session.post(url, data=payload) as resp:
+                    got_response = True
+                    if resp.status >= 300:
+                        raise await http_error(resp)
+                    content = resp.content
+                    while True:
+                        chunk = await content.readany()
+                        t = time.perf_counter()
+                        if not chunk:
+                            parser.eof(t)
+                            t_last = t
+                            break
+                        parser.feed(t, chunk)
+                        if parser.done:
+                            t_last = parser.t_done or t
+                            await _drain(content)
+                            break
+        except BaseException as exc:
+            span.t_end = time.time()
+            if isinstance(exc, Exception):
+                raise map_client_error(exc, url, got_response) from exc
+            raise
+        span.t_end = span.t_start + (t_last - t0)
+        fields = norm.result(t_last)
+        fields["t_start"] = span.t_start
+        fields["t_end"] = span.t_end
+        return fields
+
+    # --- metadata helpers -------------------------------------------------------------------
+    async def _engine_version(self) -> str | None:
+        if self._version_known:
+            return self._version
+        async with self._version_lock:
+            if not self._version_known:
+                try:
+                    name, version = await self.server_info()
+                except (EngineConnectError, EngineTimeout):
+                    return None  # unreachable now: the chat call will say why; probe again
+                except EngineError:
+                    name, version = "openai-compat", None  # reachable, but will not say
+                self._version = _version_string(name, version)
+                self._version_known = True
+        return self._version
+
+    async def request_json(
+        self, method: str, url: str, body: dict[str, Any] | None = None
+    ) -> tuple[int, Any]:
+        """``(status, parsed JSON or None)`` of a small metadata request to ``url``, within
+        ``timeout_s``. Raises :class:`EngineError` for connect errors and timeouts only."""
+        session = self._get_session()
+        try:
+            async with (
+                asyncio.timeout(self.settings.timeout_s),
+                session.request(method, url, json=body) as resp,
+            ):
+                raw = await resp.read()
+        except Exception as exc:
+            raise map_client_error(exc, url, got_response=False) from exc
+        try:
+            return resp.status, json.loads(raw) if raw else None
+        except ValueError:
+            return resp.status, None
+
+    async def _checked_json(self, method: str, url: str, body: dict[str, Any] | None = None) -> Any:
+        status, data = await self.request_json(method, url, body)
+        if status >= 300:
+            raise EngineHTTPError(status, one_line(f"HTTP {status} from {url}: {data}"))
+        return data
+
+    def _get_session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            headers = {"Content-Type": "application/json"}
+            if self.settings.api_key:
+                headers["Authorization"] = f"Bearer {self.settings.api_key}"
+            self._session = new_session(self.settings.connect_timeout_s, headers)
+        return self._session
+
+    async def aclose(self) -> None:
+        """Close the HTTP session, then run ``on_close`` (e.g. stop a simulator)."""
+        if self._session is not None and not self._session.closed:
+            await self._session.close()
+        self._session = None
+        if self._on_close is not None:
+            on_close, self._on_close = self._on_close, None
+            if inspect.iscoroutinefunction(on_close):
+                await on_close()
+            else:  # a blocking stop (a simulator thread's join) must not stall the loop
+                outcome = await asyncio.to_thread(on_close)
+                if inspect.isawaitable(outcome):
+                    await outcome
+
+
+async def _drain(content: aiohttp.StreamReader) -> None:
+    """Read what follows the end marker (the chunked terminator) so the connection returns to
+    the pool; give up after 1 s (a server that keeps the stream open loses the connection)."""
+    try:
+        async with asyncio.timeout(1.0):
+            while await content.readany():
+                pass
+    except (TimeoutError, aiohttp.ClientError):
+        pass
+
+
+def _version_string(name: str, version: str | None) -> str | None:
+    """``"vllm 0.8.1"``; a bare name when the server said what it is but not its version;
+    ``None`` when it said nothing (``openai-compat``)."""
+    if version:
+        return f"{name} {version}"
+    return None if name == "openai-compat" else name

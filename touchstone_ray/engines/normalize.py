@@ -1,0 +1,226 @@
+"""One stream normalizer for every protocol: deltas in, SPEC §9 answer and timing fields out.
+
+Protocol parsers (:mod:`.ollama`, :mod:`.openai`) turn wire chunks into two kinds of events:
+
+* :meth:`StreamNormalizer.delta` ``(t, content, reasoning, reasoning_source)`` once per chunk,
+  where ``t`` is ``time.perf_counter()`` taken when the chunk's bytes arrived (before JSON
+  parsing), and ``content``/``reasoning`` are the raw deltas (``None`` when absent);
+* :meth:`StreamNormalizer.finish` with the finish reason and the server's token counts, as
+  often as they arrive (OpenAI may send usage only in a trailing chunk with ``choices: []``).
+
+:meth:`StreamNormalizer.result` then computes, exactly as SPEC §9 defines them (seconds):
+
+* the clock starts at ``t0``, when the HTTP request is sent;
+* ``ttft_s``: first chunk with a non-empty delta on any channel. Role-only chunks, empty
+  strings, ``null`` and SSE comments never reach or never count here;
+* ``ttfa_s``: first chunk carrying answer text that is not whitespace (so the ``"\\n\\n"``
+  that follows ``</think>`` is not "the answer"), after ``<think>`` splitting;
+* ``itl_p50_s``/``itl_p95_s``: gaps between consecutive token-carrying chunks, percentiles
+  with linear interpolation (numpy's default);
+* ``e2e_s`` until the stream ended; ``tpot_s = (e2e - ttft) / (completion_tokens - 1)``
+  (``None`` for ≤ 1 token); ``decode_tps = completion_tokens / (e2e - ttft)``;
+  ``prefill_tps = prompt_tokens / ttft``.
+
+``<think>…</think>`` inside content is split on the whole text at the end, so tags split across
+chunks (``</thi`` + ``nk>``), both tags in one chunk, a lone ``</think>`` (everything before it
+was reasoning: templates that put ``<think>`` in the prompt) and an unclosed ``<think>`` (a
+length stop inside reasoning) all come out right, and the answer's first chunk is known.
+
+Token counts come from the server when it sends them (``token_count_source="server"``); any
+count it did not send is estimated (``"estimated"``) as ``max(token-carrying chunks,
+ceil(chars / 4))``: every chunk carries at least one token (a lower bound), and four characters
+per token is the usual rule of thumb for when servers batch several tokens into one chunk.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from typing import Any
+
+from touchstone_ray.records import ReasoningSource
+
+_OPEN = "<think>"
+_CLOSE = "</think>"
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """The ``q``-th percentile (0..100) of ``values`` with linear interpolation between the
+    closest ranks (numpy.percentile's default ``linear`` method); ``None`` when empty."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def estimate_tokens(chars: int, chunks: int = 0) -> int:
+    """Estimated token count: ``max(chunks, ceil(chars / 4))`` (see the module docstring)."""
+    return max(chunks, math.ceil(chars / 4))
+
+
+def split_think(text: str) -> tuple[str, str, int | None, bool]:
+    """Split ``<think>`` reasoning out of answer ``text``.
+
+    Returns ``(reasoning, answer, answer_offset, found)``: ``answer_offset`` is the index in
+    ``text`` of the answer's first non-whitespace character (``None`` when there is none) and
+    ``found`` whether a tag was recognised. An opening tag counts only at the start (after
+    whitespace); a closing tag without one means everything before it was reasoning; an
+    unclosed opening tag makes the rest reasoning. Leading whitespace of the answer after a
+    tag is dropped; only the first think block is split.
+    """
+    lead = len(text) - len(text.lstrip())
+    if text.startswith(_OPEN, lead):
+        start = lead + len(_OPEN)
+        end = text.find(_CLOSE, start)
+        if end < 0:
+            return text[start:].strip(), "", None, True
+        reasoning = text[start:end]
+    else:
+        end = text.find(_CLOSE)
+        if end < 0:
+            first = lead if lead < len(text) else None
+            return "", text, first, False
+        reasoning = text[:end]
+    after = end + len(_CLOSE)
+    answer = text[after:].lstrip()
+    offset = len(text) - len(answer) if answer else None
+    return reasoning.strip(), answer, offset, True
+
+
+class StreamNormalizer:
+    """Accumulates one response stream's deltas and computes its answer and timing fields.
+
+    ``t0`` is ``time.perf_counter()`` when the request was sent; ``prompt_chars`` (the
+    characters of all message texts) is used only to estimate prompt tokens when the server
+    does not report them. Not thread-safe; one instance per attempt.
+    """
+
+    def __init__(self, t0: float, prompt_chars: int = 0) -> None:
+        self.t0 = t0
+        self.prompt_chars = prompt_chars
+        self.token_times: list[float] = []
+        """perf_counter times of the token-carrying chunks, in arrival order."""
+        self._content: list[str] = []
+        self._content_offsets: list[int] = []
+        self._content_times: list[float] = []
+        self._content_len = 0
+        self._reasoning: list[str] = []
+        self._reasoning_chunks = 0
+        self._source: ReasoningSource | None = None
+        self.finish_reason: str | None = None
+        self.prompt_tokens: int | None = None
+        self.completion_tokens: int | None = None
+        self.reasoning_tokens: int | None = None
+        self.load_duration_s: float | None = None
+
+    def delta(
+        self,
+        t: float,
+        content: str | None,
+        reasoning: str | None,
+        reasoning_source: ReasoningSource | None = None,
+    ) -> None:
+        """One chunk: ``content`` and/or ``reasoning`` delta (``None``/``""`` = nothing)
+        arriving at perf_counter time ``t``; ``reasoning_source`` names the reasoning field."""
+        carried = False
+        if content:
+            self._content_offsets.append(self._content_len)
+            self._content_times.append(t)
+            self._content.append(content)
+            self._content_len += len(content)
+            carried = True
+        if reasoning:
+            self._reasoning.append(reasoning)
+            self._reasoning_chunks += 1
+            if self._source is None:
+                self._source = reasoning_source
+            carried = True
+        if carried:
+            self.token_times.append(t)
+
+    def finish(
+        self,
+        *,
+        finish_reason: str | None = None,
+        prompt_tokens: int | None = None,
+        completion_tokens: int | None = None,
+        reasoning_tokens: int | None = None,
+        load_duration_s: float | None = None,
+    ) -> None:
+        """The finish/usage event; may come more than once, a non-``None`` value wins."""
+        if finish_reason is not None:
+            self.finish_reason = finish_reason
+        if prompt_tokens is not None:
+            self.prompt_tokens = prompt_tokens
+        if completion_tokens is not None:
+            self.completion_tokens = completion_tokens
+        if reasoning_tokens is not None:
+            self.reasoning_tokens = reasoning_tokens
+        if load_duration_s is not None:
+            self.load_duration_s = load_duration_s
+
+    @property
+    def has_tokens(self) -> bool:
+        """Whether any token-carrying chunk arrived."""
+        return bool(self.token_times)
+
+    def result(self, t_end: float) -> dict[str, Any]:
+        """The ChatResult answer and timing fields for a stream that ended at perf_counter
+        ``t_end`` (a dict keyed by EvalResponse field names; ``ok`` is not included)."""
+        content = "".join(self._content)
+        tag_reasoning, answer, offset, found = split_think(content)
+        reasoning = "".join(self._reasoning)
+        source = self._source
+        if found:
+            reasoning = f"{reasoning}\n{tag_reasoning}" if reasoning else tag_reasoning
+            source = source or "think_tag"
+        ttfa: float | None = None
+        if offset is not None:
+            idx = bisect.bisect_right(self._content_offsets, offset) - 1
+            ttfa = self._content_times[idx] - self.t0
+        ttft = self.token_times[0] - self.t0 if self.token_times else None
+        e2e = t_end - self.t0
+        gaps = [b - a for a, b in zip(self.token_times, self.token_times[1:], strict=False)]
+
+        estimated = False
+        completion = self.completion_tokens
+        if completion is None:
+            completion = estimate_tokens(len(content) + len(reasoning), len(self.token_times))
+            estimated = True
+        prompt = self.prompt_tokens
+        if prompt is None:
+            prompt = estimate_tokens(self.prompt_chars)
+            estimated = True
+        reasoning_tokens = self.reasoning_tokens
+        if estimated and reasoning_tokens is None and reasoning:
+            reasoning_tokens = estimate_tokens(len(reasoning), self._reasoning_chunks)
+
+        decode_s = e2e - ttft if ttft is not None else None
+        has_answer = bool(answer.strip())
+        return {
+            "response_text": answer,
+            "reasoning_text": reasoning,
+            "reasoning_source": source if reasoning else None,
+            "content_empty": not has_answer,
+            "reasoning_only": not has_answer and bool(reasoning.strip()),
+            "finish_reason": self.finish_reason,
+            "truncated": self.finish_reason == "length",
+            "ttft_s": ttft,
+            "ttfa_s": ttfa,
+            "e2e_s": e2e,
+            "tpot_s": decode_s / (completion - 1)
+            if decode_s is not None and completion > 1
+            else None,
+            "itl_p50_s": percentile(gaps, 50),
+            "itl_p95_s": percentile(gaps, 95),
+            "decode_tps": completion / decode_s if decode_s else None,
+            "prefill_tps": prompt / ttft if ttft else None,
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "reasoning_tokens": reasoning_tokens,
+            "token_count_source": "estimated" if estimated else "server",
+            "load_duration_s": self.load_duration_s,
+        }

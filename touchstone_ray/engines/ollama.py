@@ -1,0 +1,128 @@
+"""Ollama's native chat API: ``POST /api/chat`` streaming NDJSON.
+
+Protocol source: Ollama API docs (``docs/api.md``, "Generate a chat completion"). Each line is
+``{"model", "created_at", "message": {"role", "content", "thinking"?}, "done": false}``; the last
+line has ``"done": true`` with ``done_reason`` (``stop``, ``length``, ``load``, ``unload``),
+``prompt_eval_count``, ``eval_count`` (completion tokens, thinking included) and durations in
+nanoseconds (``load_duration``). An ``{"error": "..."}`` line is a protocol error. Sampling goes
+in ``options`` (``temperature``, ``seed``, ``num_predict``, ``num_ctx``, …); ``think``,
+``keep_alive`` and ``format`` (a JSON schema) are top-level. ``GET /api/version``,
+``/api/tags`` (available models) and ``/api/ps`` (loaded models) give the metadata; a chat with
+``messages: []`` and ``keep_alive: 0`` unloads a model.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from touchstone_ray.engines._stream import (
+    StreamParser,
+    error_text,
+    incomplete,
+    int_or_none,
+    load_object,
+    text_or_none,
+)
+from touchstone_ray.engines.base import ChatRequest, Engine
+from touchstone_ray.errors import StreamProtocolError
+
+
+class OllamaStreamParser(StreamParser):
+    """NDJSON chat lines -> normalizer events; ``done: true`` ends the stream."""
+
+    framing = "ndjson"
+
+    def on_payload(self, t: float, payload: bytes) -> None:
+        """Parse one line; raises StreamProtocolError on an error line or garbage."""
+        obj = load_object(payload)
+        if obj.get("error") is not None:
+            raise StreamProtocolError(f"error event in stream: {error_text(obj['error'])}")
+        message = obj.get("message") or {}
+        if not isinstance(message, dict):
+            raise StreamProtocolError("line 'message' is not an object")
+        self.norm.delta(
+            t,
+            text_or_none(message.get("content")),
+            text_or_none(message.get("thinking")),
+            "thinking",
+        )
+        if obj.get("done") is True:
+            load_ns = obj.get("load_duration")
+            reason = obj.get("done_reason")
+            self.norm.finish(
+                finish_reason=str(reason) if reason is not None else None,
+                prompt_tokens=int_or_none(obj.get("prompt_eval_count")),
+                completion_tokens=int_or_none(obj.get("eval_count")),
+                load_duration_s=load_ns / 1e9 if isinstance(load_ns, int | float) else None,
+            )
+            self.mark_done(t)
+
+    def check_complete(self) -> None:
+        """The body must have carried a ``done: true`` line."""
+        if not self.done:
+            raise incomplete("stream ended before a done:true line")
+
+
+class OllamaEngine(Engine):
+    """Ollama ``POST {base_url}/api/chat``; ``base_url`` is the server root."""
+
+    name = "ollama"
+    parser_cls = OllamaStreamParser
+    chat_path = "/api/chat"
+
+    def build_body(self, req: ChatRequest) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The request body (``stream: true``; ``extra_body`` merged, its ``options`` into
+        ``options``) and the sampling params sent (``num_predict`` from ``max_tokens``)."""
+        extra = copy.deepcopy(req.extra_body)
+        extra_options = extra.pop("options", None)
+        options: dict[str, Any] = {}
+        sent: dict[str, Any] = {}
+        for key, value in (
+            ("temperature", req.temperature),
+            ("seed", req.seed),
+            ("num_predict", req.max_tokens),
+        ):
+            if value is not None:
+                options[key] = sent[key] = value
+        if isinstance(extra_options, dict):
+            options.update(extra_options)
+        elif extra_options is not None:
+            extra["options"] = extra_options  # verbatim: the server will say what is wrong
+        body: dict[str, Any] = {"model": req.model, "messages": req.messages, **extra}
+        body["stream"] = True
+        if options:
+            body["options"] = options
+        if req.keep_alive is not None:
+            body["keep_alive"] = sent["keep_alive"] = req.keep_alive
+        if req.json_schema is not None:
+            body["format"] = req.json_schema
+        if req.extra_body:
+            sent["extra_body"] = copy.deepcopy(req.extra_body)
+        return body, sent
+
+    async def probe_server(self) -> tuple[str, str | None]:
+        """``("ollama", version)`` from ``GET /api/version``. Raises EngineError."""
+        data = await self._checked_json("GET", self.base_url + "/api/version")
+        version = data.get("version") if isinstance(data, dict) else None
+        return "ollama", str(version) if version else None
+
+    async def list_models(self) -> list[str]:
+        """Available model names from ``GET /api/tags``. Raises EngineError."""
+        return await self._names("/api/tags")
+
+    async def loaded_models(self) -> list[str]:
+        """Loaded model names from ``GET /api/ps``. Raises EngineError."""
+        return await self._names("/api/ps")
+
+    async def unload(self, model: str) -> None:
+        """``POST /api/chat`` with ``messages: []`` and ``keep_alive: 0``. Raises EngineError."""
+        body = {"model": model, "messages": [], "keep_alive": 0, "stream": False}
+        await self._checked_json("POST", self.base_url + "/api/chat", body)
+
+    async def _names(self, path: str) -> list[str]:
+        data = await self._checked_json("GET", self.base_url + path)
+        models = data.get("models") if isinstance(data, dict) else None
+        if not isinstance(models, list):
+            raise StreamProtocolError(f"{path} answer has no 'models' list")
+        return [str(m.get("name") or m.get("model")) for m in models if isinstance(m, dict)]

@@ -1,0 +1,153 @@
+"""OpenAI-compatible chat completions over SSE (vLLM, llama.cpp, SGLang, LM Studio, …).
+
+Protocol source: OpenAI API reference, "Create chat completion" with ``stream: true`` and the
+chat completion *chunk* object. Each SSE ``data:`` line is a chunk
+``{"choices": [{"index": 0, "delta": {"role"?, "content"?, "reasoning_content"?,
+"reasoning"?}, "finish_reason": null|"stop"|"length"|…}], "usage": null|{…}}``; the stream ends
+with ``data: [DONE]``. With ``stream_options: {"include_usage": true}`` usage
+(``prompt_tokens``, ``completion_tokens``, ``completion_tokens_details.reasoning_tokens``)
+arrives in a last chunk whose ``choices`` is ``[]``. Reasoning comes in
+``delta.reasoning_content`` (vLLM reasoning parsers, llama.cpp, DeepSeek) or
+``delta.reasoning`` (OpenRouter, newer vLLM), or as ``<think>`` tags inside content.
+An ``{"error": {...}}`` chunk (vLLM's streaming error) ends the call as a protocol error.
+
+Server identity: vLLM ``GET /version`` (server root) -> ``{"version"}``; llama.cpp
+``GET /props`` -> ``{"build_info"}``; Ollama's own ``GET /api/version``; else
+``openai-compat``.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from touchstone_ray.engines._stream import (
+    StreamParser,
+    error_text,
+    incomplete,
+    int_or_none,
+    load_object,
+    text_or_none,
+)
+from touchstone_ray.engines.base import ChatRequest, Engine
+from touchstone_ray.errors import StreamProtocolError
+from touchstone_ray.records import ReasoningSource
+
+_REASONING_KEYS: tuple[ReasoningSource, ...] = ("reasoning_content", "reasoning")
+
+
+class OpenAIStreamParser(StreamParser):
+    """SSE chat-completion chunks -> normalizer events (choice index 0 only)."""
+
+    framing = "sse"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.saw_finish = False
+
+    def on_payload(self, t: float, payload: bytes) -> None:
+        """Parse one chunk object; raises StreamProtocolError on an error chunk or garbage."""
+        obj = load_object(payload)
+        if obj.get("error") is not None or obj.get("object") == "error":
+            raise StreamProtocolError(f"error event in stream: {error_text(obj.get('error', obj))}")
+        choices = obj.get("choices") or []
+        if not isinstance(choices, list):
+            raise StreamProtocolError("chunk 'choices' is not a list")
+        for choice in choices:
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            if not isinstance(delta, dict):
+                raise StreamProtocolError("chunk 'delta' is not an object")
+            reasoning: str | None = None
+            source: ReasoningSource | None = None
+            for key in _REASONING_KEYS:
+                reasoning = text_or_none(delta.get(key))
+                if reasoning:
+                    source = key
+                    break
+            self.norm.delta(t, text_or_none(delta.get("content")), reasoning, source)
+            finish = choice.get("finish_reason")
+            if finish is not None:
+                self.norm.finish(finish_reason=str(finish))
+                self.saw_finish = True
+        usage = obj.get("usage")
+        if isinstance(usage, dict):
+            details = usage.get("completion_tokens_details")
+            self.norm.finish(
+                prompt_tokens=int_or_none(usage.get("prompt_tokens")),
+                completion_tokens=int_or_none(usage.get("completion_tokens")),
+                reasoning_tokens=int_or_none(details.get("reasoning_tokens"))
+                if isinstance(details, dict)
+                else None,
+            )
+
+    def check_complete(self) -> None:
+        """A body may end without ``[DONE]`` only after a finish_reason."""
+        if not self.done and not self.saw_finish:
+            raise incomplete("stream ended before a finish_reason or [DONE]")
+
+
+class OpenAIEngine(Engine):
+    """OpenAI-compatible ``POST {base_url}/chat/completions``; ``base_url`` ends in ``/v1``."""
+
+    name = "openai"
+    parser_cls = OpenAIStreamParser
+    chat_path = "/chat/completions"
+
+    def build_body(self, req: ChatRequest) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The request body (always ``stream: true`` with ``include_usage``; ``extra_body``
+        merged verbatim) and the sampling params sent."""
+        body: dict[str, Any] = {"model": req.model, "messages": req.messages}
+        sent: dict[str, Any] = {}
+        for key, value in (
+            ("temperature", req.temperature),
+            ("seed", req.seed),
+            ("max_tokens", req.max_tokens),
+        ):
+            if value is not None:
+                body[key] = sent[key] = value
+        if req.json_schema is not None:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "verdict", "schema": req.json_schema, "strict": True},
+            }
+        if req.extra_body:
+            body.update(copy.deepcopy(req.extra_body))
+            sent["extra_body"] = copy.deepcopy(req.extra_body)
+        options = body.get("stream_options")
+        body["stream"] = True
+        body["stream_options"] = {
+            **(options if isinstance(options, dict) else {}),
+            "include_usage": True,
+        }
+        return body, sent
+
+    @property
+    def server_root(self) -> str:
+        """``base_url`` without its trailing ``/v1`` (where /version and /props live)."""
+        return self.base_url.removesuffix("/v1")
+
+    async def probe_server(self) -> tuple[str, str | None]:
+        """Probe vLLM ``/version``, llama.cpp ``/props``, Ollama ``/api/version`` in turn;
+        ``("openai-compat", None)`` when none answers. Raises EngineError if unreachable."""
+        root = self.server_root
+        status, data = await self.request_json("GET", root + "/version")
+        if status == 200 and isinstance(data, dict) and data.get("version"):
+            return "vllm", str(data["version"])
+        status, data = await self.request_json("GET", root + "/props")
+        if status == 200 and isinstance(data, dict) and "default_generation_settings" in data:
+            build = data.get("build_info")
+            return "llama.cpp", str(build) if build else None
+        status, data = await self.request_json("GET", root + "/api/version")
+        if status == 200 and isinstance(data, dict) and data.get("version"):
+            return "ollama", str(data["version"])
+        return "openai-compat", None
+
+    async def list_models(self) -> list[str]:
+        """Model ids from ``GET {base_url}/models`` (``{"data": [{"id"}]}``)."""
+        data = await self._checked_json("GET", self.base_url + "/models")
+        items = data.get("data") if isinstance(data, dict) else None
+        if not isinstance(items, list):
+            raise StreamProtocolError("/models answer has no 'data' list")
+        return [str(item["id"]) for item in items if isinstance(item, dict) and "id" in item]

@@ -1,0 +1,200 @@
+"""The per-host client actor: one async Ray actor per host runs every request of that host.
+
+SPEC §8: per host a constant, small number of touchstone processes whatever the concurrency —
+this actor (all the host's endpoints, one semaphore each) and the monitor actor. The actor is
+pinned hard to the host's node, so ``base_url`` is resolved *there* (``localhost`` is the
+serving machine). Keys arrive in memory from the driver and never reach a file or log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import platform
+import socket
+import time
+from typing import Any
+
+import psutil
+
+from touchstone_ray.config import ModelSpec
+from touchstone_ray.engines.base import ChatRequest, Engine, EngineSettings
+from touchstone_ray.engines.registry import create_engine
+from touchstone_ray.eval.metrics import CellMetrics
+from touchstone_ray.eval.plan import Cell
+from touchstone_ray.records import EvalResponse
+
+WARMUP_PROMPT = "Antworte mit einem Wort: bereit?"
+"""The untimed warm-up request's user message."""
+
+
+def host_facts(node_id: str | None) -> dict[str, Any]:
+    """Hardware facts of this machine for ``bundle.json`` (``ram_gb`` in GiB)."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        ip = socket.gethostbyname(socket.gethostname())
+    except OSError:
+        ip = None
+    return {
+        "node_id": node_id,
+        "hostname": socket.gethostname(),
+        "ip": ip,
+        "cpu": cpu,
+        "cpu_count": os.cpu_count(),
+        "ram_gb": round(psutil.virtual_memory().total / 2**30, 1),
+        "gpus": [],
+        "os": platform.platform(),
+        "python": platform.python_version(),
+    }
+
+
+class HostClient:
+    """Async client for every endpoint of one host (use through ``ray.remote``).
+
+    ``models`` maps model label → (:class:`ModelSpec` as a dict, API key or ``None``).
+    """
+
+    def __init__(
+        self,
+        host: str,
+        models: dict[str, tuple[dict[str, Any], str | None]],
+        pack_id: str,
+        pack_version: int,
+        sampling: dict[str, Any],
+        max_attempts: int,
+    ) -> None:
+        import ray
+
+        self.host = host
+        self.node_id: str = ray.get_runtime_context().get_node_id()
+        self.specs = {label: ModelSpec.model_validate(spec) for label, (spec, _) in models.items()}
+        self._keys = {label: key for label, (_, key) in models.items()}
+        self.pack_id = pack_id
+        self.pack_version = pack_version
+        self.sampling = sampling
+        self.max_attempts = max_attempts
+        self._engines: dict[str, Engine] = {}
+        self._sems: dict[str, asyncio.Semaphore] = {}
+        self._in_flight: dict[str, int] = {}
+        self._metrics = CellMetrics()
+
+    def _engine(self, label: str) -> Engine:
+        if label not in self._engines:
+            spec = self.specs[label]
+            settings = EngineSettings(
+                base_url=spec.base_url or "http://127.0.0.1:0",
+                api_key=self._keys[label],
+                timeout_s=spec.timeout_s,
+                max_attempts=self.max_attempts,
+            )
+            self._engines[label] = create_engine(spec.engine, settings, spec.sim)
+            self._sems[label] = asyncio.Semaphore(spec.concurrency)
+        return self._engines[label]
+
+    async def ready(self) -> dict[str, Any]:
+        """Facts about this host (node id, hostname, CPU, RAM, OS) and this actor's pid."""
+        return {**host_facts(self.node_id), "client_pid": os.getpid()}
+
+    async def preflight(self) -> dict[str, dict[str, Any]]:
+        """Per model label: endpoint reached from this host, served models, engine version."""
+        out: dict[str, dict[str, Any]] = {}
+        for label, spec in self.specs.items():
+            engine = self._engine(label)
+            entry: dict[str, Any] = {"reachable": False, "error": None, "served": []}
+            try:
+                name, version = await engine.server_info()
+                entry["engine_version"] = f"{name} {version}" if version else name
+                entry["served"] = await engine.list_models()
+                entry["reachable"] = True
+                entry["model_served"] = spec.id in entry["served"] or spec.engine == "simulated"
+            except Exception as exc:
+                entry["error"] = f"{type(exc).__name__}: {exc}"
+            out[label] = entry
+        return out
+
+    def _request(
+        self, label: str, max_tokens: int | None, messages: list[dict[str, str]]
+    ) -> ChatRequest:
+        spec = self.specs[label]
+        return ChatRequest(
+            model=spec.id,
+            messages=messages,
+            temperature=self.sampling.get("temperature"),
+            seed=self.sampling.get("seed"),
+            max_tokens=max_tokens,
+            extra_body=spec.extra_body,
+            keep_alive=spec.keep_alive if spec.engine == "ollama" else None,
+        )
+
+    async def warmup(self, label: str) -> dict[str, Any]:
+        """One untimed request; returns ``{"ok", "error", "load_duration_s"}``."""
+        engine = self._engine(label)
+        async with self._sems[label]:
+            result = await engine.chat(
+                self._request(label, 16, [{"role": "user", "content": WARMUP_PROMPT}])
+            )
+        return {"ok": result.ok, "error": result.error, "load_duration_s": result.load_duration_s}
+
+    async def run_cell(self, cell: Cell, is_cold_start: bool) -> dict[str, Any]:
+        """Run one cell and return its :class:`EvalResponse` as a dict (never raises for a
+        failed request: the record carries ``ok=False`` and ``error_kind``)."""
+        engine = self._engine(cell.model)
+        spec = self.specs[cell.model]
+        messages = []
+        if cell.system_prompt is not None:
+            messages.append({"role": "system", "content": cell.system_prompt})
+        messages.append({"role": "user", "content": cell.prompt})
+        waited_from = time.time()
+        async with self._sems[cell.model]:
+            queue_wait = time.time() - waited_from
+            self._in_flight[cell.model] = self._in_flight.get(cell.model, 0) + 1
+            self._metrics.in_flight(cell.model, self._in_flight[cell.model])
+            try:
+                result = await engine.chat(self._request(cell.model, cell.max_tokens, messages))
+            finally:
+                self._in_flight[cell.model] -= 1
+                self._metrics.in_flight(cell.model, self._in_flight[cell.model])
+        fields = result.model_dump()
+        engine_version = fields.pop("engine_version")
+        record = EvalResponse(
+            key=cell.key,
+            pack_id=self.pack_id,
+            pack_version=self.pack_version,
+            model=cell.model,
+            engine=spec.engine,
+            engine_version=engine_version,
+            host=self.host,
+            node_id=self.node_id,
+            variant=cell.variant,
+            category=cell.category,
+            prompt_id=cell.prompt_id,
+            repeat=cell.repeat,
+            queue_wait_s=queue_wait,
+            is_cold_start=is_cold_start,
+            **fields,
+        )
+        out = record.model_dump(mode="json")
+        self._metrics.cell_done(out)
+        return out
+
+    async def unload(self, label: str) -> str | None:
+        """Unload the model (Ollama ``keep_alive: 0``); returns an error line or ``None``."""
+        try:
+            await self._engine(label).unload(self.specs[label].id)
+        except Exception as exc:
+            return f"{type(exc).__name__}: {exc}"
+        return None
+
+    async def close(self) -> None:
+        """Close every engine (and any simulator it started)."""
+        for engine in self._engines.values():
+            await engine.aclose()
+        self._engines.clear()

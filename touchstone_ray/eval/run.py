@@ -1,0 +1,320 @@
+"""``touchstone-ray eval``: load, plan, connect, preflight, run the matrix, finalize.
+
+The public entry point is :func:`run_eval`; the CLI only parses flags and prints.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from touchstone_ray.bundle import Bundle
+from touchstone_ray.config import FleetConfig, load_config
+from touchstone_ray.errors import RunError
+from touchstone_ray.eval.driver import HostRun, MatrixRunner, Phase
+from touchstone_ray.eval.plan import ModelPlan, plan_models
+from touchstone_ray.eval.sink import RecordSink
+from touchstone_ray.hosts import current_nodes, resolve_hosts
+from touchstone_ray.pack import Pack, load_pack
+from touchstone_ray.ray_session import ensure_ray
+
+ACTOR_READY_TIMEOUT_S = float(os.environ.get("TOUCHSTONE_ACTOR_READY_TIMEOUT_S", "60"))
+"""How long a host's client actor may take to be scheduled and start (s)."""
+PREFLIGHT_TIMEOUT_S = 60.0
+"""How long the preflight of one host may take (s)."""
+
+
+@dataclass
+class EvalOptions:
+    """The flags of ``touchstone-ray eval`` (SPEC §6)."""
+
+    pack: Path
+    config: Path
+    address: str | None = None
+    out: Path | None = None
+    resume: Path | None = None
+    models: list[str] | None = None
+    variants: list[str] | None = None
+    strict_preflight: bool = False
+    dry_run: bool = False
+
+
+@dataclass
+class EvalOutcome:
+    """What a run did; ``exit_code`` 1 if any cell failed, else 0."""
+
+    bundle: Path | None
+    n_ok: int = 0
+    n_failed: int = 0
+    n_reused: int = 0
+    failures_by_kind: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.n_failed else 0
+
+
+class _TelemetryHooks:
+    """Baseline ticks at model start; the monitor set drains itself in the background."""
+
+    def __init__(self, monitors: Any) -> None:
+        self.monitors = monitors
+
+    def model_start(self, host: str, label: str) -> None:
+        self.monitors.baseline(host, label)
+
+    def tick(self) -> None:
+        pass
+
+
+def print_plan(pack: Pack, plans: dict[str, list[ModelPlan]], skip: set[str], out: TextIO) -> None:
+    """The ``--dry-run`` plan: per host, models in run order with their cell counts."""
+    total = 0
+    for host, models in plans.items():
+        print(f"host {host}:", file=out)
+        for order, plan in enumerate(models, start=1):
+            todo = sum(1 for _ in plan.cells(pack, skip))
+            total += todo
+            print(
+                f"  {order}. {plan.label} ({plan.spec.engine}, concurrency "
+                f"{plan.spec.concurrency}): {todo} cells = {len(plan.variants)} variants × "
+                f"{pack.cells_per_variant} cells/variant"
+                + (f", {plan.n_cells(pack) - todo} done" if todo != plan.n_cells(pack) else ""),
+                file=out,
+            )
+    print(f"{total} cells on {len(plans)} hosts", file=out)
+
+
+def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
+    """Run (or resume) the matrix and return the outcome; the bundle path is printed last.
+
+    Raises :class:`~touchstone_ray.errors.UsageError` subclasses for bad input (before any
+    request) and :class:`RunError` for an aborted run.
+    """
+    pack = load_pack(opts.pack)
+    config = load_config(opts.config)
+    plans = plan_models(pack, config, opts.models, opts.variants)
+    bundle: Bundle | None = None
+    done: set[str] = set()
+    if opts.resume is not None:
+        bundle = Bundle.open(opts.resume)
+        bundle.check_resume(opts.pack, config)
+        done = bundle.scan_responses(repair=True).ok_keys
+    if opts.dry_run:
+        print_plan(pack, plans, done, out)
+        return EvalOutcome(bundle=None)
+
+    ray_info = ensure_ray(opts.address, config.ray)
+    import ray
+
+    nodes = resolve_hosts(config, current_nodes(), ray.get_runtime_context().get_node_id())
+    if bundle is None:
+        bundle = Bundle.create(Path(opts.out or config.out), pack, opts.pack, config, ray_info)
+    else:
+        bundle.update_manifest(status="running", resumed_at=time.time())
+    todo = {
+        host: sum(sum(1 for _ in p.cells(pack, done)) for p in models)
+        for host, models in plans.items()
+    }
+    if opts.resume is not None:
+        print(f"{len(done)} reused, {sum(todo.values())} to run", file=out, flush=True)
+    sink = RecordSink(bundle, pack.id, pack.version, todo)
+    started = time.monotonic()
+    outcome = EvalOutcome(bundle=bundle.root, n_reused=len(done))
+    fleet: Fleet | None = None
+    try:
+        sink.event("run_start", pack=pack.id, hosts={h: n.node_id for h, n in nodes.items()})
+        fleet = _start_fleet(pack, config, plans, nodes, done, bundle, sink, opts)
+        runner = MatrixRunner(config, fleet.runs, sink, _TelemetryHooks(fleet.monitors))
+        for run in fleet.runs:
+            if run.host in fleet.unready:
+                runner.host_lost(run, fleet.unready[run.host])
+        runner.run()
+        _stop_fleet(fleet, bundle)
+        fleet = None
+        from touchstone_ray.telemetry.finalize import finalize_bundle
+
+        finalize_bundle(bundle.root, only_keys=set(sink.new_keys))
+    except BaseException as exc:
+        if fleet is not None:
+            _stop_fleet(fleet, bundle)
+        reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc)
+        try:
+            sink.event("run_aborted", reason=reason)
+            sink.close()
+            bundle.update_manifest(status="failed", finished_at=time.time())
+        except OSError:
+            pass
+        if isinstance(exc, KeyboardInterrupt):
+            raise RunError(f"interrupted; resume with --resume {bundle.root}") from None
+        if isinstance(exc, OSError):
+            raise RunError(
+                f"{bundle.root}: cannot write the bundle ({exc.strerror or exc}); run aborted, "
+                "every record written before is intact"
+            ) from exc
+        raise
+    outcome.n_ok, outcome.n_failed = sink.n_ok, sink.n_failed
+    outcome.failures_by_kind = dict(sink.failures_by_kind)
+    elapsed = time.monotonic() - started
+    sink.event("run_done", ok=outcome.n_ok, failed=outcome.n_failed, elapsed_s=elapsed)
+    sink.close()
+    bundle.update_manifest(status="failed" if outcome.n_failed else "done", finished_at=time.time())
+    kinds = ", ".join(f"{k} {n}" for k, n in sorted(outcome.failures_by_kind.items()))
+    print(
+        f"eval {'failed' if outcome.n_failed else 'done'}: {outcome.n_ok} ok, "
+        f"{outcome.n_failed} failed"
+        + (f" ({kinds})" if kinds else "")
+        + f", {outcome.n_reused} reused in {elapsed:.1f} s",
+        file=out,
+    )
+    print(bundle.root, file=out, flush=True)
+    return outcome
+
+
+@dataclass
+class Fleet:
+    """The running per-host actors of one eval."""
+
+    runs: list[HostRun]
+    actors: dict[str, Any]
+    monitors: Any
+    unready: dict[str, str]
+
+
+def _start_fleet(
+    pack: Pack,
+    config: FleetConfig,
+    plans: dict[str, list[ModelPlan]],
+    nodes: dict[str, Any],
+    done: set[str],
+    bundle: Bundle,
+    sink: RecordSink,
+    opts: EvalOptions,
+) -> Fleet:
+    """Create each host's client actor (pinned) and monitor; preflight; build the phases."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from touchstone_ray.eval.client_actor import HostClient
+    from touchstone_ray.telemetry.monitor_set import MonitorSet
+
+    remote_cls = ray.remote(HostClient)
+    actors: dict[str, Any] = {}
+    for host, models in plans.items():
+        node_id = nodes[host].node_id
+        specs = {
+            p.label: (
+                p.spec.model_dump(mode="json"),
+                os.environ.get(p.spec.api_key_env) if p.spec.api_key_env else None,
+            )
+            for p in models
+        }
+        actors[host] = remote_cls.options(
+            name=f"client:{host}:{bundle.root.name}",
+            num_cpus=0,
+            max_restarts=0,
+            max_concurrency=1000,
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
+        ).remote(
+            host,
+            specs,
+            pack.id,
+            pack.version,
+            pack.sampling.model_dump(),
+            config.scheduling.max_attempts,
+        )
+    ready_refs = {host: actor.ready.remote() for host, actor in actors.items()}
+    ready, _ = ray.wait(
+        list(ready_refs.values()), num_returns=len(ready_refs), timeout=ACTOR_READY_TIMEOUT_S
+    )
+    facts: dict[str, Any] = {}
+    unready: dict[str, str] = {}
+    for host, ref in ready_refs.items():
+        if ref in ready:
+            try:
+                facts[host] = ray.get(ref, timeout=10)
+                continue
+            except Exception as exc:
+                unready[host] = f"client actor failed to start: {type(exc).__name__}: {exc}"
+        else:
+            unready[host] = (
+                f"client actor could not be scheduled on node {nodes[host].node_id[:8]} "
+                f"within {ACTOR_READY_TIMEOUT_S:.0f} s"
+            )
+    monitors = MonitorSet(
+        bundle.root, config.monitor.interval_s, config.monitor.gpu, autodrain_s=1.0
+    )
+    capabilities = monitors.start({h: nodes[h].node_id for h in facts})
+    for host, f in facts.items():
+        monitors.register_pids(host, [f["client_pid"]])
+    _preflight(actors, facts, sink, opts, config)
+    manifest = bundle.manifest()
+    for host, f in facts.items():
+        manifest["hosts"].setdefault(host, {}).update(f)
+        manifest["hosts"][host]["capabilities"] = capabilities.get(host, {})
+    bundle.write_manifest(manifest)
+    runs: list[HostRun] = []
+    for host, models in plans.items():
+        phases = deque(
+            Phase(plan=p, cells=p.cells(pack, done), todo=sum(1 for _ in p.cells(pack, done)))
+            for p in models
+        )
+        run = HostRun(host=host, node_id=nodes[host].node_id, actor=actors[host], queue=phases)
+        runs.append(run)
+    return Fleet(runs=runs, actors=actors, monitors=monitors, unready=unready)
+
+
+def _stop_fleet(fleet: Fleet, bundle: Bundle) -> None:
+    """Close the client actors, stop the monitors, record footprint and monitoring losses."""
+    import ray
+
+    footprint = fleet.monitors.footprint()
+    closing = [a.close.remote() for h, a in fleet.actors.items() if h not in fleet.unready]
+    ray.wait(closing, num_returns=len(closing), timeout=10)
+    for actor in fleet.actors.values():
+        with contextlib.suppress(Exception):
+            ray.kill(actor, no_restart=True)
+    fleet.monitors.stop()
+    manifest = bundle.manifest()
+    for host, entry in manifest["hosts"].items():
+        if host in footprint:
+            entry["touchstone_footprint"] = footprint[host]
+        if host in fleet.monitors.lost:
+            entry["monitoring_lost_at"] = fleet.monitors.lost[host]
+            entry["monitoring_lost_reason"] = fleet.monitors.lost_reason.get(host)
+    bundle.write_manifest(manifest)
+
+
+def _preflight(
+    actors: dict[str, Any],
+    facts: dict[str, Any],
+    sink: RecordSink,
+    opts: EvalOptions,
+    config: FleetConfig,
+) -> None:
+    import ray
+
+    refs = {host: actors[host].preflight.remote() for host in facts}
+    ready, _ = ray.wait(list(refs.values()), num_returns=len(refs), timeout=PREFLIGHT_TIMEOUT_S)
+    problems: list[str] = []
+    for host, ref in refs.items():
+        result = ray.get(ref) if ref in ready else None
+        sink.event("preflight", host=host, result=result)
+        if result is None:
+            problems.append(f"{host}: no preflight answer within {PREFLIGHT_TIMEOUT_S:.0f} s")
+            continue
+        for label, entry in result.items():
+            if not entry["reachable"]:
+                problems.append(f"{host}: {label}: endpoint unreachable ({entry['error']})")
+            elif not entry.get("model_served", True):
+                problems.append(f"{host}: {label}: not served (server lists {entry['served']})")
+    for problem in problems:
+        print(f"preflight: {problem}", file=sys.stderr)
+    if problems and opts.strict_preflight:
+        raise RunError(f"preflight failed ({len(problems)} problems); see above")

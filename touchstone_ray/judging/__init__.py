@@ -1,0 +1,90 @@
+"""Judging: parse judge replies, score, aggregate several judges (SPEC §10).
+
+Modules: :mod:`.parse` (the judge reply contract), :mod:`.scoring` (knock-out, quality %,
+rubric, ranking, the pre-judge rules), :mod:`.stats` (per category / per prompt / variant
+A/B), :mod:`.agreement` (several judges), :mod:`.prompts` (judge templates and reply schemas),
+:mod:`.config` (the judge config). The names below are re-exported; scipy, statsmodels and
+krippendorff are imported only inside the functions that need them (about 1 s together).
+"""
+
+from __future__ import annotations
+
+from touchstone_ray.judging.agreement import (
+    AggregatedReport,
+    AgreementStat,
+    aggregate_reports,
+    dimension_alpha,
+    ranking_tau,
+    red_flag_kappa,
+    red_flagged_prompts,
+    vote_red_flags,
+)
+from touchstone_ray.judging.config import JudgeConfig, JudgeSpec, load_judge_config
+from touchstone_ray.judging.parse import (
+    ParsedHolistic,
+    ParsedVerdict,
+    ParseFailure,
+    parse_answer_reply,
+    parse_holistic_reply,
+)
+from touchstone_ray.judging.prompts import (
+    ANSWER_SCHEMA,
+    TEMPLATE_VERSION,
+    JudgePrompt,
+    answer_prompt,
+    holistic_prompt,
+    holistic_schema,
+)
+from touchstone_ray.judging.scoring import (
+    MissingDimensionsError,
+    passes_ko,
+    pre_judge_verdict,
+    quality_pct,
+    rank_rows,
+    rubric_level,
+)
+from touchstone_ray.judging.stats import (
+    PromptStat,
+    VariantComparison,
+    category_means,
+    compare_variants,
+    mean_answer_score,
+    prompt_stats,
+)
+
+__all__ = [
+    "ANSWER_SCHEMA",
+    "TEMPLATE_VERSION",
+    "AggregatedReport",
+    "AgreementStat",
+    "JudgeConfig",
+    "JudgePrompt",
+    "JudgeSpec",
+    "MissingDimensionsError",
+    "ParseFailure",
+    "ParsedHolistic",
+    "ParsedVerdict",
+    "PromptStat",
+    "VariantComparison",
+    "aggregate_reports",
+    "answer_prompt",
+    "category_means",
+    "compare_variants",
+    "dimension_alpha",
+    "holistic_prompt",
+    "holistic_schema",
+    "load_judge_config",
+    "mean_answer_score",
+    "parse_answer_reply",
+    "parse_holistic_reply",
+    "passes_ko",
+    "pre_judge_verdict",
+    "prompt_stats",
+    "quality_pct",
+    "rank_rows",
+    "ranking_tau",
+    "red_flag_kappa",
+    "red_flagged_prompts",
+    "rubric_level",
+    "vote_red_flags",
+]

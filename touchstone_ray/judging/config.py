@@ -1,0 +1,162 @@
+"""The judge config (SPEC §5; ``judge.example.yaml``).
+
+:func:`load_judge_config` validates everything before any request: unknown keys (every model
+is ``extra="forbid"``), an engine other than ``openai | ollama | simulated``, a missing
+``base_url`` (other than simulated), malformed URLs, duplicate judge ids, unknown simulator
+knobs, and an ``api_key_env`` variable that is not set (the error names the variable, never
+its value). Every error is one :class:`~touchstone_ray.errors.ConfigError` line naming the
+file, the YAML path and the offending value.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlparse
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from touchstone_ray.errors import ConfigError
+from touchstone_ray.sim import SimModelKnobs
+from touchstone_ray.yamlio import first_validation_error, load_yaml_mapping, short_repr
+
+__all__ = [
+    "AggregateSettings",
+    "JudgeConfig",
+    "JudgeSpec",
+    "judge_config_from_data",
+    "load_judge_config",
+]
+
+JUDGE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+"""A judge id becomes the folder ``judgements/<id>/``: letters, digits, ``._-``, ≤ 64 chars."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+
+class _RuleError(Exception):
+    """A cross-field rule broken at ``path`` (not a ValueError, so pydantic passes it on)."""
+
+    def __init__(self, path: str, message: str, value: object) -> None:
+        super().__init__(f"{path}: {message} (got {short_repr(value)})")
+
+
+class JudgeSpec(_Strict):
+    """One judge: a model on an endpoint that scores answers."""
+
+    id: str = Field(pattern=JUDGE_ID_PATTERN)
+    """Unique judge id; the folder name under ``judgements/`` (e.g. ``qwen3-32b``)."""
+    engine: Literal["openai", "ollama", "simulated"]
+    """Protocol: ``openai`` | ``ollama`` | ``simulated`` (a simulator on loopback)."""
+    base_url: str | None = None
+    """Endpoint as seen from the judge's host (OpenAI: ending in ``/v1``); not for simulated."""
+    model: str = Field(min_length=1)
+    """The model name the server knows (e.g. ``Qwen/Qwen3-32B``)."""
+    host: str | None = None
+    """Optional host pin (a host name of the bundle's fleet config); ``None``: any node."""
+    api_key_env: str | None = None
+    """Name of an env var holding the API key; the key never reaches a file or a log."""
+    temperature: float = Field(default=0.0, ge=0.0)
+    """Sampling temperature of the judge; default 0.0 (deterministic)."""
+    concurrency: int = Field(default=1, ge=1)
+    """Max in-flight judge requests to this endpoint; default 1."""
+    timeout_s: float = Field(default=300.0, gt=0)
+    """Deadline of one judge request (s); default 300."""
+    suppress_thinking: bool = True
+    """Ask the server not to reason before answering (Qwen3 ``/no_think``, Ollama
+    ``think: false``); default true."""
+    max_consecutive_failures: int = Field(default=3, ge=0)
+    """Abort this judge after this many failed requests or unparseable replies in a row;
+    0 = never; default 3."""
+    extra_body: dict[str, Any] = {}
+    """Merged verbatim into every judge request (e.g. ``options.num_ctx``); default {}."""
+    sim: SimModelKnobs | None = None
+    """Simulator knobs for ``engine: simulated`` (``ttft_ms``, ``tps``, ``fail_rate``, …);
+    default: the simulator's defaults."""
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        parsed = urlparse(value)
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise ValueError("base_url must be an http(s) URL with a host")
+        return value.rstrip("/")
+
+
+class AggregateSettings(_Strict):
+    """How several judges combine."""
+
+    red_flag_vote: Literal["any", "majority"] = "majority"
+    """``any``: one judge's red flag counts; ``majority``: more than half of the judges that
+    scored the answer (with two judges: both); default majority."""
+
+
+class JudgeConfig(_Strict):
+    """A validated judge config."""
+
+    judges: tuple[JudgeSpec, ...] = Field(min_length=1)
+    """At least one judge; ids unique."""
+    aggregate: AggregateSettings = AggregateSettings()
+    """How several judges combine."""
+
+    @model_validator(mode="after")
+    def _cross_field_rules(self) -> JudgeConfig:
+        seen: dict[str, int] = {}
+        for i, judge in enumerate(self.judges):
+            if judge.id in seen:
+                raise _RuleError(
+                    f"judges[{i}].id",
+                    f"duplicate judge id, first at judges[{seen[judge.id]}]",
+                    judge.id,
+                )
+            seen[judge.id] = i
+            if judge.engine != "simulated" and judge.base_url is None:
+                raise _RuleError(
+                    f"judges[{i}].base_url", f"required for engine {judge.engine}", None
+                )
+            if judge.engine != "simulated" and judge.sim is not None:
+                raise _RuleError(f"judges[{i}].sim", "only for engine simulated", judge.engine)
+        return self
+
+    def judge(self, judge_id: str) -> JudgeSpec:
+        """The judge with ``judge_id``; raises ``KeyError`` if there is none."""
+        for judge in self.judges:
+            if judge.id == judge_id:
+                return judge
+        raise KeyError(judge_id)
+
+
+def _check_env(config: JudgeConfig, source: str) -> None:
+    for i, judge in enumerate(config.judges):
+        if judge.api_key_env and not os.environ.get(judge.api_key_env):
+            raise ConfigError(
+                f"{source}: judges[{i}].api_key_env: environment variable "
+                f"{judge.api_key_env} is not set"
+            )
+
+
+def judge_config_from_data(data: object, source: str) -> JudgeConfig:
+    """Validate parsed judge-config data (env vars included); ``source`` prefixes the error."""
+    try:
+        config = JudgeConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{source}: {first_validation_error(exc)}") from None
+    except _RuleError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+    _check_env(config, source)
+    return config
+
+
+def load_judge_config(path: str | Path) -> JudgeConfig:
+    """Load and validate the judge config at ``path``; raises :class:`ConfigError` (one line)."""
+    path = Path(path)
+    try:
+        data = load_yaml_mapping(path, "judge config")
+    except ValueError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    return judge_config_from_data(data, str(path))

@@ -1,0 +1,116 @@
+"""Knobs of the simulated engine (SPEC §11): one pydantic model, validated, documented.
+
+A :class:`SimConfig` holds the server-wide knobs; every per-model knob lives on
+:class:`SimModelKnobs`, which ``SimConfig`` extends. ``model_overrides`` maps a model name to a
+*partial* ``SimModelKnobs``: only the fields written in it (pydantic's ``model_fields_set``)
+override the server-wide values, so one server can serve a fast weak model and a slow strong one.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ReasoningChannel = Literal["reasoning_content", "reasoning", "think_tag", "thinking"]
+"""Where reasoning tokens go on the OpenAI protocol: ``delta.reasoning_content`` (vLLM,
+DeepSeek), ``delta.reasoning`` (OpenRouter, newer vLLM), ``<think>…</think>`` inside
+``delta.content`` (raw Qwen3/DeepSeek-R1 templates), or ``thinking`` (Ollama's name; on the
+OpenAI protocol it is sent as ``delta.reasoning_content``). Ollama always uses
+``message.thinking``."""
+
+
+class SimModelKnobs(BaseModel):
+    """Per-model knobs: speed, length, reasoning, quality and failure injection."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+    ttft_ms: float = Field(default=100.0, ge=0)
+    """Time to first token in milliseconds, from request arrival to the first token; default 100."""
+
+    tps: float = Field(default=100.0, gt=0)
+    """Decode speed in tokens per second after the first token; default 100."""
+
+    answer_tokens: int = Field(default=200, ge=1)
+    """Completion tokens per request on both channels (reasoning + answer, quality marker
+    included), before ``max_tokens``/``num_predict`` cut it; default 200."""
+
+    reasoning_share: float = Field(default=0.0, ge=0, le=1)
+    """Fraction (0..1) of ``answer_tokens`` sent on the reasoning channel before the answer;
+    1 gives a reasoning-only reply; default 0."""
+
+    reasoning_channel: ReasoningChannel = "reasoning_content"
+    """OpenAI-protocol reasoning channel: reasoning_content | reasoning | think_tag | thinking
+    (Ollama always uses ``message.thinking``); default reasoning_content."""
+
+    fail_rate: float = Field(default=0.0, ge=0, le=1)
+    """Probability (0..1) that a request gets HTTP 500 before streaming; default 0."""
+
+    fail_first_n: int = Field(default=0, ge=0)
+    """The first N chat requests per model get HTTP 500 (for retry tests); count; default 0."""
+
+    load_s: float = Field(default=0.0, ge=0)
+    """Seconds a model takes to load: until load_s after its first request, chat requests get
+    HTTP 503 ``model is loading``; default 0."""
+
+    stall_rate: float = Field(default=0.0, ge=0, le=1)
+    """Probability (0..1) that a stream stops after some tokens and hangs until the client gives
+    up; default 0."""
+
+    disconnect_rate: float = Field(default=0.0, ge=0, le=1)
+    """Probability (0..1) that the connection is cut mid-stream (incomplete chunked body);
+    default 0."""
+
+    error_event_rate: float = Field(default=0.0, ge=0, le=1)
+    """Probability (0..1) of an ``{"error": …}`` object inside a 200 stream after some tokens,
+    which then ends; default 0."""
+
+    garbage_rate: float = Field(default=0.0, ge=0, le=1)
+    """Probability (0..1) that one non-JSON line is written into the stream after some tokens
+    (the stream then continues); default 0."""
+
+    comment_rate: float = Field(default=0.0, ge=0, le=1)
+    """Per-chunk probability (0..1) of an SSE comment line ``: keep-alive`` before the chunk
+    (OpenAI protocol only); default 0."""
+
+    quality: float = Field(default=0.7, ge=0, le=1)
+    """Answer quality (0..1) written into each answer's marker ``⟦sim q=0.70⟧``, which the
+    simulated judge turns into a score ≈ 1 + 4q; default 0.7."""
+
+
+class SimConfig(SimModelKnobs):
+    """All knobs of one simulated server; ``extra="forbid"`` so a typo is an error."""
+
+    seed: int = 0
+    """Seed of every pseudo-random choice (answer text, verdict noise, failure injection);
+    default 0."""
+
+    models: list[str] = Field(default_factory=list)
+    """Served model names; empty serves any name asked for (unknown names get 404 otherwise);
+    default []."""
+
+    model_overrides: dict[str, SimModelKnobs] = Field(default_factory=dict)
+    """Per-model partial knobs: only the keys written for a model override the values above;
+    default {}."""
+
+    trace_limit: int = Field(default=10_000, ge=0)
+    """How many request traces ``/sim/trace`` keeps (oldest dropped, memory stays flat);
+    count; default 10000."""
+
+    def for_model(self, model: str) -> SimModelKnobs:
+        """The effective knobs for ``model``: server-wide values with its override applied."""
+        base: dict[str, Any] = {name: getattr(self, name) for name in SimModelKnobs.model_fields}
+        override = self.model_overrides.get(model)
+        if override is not None:
+            base.update({name: getattr(override, name) for name in override.model_fields_set})
+        return SimModelKnobs(**base)
+
+    def serves(self, model: str) -> bool:
+        """Whether ``model`` is served: any name when ``models`` is empty."""
+        return not self.models or model in self.models
+
+    def listed_models(self, seen: list[str]) -> list[str]:
+        """Names for ``/api/tags`` and ``/v1/models``: ``models``, else overrides and ``seen``."""
+        if self.models:
+            return list(self.models)
+        return sorted(set(self.model_overrides) | set(seen))

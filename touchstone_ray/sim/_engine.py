@@ -1,0 +1,230 @@
+"""The protocol-independent request pipeline: admission, planning, paced streaming, faults.
+
+A protocol module (:mod:`._ollama`, :mod:`._openai`) parses its request body into a
+:class:`ChatRequest` and supplies an :class:`Encoder` for its wire format; :func:`run_chat` does
+the rest. Pacing follows a fixed schedule against absolute event-loop times: token ``i``
+(0-based, both channels) is written at ``t0 + ttft_ms/1000 + i/tps`` where ``t0`` is when the
+request arrived, so sleeps never accumulate drift.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+
+from aiohttp import web
+
+from touchstone_ray.sim._config import SimModelKnobs
+from touchstone_ray.sim._judge import verdict_json
+from touchstone_ray.sim._state import Faults, SimState, Trace
+from touchstone_ray.sim._text import plan_completion, prompt_token_count, request_key, rng_for
+from touchstone_ray.sim._wire import STATE_KEY, STOPPING_KEY, ChatRequest, Encoder, Result
+
+
+async def _hang(request: web.Request, stopping: asyncio.Event) -> None:
+    """Send nothing until the client gives up or the server stops (then cut the connection)."""
+    while not stopping.is_set():
+        transport = request.transport
+        if transport is None or transport.is_closing():
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stopping.wait(), 0.1)
+    if request.transport is not None:
+        request.transport.abort()
+
+
+def _cut(request: web.Request) -> None:
+    if request.transport is not None:
+        request.transport.abort()
+
+
+async def run_chat(request: web.Request, req: ChatRequest, enc: Encoder) -> web.StreamResponse:
+    """Serve one chat request: 404/503/500 admission, then the planned completion."""
+    state = request.app[STATE_KEY]
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    key = request_key(req.model, req.messages)
+    ordinal = state.begin(req.model, key)
+    trace = state.new_trace(req.protocol, req.model, key, req.stream)
+    try:
+        return await _serve(request, req, enc, state, trace, key, ordinal, t0)
+    finally:
+        trace.t_end = time.time()
+        state.end(req.model)
+
+
+async def _serve(
+    request: web.Request,
+    req: ChatRequest,
+    enc: Encoder,
+    state: SimState,
+    trace: Trace,
+    key: str,
+    ordinal: int,
+    t0: float,
+) -> web.StreamResponse:
+    config = state.config
+    if not config.serves(req.model):
+        trace.status, trace.outcome = 404, "not_found"
+        return enc.error(404, f'model "{req.model}" not found, try pulling it first')
+    knobs = config.for_model(req.model)
+    remaining = state.load_remaining_s(req.model, knobs)
+    if remaining > 0:
+        trace.status, trace.outcome = 503, "loading"
+        busy = enc.error(503, "model is loading")
+        busy.headers["Retry-After"] = str(max(1, round(remaining + 0.5)))
+        return busy
+    verdict = None
+    if req.schema is not None:
+        verdict = verdict_json(req.schema, seed=config.seed, model=req.model, messages=req.messages)
+    plan = plan_completion(
+        seed=config.seed,
+        model=req.model,
+        messages=req.messages,
+        sampling=req.sampling,
+        answer_tokens=knobs.answer_tokens,
+        reasoning_share=knobs.reasoning_share,
+        quality=knobs.quality,
+        think=req.think,
+        answer_override=verdict,
+    )
+    reasoning, answer, truncated = plan.take(req.limit)
+    faults = state.decide_faults(knobs, req.model, key, ordinal, len(reasoning) + len(answer))
+    if faults.fail:
+        trace.status, trace.outcome = 500, "fail"
+        return enc.error(500, "simulated server error")
+    cold = state.take_cold(req.model)
+    n_sent = len(reasoning) + len(answer)
+    result = Result(
+        model=req.model,
+        reasoning="".join(reasoning),
+        answer="".join(answer),
+        reasoning_tokens=len(reasoning),
+        answer_tokens=len(answer),
+        prompt_tokens=prompt_token_count(req.messages),
+        finish_reason="length" if truncated else "stop",
+        ttft_s=knobs.ttft_ms / 1000,
+        eval_s=n_sent / knobs.tps,
+        total_s=0.0,
+        load_s=knobs.load_s if cold else 0.0,
+    )
+    trace.finish_reason = result.finish_reason
+    stopping = request.app[STOPPING_KEY]
+    resp: web.StreamResponse
+    if req.stream:
+        resp = await _stream(
+            request, enc, knobs, trace, faults, t0, reasoning, answer, len(plan.reasoning), result
+        )
+    else:
+        resp = await _whole(request, enc, knobs, trace, faults, t0, n_sent, result, stopping)
+    state.touch(req.model, req.keep_alive_s, set_expiry=req.protocol == "ollama")
+    return resp
+
+
+def _due(t0: float, knobs: SimModelKnobs, i: int) -> float:
+    return t0 + knobs.ttft_ms / 1000 + i / knobs.tps
+
+
+async def _sleep_until(deadline: float) -> None:
+    delay = deadline - asyncio.get_running_loop().time()
+    if delay > 0:
+        await asyncio.sleep(delay)
+
+
+async def _stream(
+    request: web.Request,
+    enc: Encoder,
+    knobs: SimModelKnobs,
+    trace: Trace,
+    faults: Faults,
+    t0: float,
+    reasoning: list[str],
+    answer: list[str],
+    n_reason_plan: int,
+    result: Result,
+) -> web.StreamResponse:
+    resp = web.StreamResponse(status=200, headers={"Content-Type": enc.content_type})
+    resp.headers["Cache-Control"] = "no-cache"
+    await resp.prepare(request)
+    trace.mark("headers")
+    for data, channel in enc.head():
+        await resp.write(data)
+        trace.mark(channel)
+    stopping = request.app[STOPPING_KEY]
+    comments = _comment_draws(faults, knobs.comment_rate)
+    tokens = [(t, True) for t in reasoning] + [(t, False) for t in answer]
+    for i in range(len(tokens) + 1):
+        if faults.stream_fault is not None and i == min(faults.fault_at, len(tokens)):
+            trace.outcome = faults.stream_fault
+            if faults.stream_fault == "stall":
+                await _hang(request, stopping)
+                return resp
+            if faults.stream_fault == "disconnect":
+                _cut(request)
+                return resp
+            if faults.stream_fault == "error_event":
+                await resp.write(enc.error_event())
+                trace.mark("error")
+                trace.finish_reason = None
+                return resp
+            await resp.write(enc.garbage())
+            trace.mark("garbage")
+        if i == len(tokens):
+            break
+        text, is_reasoning = tokens[i]
+        await _sleep_until(_due(t0, knobs, i))
+        if comments is not None and comments.random() < knobs.comment_rate:
+            line = enc.comment()
+            if line is not None:
+                await resp.write(line)
+                trace.mark("comment")
+        first = is_reasoning and i == 0
+        last = is_reasoning and i == n_reason_plan - 1
+        await resp.write(enc.token(text, is_reasoning, first, last))
+        trace.mark("reasoning" if is_reasoning else "content")
+    result.total_s = asyncio.get_running_loop().time() - t0
+    for data, channel in enc.tail(result):
+        await resp.write(data)
+        trace.mark(channel)
+    await resp.write_eof()
+    return resp
+
+
+def _comment_draws(faults: Faults, rate: float) -> random.Random | None:
+    return rng_for("comment", faults.comment_seed) if rate > 0 else None
+
+
+async def _whole(
+    request: web.Request,
+    enc: Encoder,
+    knobs: SimModelKnobs,
+    trace: Trace,
+    faults: Faults,
+    t0: float,
+    n_sent: int,
+    result: Result,
+    stopping: asyncio.Event,
+) -> web.StreamResponse:
+    """A non-streaming reply arrives when the whole generation would have finished."""
+    await _sleep_until(_due(t0, knobs, max(0, n_sent - 1)))
+    fault = faults.stream_fault
+    if fault is not None:
+        trace.outcome = fault
+    if fault == "stall":
+        await _hang(request, stopping)
+        return web.Response(status=500)
+    if fault == "disconnect":
+        _cut(request)
+        return web.Response(status=500)
+    if fault == "error_event":
+        return enc.error(500, "simulated error during generation")
+    result.total_s = asyncio.get_running_loop().time() - t0
+    body = enc.garbage() if fault == "garbage" else enc.whole(result)
+    resp = web.Response(body=body, status=200, content_type="application/json")
+    await resp.prepare(request)
+    trace.mark("headers")
+    await resp.write_eof()
+    trace.mark("body")
+    return resp

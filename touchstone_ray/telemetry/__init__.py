@@ -1,0 +1,33 @@
+"""Host telemetry: per-node monitor actors and the finalize merge (SPEC §7, §8).
+
+* :class:`HostSampler` — one tick of a host (psutil, PSI, cgroup, CPU throttle, NVML).
+* :class:`HostMonitor` — the per-node Ray actor; :class:`MonitorSet` — the driver's side.
+* :func:`resources_for` / :func:`finalize_bundle` — join samples to answers by time window.
+"""
+
+from touchstone_ray.telemetry.finalize import (
+    NEAREST_MAX_S,
+    RESOURCE_FIELDS,
+    WINDOW_PAD_S,
+    finalize_bundle,
+    resources_for,
+)
+from touchstone_ray.telemetry.linux import SysRoot
+from touchstone_ray.telemetry.monitor import HostMonitor
+from touchstone_ray.telemetry.monitor_set import MonitorSet, monitor_name, monitor_options
+from touchstone_ray.telemetry.sampler import HOST_FIELDS, HostSampler
+
+__all__ = [
+    "HOST_FIELDS",
+    "NEAREST_MAX_S",
+    "RESOURCE_FIELDS",
+    "WINDOW_PAD_S",
+    "HostMonitor",
+    "HostSampler",
+    "MonitorSet",
+    "SysRoot",
+    "finalize_bundle",
+    "monitor_name",
+    "monitor_options",
+    "resources_for",
+]

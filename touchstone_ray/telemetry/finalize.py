@@ -1,0 +1,245 @@
+"""The finalize pass: join host samples to every answer by time window (SPEC §7, seed 002).
+
+Window
+    A response's host samples with ``t_start − 0.5 s ≤ ts ≤ t_end + 0.5 s`` (``WINDOW_PAD_S``;
+    one monitor interval at the default 0.5 s, so even a short cell sees a tick). When none
+    falls inside, the single nearest sample is used if it is at most ``NEAREST_MAX_S`` away
+    (after a monitor was lost, far-away samples would describe a different moment).
+    No usable sample (the host has none, the response has no ``t_start``): every resource
+    field is ``None`` (null = not measurable, never 0), ``n_samples`` included.
+    Timestamps are epoch seconds of the host, on both sides, so no clock skew enters.
+
+Definitions (memory MB = 2**20 bytes)
+    ``sys_used_mb``          peak host ``sys_used_mb`` in the window
+    ``sys_used_baseline_mb`` ``sys_used_mb`` of that model's baseline tick on that host: the
+                             latest ``baseline=true`` sample with this ``model`` at or before
+                             ``t_start`` (bundles from before baseline ticks: ``None``)
+    ``sys_used_delta_mb``    peak − baseline (the model delta)
+    ``swap_delta_mb``        peak ``swap_used_mb`` − baseline's
+    ``mem_pressure_max``     worst level (normal < warn < critical)
+    ``throttled``            a CPU ``cpu_throttle_count`` increase within the window (counted
+                             from the sample just before it) or any GPU throttle reason other
+                             than ``gpu_idle``; ``None`` when neither is measurable
+    ``gpu_mem_used_mb``      peak over samples of Σ GPUs' ``mem_used_mb``
+    ``gpu_mem_delta_mb``     that peak − the baseline's Σ
+    ``gpu_util_pct``         max over samples and GPUs
+    ``gpu_temp_c_max``       max over samples and GPUs (°C)
+    ``gpu_power_w``          max over samples of Σ GPUs' ``power_w`` (the host's GPU draw, W)
+    ``gpu_throttle_reasons`` sorted union of reason names (``gpu_idle`` included)
+    ``n_samples``            samples the figures come from (1 for the nearest-sample fallback)
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import warnings
+from collections import defaultdict
+from collections.abc import Iterable
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from touchstone_ray.records import HostSample, MemPressure
+from touchstone_ray.storage import atomic_write_text, read_jsonl, to_json_line
+from touchstone_ray.telemetry.linux import PRESSURE_RANK
+
+WINDOW_PAD_S = 0.5
+"""Seconds added on both sides of [t_start, t_end]."""
+NEAREST_MAX_S = 30.0
+"""Farthest (s) a nearest-sample fallback may be from the window."""
+
+RESOURCE_FIELDS = (
+    "sys_used_mb",
+    "sys_used_baseline_mb",
+    "sys_used_delta_mb",
+    "swap_delta_mb",
+    "mem_pressure_max",
+    "throttled",
+    "gpu_mem_used_mb",
+    "gpu_mem_delta_mb",
+    "gpu_util_pct",
+    "gpu_temp_c_max",
+    "gpu_power_w",
+    "gpu_throttle_reasons",
+    "n_samples",
+)
+"""The EvalResponse fields finalize fills."""
+
+
+class HostTimeline:
+    """One host's samples sorted by ``ts`` (windows by bisection)."""
+
+    def __init__(self, samples: Iterable[HostSample]) -> None:
+        self.samples = sorted(samples, key=lambda s: s.ts)
+        self.ts = [s.ts for s in self.samples]
+
+    def window(self, lo: float, hi: float) -> tuple[list[HostSample], HostSample | None]:
+        """Samples with ``lo ≤ ts ≤ hi``, and the last sample before ``lo`` (or ``None``)."""
+        i, j = bisect.bisect_left(self.ts, lo), bisect.bisect_right(self.ts, hi)
+        return self.samples[i:j], self.samples[i - 1] if i > 0 else None
+
+    def nearest(self, lo: float, hi: float) -> tuple[HostSample | None, float]:
+        """The sample closest to [lo, hi] and its distance (s)."""
+        i = bisect.bisect_left(self.ts, lo)
+        best: tuple[HostSample | None, float] = (None, float("inf"))
+        if i > 0:
+            best = (self.samples[i - 1], lo - self.ts[i - 1])
+        if i < len(self.ts) and self.ts[i] - hi < best[1]:
+            best = (self.samples[i], max(0.0, self.ts[i] - hi))
+        return best
+
+
+def _empty() -> dict[str, Any]:
+    return dict.fromkeys(RESOURCE_FIELDS)
+
+
+def _max(values: Iterable[float | None]) -> float | None:
+    vals = [v for v in values if v is not None]
+    return max(vals) if vals else None
+
+
+def _sum(values: Iterable[float | None]) -> float | None:
+    vals = [v for v in values if v is not None]
+    return sum(vals) if vals else None
+
+
+def _diff(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a - b
+
+
+def _gpu_sum(s: HostSample, attr: str) -> float | None:
+    return _sum(getattr(g, attr) for g in s.gpus or [])
+
+
+def resources_for(
+    response: dict[str, Any],
+    samples: list[HostSample] | HostTimeline,
+    baseline: HostSample | None,
+) -> dict[str, Any]:
+    """The resource fields for one response from its host's samples (see module docstring).
+
+    ``samples`` are the host's samples in any order (or a prebuilt :class:`HostTimeline`);
+    ``baseline`` the model's baseline tick on that host, or ``None``. Pure.
+    """
+    tl = samples if isinstance(samples, HostTimeline) else HostTimeline(samples)
+    t_start = response.get("t_start")
+    t_end = response.get("t_end")
+    if not isinstance(t_start, int | float) or not tl.samples:
+        return _empty()
+    lo = t_start - WINDOW_PAD_S
+    hi = (t_end if isinstance(t_end, int | float) else t_start) + WINDOW_PAD_S
+    win, prev = tl.window(lo, hi)
+    if not win:
+        near, dist = tl.nearest(lo, hi)
+        if near is None or dist > NEAREST_MAX_S:
+            return _empty()
+        win, prev = [near], None
+    if prev is not None and lo - prev.ts > NEAREST_MAX_S:
+        prev = None
+
+    out = _empty()
+    out["n_samples"] = len(win)
+    out["sys_used_mb"] = _max(s.sys_used_mb for s in win)
+    levels: list[MemPressure] = [s.mem_pressure for s in win if s.mem_pressure is not None]
+    if levels:
+        out["mem_pressure_max"] = max(levels, key=lambda lv: PRESSURE_RANK[lv])
+    out["gpu_mem_used_mb"] = _max(_gpu_sum(s, "mem_used_mb") for s in win)
+    out["gpu_power_w"] = _max(_gpu_sum(s, "power_w") for s in win)
+    gpus = [g for s in win for g in s.gpus or []]
+    out["gpu_util_pct"] = _max(g.util_pct for g in gpus)
+    out["gpu_temp_c_max"] = _max(g.temp_c for g in gpus)
+    reason_lists = [g.throttle_reasons for g in gpus if g.throttle_reasons is not None]
+    reasons = sorted({r for rs in reason_lists for r in rs})
+    out["gpu_throttle_reasons"] = reasons if reason_lists else None
+
+    counts = [s.cpu_throttle_count for s in ([prev] if prev else []) + win]
+    seq = [c for c in counts if c is not None]
+    cpu_thr = any(b > a for a, b in pairwise(seq)) if len(seq) >= 2 else None
+    gpu_thr = any(r != "gpu_idle" for r in reasons) if reason_lists else None
+    if cpu_thr or gpu_thr:
+        out["throttled"] = True
+    elif cpu_thr is not None or gpu_thr is not None:
+        out["throttled"] = False
+
+    if baseline is not None:
+        out["sys_used_baseline_mb"] = baseline.sys_used_mb
+        out["sys_used_delta_mb"] = _diff(out["sys_used_mb"], baseline.sys_used_mb)
+        out["swap_delta_mb"] = _diff(_max(s.swap_used_mb for s in win), baseline.swap_used_mb)
+        out["gpu_mem_delta_mb"] = _diff(out["gpu_mem_used_mb"], _gpu_sum(baseline, "mem_used_mb"))
+    return out
+
+
+def load_host_samples(
+    bundle_dir: Path,
+) -> tuple[dict[str, HostTimeline], dict[tuple[str, str], list[HostSample]]]:
+    """Read ``hosts/*.jsonl``: host → timeline, and (host, model) → baseline ticks by ts."""
+    by_host: dict[str, list[HostSample]] = defaultdict(list)
+    for path in sorted((bundle_dir / "hosts").glob("*.jsonl")):
+        for obj in read_jsonl(path).records:
+            try:
+                by_host[str(obj.get("host"))].append(HostSample.model_validate(obj))
+            except ValidationError as exc:
+                warnings.warn(
+                    f"{path}: skipped a bad HostSample ({exc.error_count()} errors)", stacklevel=2
+                )
+    baselines: dict[tuple[str, str], list[HostSample]] = defaultdict(list)
+    for host, samples in by_host.items():
+        for s in samples:
+            if s.baseline and s.model is not None:
+                baselines[(host, s.model)].append(s)
+    for ticks in baselines.values():
+        ticks.sort(key=lambda s: s.ts)
+    return {h: HostTimeline(v) for h, v in by_host.items()}, dict(baselines)
+
+
+def pick_baseline(ticks: list[HostSample], t_start: float | None) -> HostSample | None:
+    """The latest baseline tick at or before ``t_start`` (``ticks`` sorted by ts)."""
+    if t_start is None:
+        return None
+    i = bisect.bisect_right([s.ts for s in ticks], t_start)
+    return ticks[i - 1] if i > 0 else None
+
+
+def finalize_bundle(bundle_dir: Path, only_keys: set[str] | None = None) -> int:
+    """Apply :func:`resources_for` to every record of ``responses/*.jsonl``; returns how many.
+
+    ``only_keys`` limits it to those cell keys (after a resume: the new cells). Each changed
+    shard is rewritten atomically (:func:`~touchstone_ray.storage.atomic_write_text`); lines it
+    does not touch, malformed ones and a torn tail included, are kept byte for byte. Call it
+    after the shard writers are closed.
+    """
+    bundle_dir = Path(bundle_dir)
+    timelines, baselines = load_host_samples(bundle_dir)
+    empty = HostTimeline([])
+    updated = 0
+    for shard in sorted((bundle_dir / "responses").glob("*.jsonl")):
+        *lines, tail = shard.read_bytes().split(b"\n")
+        out: list[str] = []
+        n = 0
+        for raw in lines:
+            text = raw.decode("utf-8", errors="replace")
+            try:
+                rec = json.loads(raw) if raw.strip() else None
+            except ValueError:
+                rec = None
+            key = rec.get("key") if isinstance(rec, dict) else None
+            if (
+                not isinstance(rec, dict)
+                or not isinstance(key, str)
+                or (only_keys is not None and key not in only_keys)
+            ):
+                out.append(text + "\n")
+                continue
+            host, model = str(rec.get("host")), str(rec.get("model"))
+            ticks = baselines.get((host, model), [])
+            base = pick_baseline(ticks, rec.get("t_start"))
+            rec.update(resources_for(rec, timelines.get(host, empty), base))
+            out.append(to_json_line(rec))
+            n += 1
+        if n:
+            atomic_write_text(shard, "".join(out) + tail.decode("utf-8", errors="replace"))
+            updated += n
+    return updated

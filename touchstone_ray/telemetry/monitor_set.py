@@ -1,0 +1,222 @@
+"""Driver side of the monitors: start one per host, drain them, notice when one is lost.
+
+``MonitorSet`` writes every drained sample to ``<bundle>/hosts/<slug(host)>.jsonl`` through
+:class:`~touchstone_ray.storage.JsonlWriter` (the driver is the only writer, SPEC §7). Every
+Ray call waits at most ``call_timeout_s``. A monitor whose call fails with ``RayActorError``
+(``ActorDiedError``: its node or process died) or times out is *lost*: its host gets
+``monitoring_lost_at`` (epoch s of detection) in :attr:`MonitorSet.lost`, the samples already
+written stay, the actor is killed if still reachable, and it is never restarted: a new one
+elsewhere would measure the wrong machine. Thread-safe; ``autodrain_s`` starts a background
+thread that drains on that period.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, cast
+
+import ray
+from ray.exceptions import RayActorError
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from touchstone_ray.storage import JsonlWriter, repair_torn_tail, slug
+from touchstone_ray.telemetry.monitor import DEFAULT_BUFFER, HostMonitor
+from touchstone_ray.telemetry.nvml import GpuMode
+
+
+def monitor_name(host: str) -> str:
+    """Ray actor name of a host's monitor: ``monitor:<host>``."""
+    return f"monitor:{host}"
+
+
+def monitor_options(host: str, node_id: str) -> dict[str, Any]:
+    """The actor options SPEC §8 asks for: pinned hard, no CPU, never restarted."""
+    return {
+        "name": monitor_name(host),
+        "num_cpus": 0,
+        "max_restarts": 0,
+        "scheduling_strategy": NodeAffinitySchedulingStrategy(node_id, soft=False),
+    }
+
+
+class MonitorSet:
+    """All host monitors of one eval run."""
+
+    def __init__(
+        self,
+        bundle_dir: Path,
+        interval_s: float = 0.5,
+        gpu_mode: GpuMode = "auto",
+        call_timeout_s: float = 10.0,
+        start_timeout_s: float = 60.0,
+        buffer_size: int = DEFAULT_BUFFER,
+        autodrain_s: float | None = None,
+    ) -> None:
+        self.bundle_dir = Path(bundle_dir)
+        self.interval_s = interval_s
+        self.gpu_mode: GpuMode = gpu_mode
+        self.call_timeout_s = call_timeout_s
+        self.start_timeout_s = start_timeout_s
+        self.buffer_size = buffer_size
+        self.autodrain_s = autodrain_s
+        self.lost: dict[str, float] = {}
+        """host → ``monitoring_lost_at`` (epoch s when the loss was detected)."""
+        self.lost_reason: dict[str, str] = {}
+        self.capabilities: dict[str, dict[str, Any]] = {}
+        """host → capabilities reported at start."""
+        self._actors: dict[str, Any] = {}
+        self._writers: dict[str, JsonlWriter] = {}
+        self._written_baselines: dict[str, set[float]] = {}
+        self._lock = threading.RLock()
+        self._halt = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def path_for(self, host: str) -> Path:
+        """``<bundle>/hosts/<slug(host)>.jsonl``."""
+        return self.bundle_dir / "hosts" / f"{slug(host)}.jsonl"
+
+    @property
+    def live_hosts(self) -> list[str]:
+        with self._lock:
+            return sorted(self._actors)
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self, hosts: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+        """Start (and probe) one monitor per ``{host: node_id}``; returns capabilities per host.
+
+        A monitor that cannot start within ``start_timeout_s`` is recorded in :attr:`lost`.
+        """
+        pending: dict[str, Any] = {}
+        with self._lock:
+            for host, node_id in hosts.items():
+                if host in self._actors or host in self.lost:
+                    continue
+                try:
+                    actor = (
+                        cast(Any, HostMonitor)
+                        .options(**monitor_options(host, node_id))
+                        .remote(host, node_id, self.interval_s, self.gpu_mode, self.buffer_size)
+                    )
+                except Exception as exc:  # e.g. the name is taken
+                    self._mark_lost(host, f"cannot create monitor: {exc}")
+                    continue
+                self._actors[host] = actor
+                pending[host] = actor.start.remote()
+        for host, result in self._gather(pending, self.start_timeout_s).items():
+            self.capabilities[host] = result
+        if self.autodrain_s and self._thread is None:
+            self._thread = threading.Thread(
+                target=self._autodrain, daemon=True, name="touchstone-monitor-drain"
+            )
+            self._thread.start()
+        return dict(self.capabilities)
+
+    def _autodrain(self) -> None:
+        assert self.autodrain_s is not None
+        while not self._halt.wait(self.autodrain_s):
+            self.drain()
+
+    def stop(self) -> None:
+        """Stop every live monitor, write its final samples, kill it, close the files."""
+        self._halt.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self.call_timeout_s + 5)
+        with self._lock:
+            refs = {h: a.stop.remote() for h, a in self._actors.items()}
+            for host, samples in self._gather(refs, self.call_timeout_s).items():
+                self._write(host, samples)
+            for actor in self._actors.values():
+                with contextlib.suppress(Exception):
+                    ray.kill(actor, no_restart=True)
+            self._actors.clear()
+            for writer in self._writers.values():
+                writer.close()
+            self._writers.clear()
+
+    # -- calls -----------------------------------------------------------------------------
+    def drain(self, timeout_s: float | None = None) -> dict[str, int]:
+        """Drain every live monitor into its host file; returns samples written per host."""
+        with self._lock:
+            refs = {h: a.drain.remote() for h, a in self._actors.items()}
+            got = self._gather(refs, timeout_s or self.call_timeout_s)
+            return {host: self._write(host, samples) for host, samples in got.items()}
+
+    def baseline(self, host: str, model: str) -> dict[str, Any] | None:
+        """Take ``model``'s baseline tick on ``host`` now and write it at once.
+
+        Returns the sample dict, or ``None`` when the host's monitor is lost.
+        """
+        with self._lock:
+            actor = self._actors.get(host)
+            if actor is None:
+                return None
+            got = self._gather({host: actor.baseline.remote(model)}, self.call_timeout_s)
+            sample = got.get(host)
+            if sample is not None:
+                self._write(host, [sample])
+                self._written_baselines.setdefault(host, set()).add(sample["ts"])
+            return sample
+
+    def register_pids(self, host: str, pids: Iterable[int]) -> None:
+        """Tell ``host``'s monitor about touchstone pids there (for :meth:`footprint`)."""
+        with self._lock:
+            actor = self._actors.get(host)
+            if actor is not None:
+                self._gather({host: actor.register_pids.remote(list(pids))}, self.call_timeout_s)
+
+    def footprint(self) -> dict[str, dict[str, Any]]:
+        """host → the monitor's :meth:`HostMonitor.footprint` (RSS of touchstone's processes)."""
+        with self._lock:
+            refs = {h: a.footprint.remote() for h, a in self._actors.items()}
+            return self._gather(refs, self.call_timeout_s)
+
+    # -- internals -------------------------------------------------------------------------
+    def _gather(self, refs: Mapping[str, Any], timeout_s: float) -> dict[str, Any]:
+        """``ray.wait`` on one call per host; failures and timeouts mark the host lost."""
+        if not refs:
+            return {}
+        by_ref = {ref: host for host, ref in refs.items()}
+        ready, not_ready = ray.wait(list(by_ref), num_returns=len(by_ref), timeout=timeout_s)
+        out: dict[str, Any] = {}
+        for ref in ready:
+            host = by_ref[ref]
+            try:
+                out[host] = ray.get(ref, timeout=0)
+            except RayActorError as exc:
+                self._mark_lost(host, f"monitor died: {type(exc).__name__}")
+            except Exception as exc:
+                self._mark_lost(host, f"monitor call failed: {type(exc).__name__}: {exc}")
+        for ref in not_ready:
+            self._mark_lost(by_ref[ref], f"no answer within {timeout_s:g} s")
+        return out
+
+    def _mark_lost(self, host: str, reason: str) -> None:
+        with self._lock:
+            self.lost.setdefault(host, time.time())
+            self.lost_reason.setdefault(host, reason)
+            actor = self._actors.pop(host, None)
+        if actor is not None:
+            with contextlib.suppress(Exception):  # unreachable or hung: never comes back
+                ray.kill(actor, no_restart=True)
+
+    def _write(self, host: str, samples: list[dict[str, Any]]) -> int:
+        if not samples:
+            return 0
+        seen = self._written_baselines.get(host, set())
+        writer = self._writers.get(host)
+        if writer is None:
+            path = self.path_for(host)
+            repair_torn_tail(path)
+            writer = self._writers[host] = JsonlWriter(path)
+        n = 0
+        for sample in samples:
+            if sample.get("baseline") and sample.get("ts") in seen:
+                seen.discard(sample["ts"])  # already written by baseline()
+                continue
+            writer.write(sample)
+            n += 1
+        return n
