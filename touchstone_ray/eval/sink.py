@@ -20,6 +20,9 @@ from touchstone_ray.eval.plan import Cell
 from touchstone_ray.records import EvalResponse
 from touchstone_ray.storage import JsonlWriter
 
+PLAIN_PROGRESS_INTERVAL_S = 30.0
+"""Interval of the plain progress line when stderr is not a terminal (s)."""
+
 
 class RecordSink:
     """Writes records and events of one run into ``bundle``; counts ok and failed cells."""
@@ -59,6 +62,10 @@ class RecordSink:
         }
         self._tps: dict[str, deque[float]] = {host: deque(maxlen=20) for host in totals}
         self._failed_by_host = dict.fromkeys(totals, 0)
+        self._done_by_host = dict.fromkeys(totals, 0)
+        self._totals = totals
+        self._console = console
+        self._last_line = time.monotonic()
         self._progress.start()
 
     def record(self, record: dict[str, Any]) -> None:
@@ -79,6 +86,7 @@ class RecordSink:
             kind = str(record.get("error_kind"))
             self.failures_by_kind[kind] = self.failures_by_kind.get(kind, 0) + 1
             self._failed_by_host[host] = self._failed_by_host.get(host, 0) + 1
+        self._done_by_host[host] = self._done_by_host.get(host, 0) + 1
         if host in self._tasks:
             tps = self._tps[host]
             self._progress.update(
@@ -118,10 +126,24 @@ class RecordSink:
         self._events.write({"event": name, "ts": time.time(), **fields})
 
     def tick(self) -> None:
-        """fsync whatever has waited a second."""
+        """fsync whatever has waited a second; without a terminal, print a progress line
+        every :data:`PLAIN_PROGRESS_INTERVAL_S`."""
         for writer in self._writers.values():
             writer.sync_if_due()
         self._events.sync_if_due()
+        now = time.monotonic()
+        if not self._console.is_terminal and now - self._last_line >= PLAIN_PROGRESS_INTERVAL_S:
+            self._last_line = now
+            self._console.print(self.progress_line(), highlight=False)
+
+    def progress_line(self) -> str:
+        """``progress: gpu-a 12/64 (1 failed), gpu-b 30/64 (0 failed)``."""
+        parts = [
+            f"{host} {self._done_by_host.get(host, 0)}/{total} "
+            f"({self._failed_by_host.get(host, 0)} failed)"
+            for host, total in self._totals.items()
+        ]
+        return "progress: " + ", ".join(parts)
 
     def close(self) -> None:
         """Stop the display, fsync and close every file."""

@@ -1,0 +1,80 @@
+"""`touchstone-ray hosts` on a local Ray: endpoints reached from the host, served models."""
+
+from __future__ import annotations
+
+import io
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from touchstone_ray.preflight import run_hosts
+from touchstone_ray.sim import SimConfig, SimServer
+
+
+@pytest.fixture(scope="module")
+def local_ray(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    import ray
+
+    home = tmp_path_factory.mktemp("rayhome")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("HOME", str(home))
+    mp.setenv("RAY_TMPDIR", str(home))
+    ray.init(num_cpus=2, include_dashboard=False)
+    yield
+    ray.shutdown()
+    mp.undo()
+
+
+@pytest.fixture(scope="module")
+def sim_url() -> Iterator[str]:
+    with SimServer(SimConfig(models=["served-model"])) as server:
+        yield server.url
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _config(tmp_path: Path, models: list[dict[str, object]]) -> Path:
+    path = tmp_path / "fleet.yaml"
+    path.write_text(yaml.safe_dump({"ray": {"include_dashboard": False}, "models": models}))
+    return path
+
+
+@pytest.mark.slow
+def test_hosts_ok(local_ray: None, sim_url: str, tmp_path: Path) -> None:
+    config = _config(
+        tmp_path,
+        [{"id": "served-model", "engine": "ollama", "base_url": sim_url}],
+    )
+    out = io.StringIO()
+    assert run_hosts(config, None, out) == 0
+    text = out.getvalue()
+    assert "served-model" in text
+    assert "PSI: yes (/proc/pressure/memory)" in text
+    assert "problem:" not in text
+
+
+@pytest.mark.slow
+def test_hosts_reports_unreachable_and_unserved(
+    local_ray: None, sim_url: str, tmp_path: Path
+) -> None:
+    port = _closed_port()
+    config = _config(
+        tmp_path,
+        [
+            {"id": "other-model", "engine": "openai", "base_url": f"{sim_url}/v1"},
+            {"id": "gone", "engine": "openai", "base_url": f"http://127.0.0.1:{port}/v1"},
+        ],
+    )
+    out = io.StringIO()
+    assert run_hosts(config, None, out) == 1
+    problems = [line for line in out.getvalue().splitlines() if line.startswith("problem:")]
+    assert problems[0] == "problem: local: other-model: not served by the endpoint"
+    assert problems[1].startswith("problem: local: gone: endpoint unreachable (")
+    assert len(problems) == 2
