@@ -24,7 +24,7 @@ BROKEN = {
     "dangling": ("red_flag_prompts: [A4, B3, C4, D1, E1, E2]",
                  "red_flag_prompts: [A4, B3, C4, D1, E1, E2, Z9]",
                  "ko_rule.red_flag_prompts[6]: unknown prompt id (got 'Z9')"),
-    "scale": ("  5: ", "  6: ", "scale: Value error, scale keys must be exactly 1..5"),
+    "scale": ("  5: ", "  6: ", "scale: scale keys must be exactly 1..5"),
     "syntax": ("categories:", "categories: [", "YAML syntax error"),
 }  # fmt: skip
 

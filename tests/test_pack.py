@@ -66,7 +66,7 @@ def test_unknown_nested_key(write_yaml: WriteYaml, pack_data: dict[str, Any]) ->
 def test_scale_must_be_one_to_five(write_yaml: WriteYaml, pack_data: dict[str, Any]) -> None:
     pack_data["scale"] = {0: "null", 1: "a", 2: "b", 3: "c", 4: "d"}
     assert _error(write_yaml, pack_data) == (
-        "scale: Value error, scale keys must be exactly 1..5, got [0, 1, 2, 3, 4] "
+        "scale: scale keys must be exactly 1..5, got [0, 1, 2, 3, 4] "
         "(got {0: 'null', 1: 'a', 2: 'b', 3: 'c', 4: 'd'})"
     )
 
@@ -74,7 +74,7 @@ def test_scale_must_be_one_to_five(write_yaml: WriteYaml, pack_data: dict[str, A
 def test_scale_with_six_levels(write_yaml: WriteYaml, pack_data: dict[str, Any]) -> None:
     pack_data["scale"][6] = "super"
     assert _error(write_yaml, pack_data).startswith(
-        "scale: Value error, scale keys must be exactly 1..5, got [1, 2, 3, 4, 5, 6]"
+        "scale: scale keys must be exactly 1..5, got [1, 2, 3, 4, 5, 6]"
     )
 
 
@@ -133,7 +133,7 @@ def test_red_flag_prompts_unknown(write_yaml: WriteYaml, pack_data: dict[str, An
 def test_empty_prompt_text(write_yaml: WriteYaml, pack_data: dict[str, Any], text: str) -> None:
     pack_data["categories"][0]["prompts"][1]["prompt"] = text
     assert _error(write_yaml, pack_data) == (
-        f"categories[0].prompts[1].prompt: Value error, prompt text is empty (got {text!r})"
+        f"categories[0].prompts[1].prompt: prompt text is empty (got {text!r})"
     )
 
 

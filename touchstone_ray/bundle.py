@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -31,20 +32,23 @@ from touchstone_ray.storage import (
     slug,
 )
 
-SECRET_HINTS = ("key", "token", "secret", "password", "authorization")
-"""Keys in ``extra_body`` whose values are redacted in the frozen config."""
+SECRET_HINTS = ("key", "apikey", "token", "secret", "password", "authorization")
+"""Words that mark a mapping key as secret (``api_key``, ``X-Api-Key``, ``access_token``);
+matched against the key's words, so ``max_tokens`` or ``answer_tokens`` stay readable."""
 
 GENERATION_FIELDS = ("id", "engine", "extra_body", "sim")
 """Model settings that change answers; resume refuses a bundle where one of them changed."""
 
 
+def _is_secret(key: str) -> bool:
+    words = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", key).lower()
+    return any(w in SECRET_HINTS for w in re.split(r"[^a-z0-9]+", words))
+
+
 def redact(value: Any) -> Any:
     """A copy of ``value`` with secret-looking mapping values replaced by ``"***"``."""
     if isinstance(value, dict):
-        return {
-            k: "***" if any(h in str(k).lower() for h in SECRET_HINTS) else redact(v)
-            for k, v in value.items()
-        }
+        return {k: "***" if _is_secret(str(k)) else redact(v) for k, v in value.items()}
     if isinstance(value, list):
         return [redact(v) for v in value]
     return value

@@ -135,7 +135,9 @@ class FleetConfig(_Strict):
     @model_validator(mode="after")
     def _cross_field_rules(self) -> FleetConfig:
         if LOCAL_HOST in self.hosts:
-            raise _RuleError(f"hosts.{LOCAL_HOST}", "'local' is reserved for the driver's node", 1)
+            raise _RuleError(
+                f"hosts.{LOCAL_HOST}", "'local' is reserved for the driver's node", LOCAL_HOST
+            )
         seen: dict[tuple[str, str], int] = {}
         for i, model in enumerate(self.models):
             if model.host is not None and model.host not in self.hosts and model.host != LOCAL_HOST:

@@ -112,7 +112,7 @@ def first_validation_error(exc: ValidationError) -> str:
     elif err["type"] == "missing":
         message = "required key is missing"
     else:
-        message = err["msg"]
+        message = err["msg"].removeprefix("Value error, ")
     line = f"{yaml_path(loc)}: {message}"
     if err["type"] != "missing":
         line += f" (got {short_repr(err['input'])})"

@@ -78,7 +78,10 @@ def test_defaults_and_simulated_without_base_url(tmp_path: Path) -> None:
         ({"judges": [judge(temprature=0.1)]}, "judges[0].temprature: unknown key (got 0.1)"),
         ({"judges": [judge(engine="vllm")]}, "judges[0].engine: Input should be 'openai', "),
         ({"judges": [judge(base_url=None)]}, "judges[0].base_url: required for engine openai"),
-        ({"judges": [judge(base_url="localhost:8000")]}, "judges[0].base_url: Value error, "),
+        (
+            {"judges": [judge(base_url="localhost:8000")]},
+            "judges[0].base_url: base_url must be an http(s) URL",
+        ),
         ({"judges": [judge(), judge()]}, "judges[1].id: duplicate judge id, first at judges[0]"),
         ({"judges": [judge(id="a/b")]}, "judges[0].id: String should match pattern"),
         ({"judges": [judge(concurrency=0)]}, "judges[0].concurrency: Input should be greater"),

@@ -105,7 +105,7 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
     if opts.resume is not None:
         bundle = Bundle.open(opts.resume)
         bundle.check_resume(opts.pack, config)
-        done = bundle.scan_responses(repair=True).ok_keys
+        done = bundle.scan_responses(repair=not opts.dry_run).ok_keys  # a dry run writes nothing
     if opts.dry_run:
         print_plan(pack, plans, done, out)
         return EvalOutcome(bundle=None)
