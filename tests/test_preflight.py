@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from ray_env import isolated_ray_auth
 
 from touchstone_ray.preflight import run_hosts
 from touchstone_ray.sim import SimConfig, SimServer
@@ -22,9 +23,10 @@ def local_ray(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     mp = pytest.MonkeyPatch()
     mp.setenv("HOME", str(home))
     mp.setenv("RAY_TMPDIR", str(home))
-    ray.init(num_cpus=2, include_dashboard=False)
-    yield
-    ray.shutdown()
+    with isolated_ray_auth():
+        ray.init(num_cpus=2, include_dashboard=False)
+        yield
+        ray.shutdown()
     mp.undo()
 
 

@@ -107,6 +107,36 @@ def hosts(
     raise typer.Exit(run_hosts(config, address))
 
 
+@app.command()
+def judge(
+    bundle: Annotated[Path, typer.Option("--bundle", help="Bundle folder to judge.")],
+    judge_config: Annotated[Path, typer.Option("--judge-config", help="Judge config YAML.")],
+    address: Annotated[
+        str | None, typer.Option(help="Ray address: 'auto' or 'ray://head:10001'.")
+    ] = None,
+    judges: Annotated[str | None, typer.Option(help="Comma-separated judge ids.")] = None,
+) -> None:
+    """Judge, score and write the scorecard; resumable. Prints the scorecard path last."""
+    from touchstone_ray.judging.runner import run_judge
+
+    raise typer.Exit(run_judge(bundle, judge_config, address=address, judges=_ids(judges)))
+
+
+@app.command()
+def scorecard(
+    bundle: Annotated[Path, typer.Option("--bundle", help="Judged bundle folder.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print scorecard.json.")] = False,
+) -> None:
+    """Print the ranking table of a judged bundle (exit 2 if it has no scorecard yet)."""
+    import json
+
+    from touchstone_ray.judging.render import ranking_table
+    from touchstone_ray.judging.scorecard import load_scorecard
+
+    card = load_scorecard(bundle)
+    typer.echo(json.dumps(card, indent=2, ensure_ascii=False) if as_json else ranking_table(card))
+
+
 # Commands implemented in other modules are registered here, one line each.
 # --- registered commands ---
 app.command("sim-server")(sim_server)

@@ -24,6 +24,7 @@ from typing import Any
 
 import httpx
 import yaml
+from ray_env import isolated_ray_auth
 
 from touchstone_ray.eval.client_actor import WARMUP_PROMPT
 from touchstone_ray.eval.run import EvalOptions, EvalOutcome, run_eval
@@ -212,6 +213,8 @@ def ray_cluster(hosts: list[str]) -> Iterator[RayCluster]:
     os.environ["RAY_TMPDIR"] = str(tmp / "ray")
     (tmp / "home").mkdir()
     cluster = None
+    auth = isolated_ray_auth()
+    auth.__enter__()
     try:
         cluster = Cluster(
             initialize_head=True,
@@ -227,6 +230,7 @@ def ray_cluster(hosts: list[str]) -> Iterator[RayCluster]:
         ray.shutdown()
         if cluster is not None:
             cluster.shutdown()
+        auth.__exit__(None, None, None)
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)

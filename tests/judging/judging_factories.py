@@ -5,10 +5,15 @@ Imported by the tests as ``judging_factories`` (pytest puts this folder on ``sys
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from touchstone_ray.pack import Pack, pack_from_data
-from touchstone_ray.records import EvalResponse, Verdict, cell_key
+import yaml
+
+from touchstone_ray.bundle import Bundle
+from touchstone_ray.pack import Pack, dump_pack, pack_from_data, pack_sha256
+from touchstone_ray.records import SCHEMA_VERSION, EvalResponse, Verdict, cell_key
+from touchstone_ray.storage import JsonlWriter
 
 
 def pack_dict(
@@ -120,3 +125,55 @@ def response(prompt_id: str = "A1", **fields: Any) -> EvalResponse:
         category=base["prompt_id"][0],
         **base,
     )
+
+
+def write_bundle(
+    root: Path,
+    pack: Pack,
+    responses: list[EvalResponse],
+    *,
+    simulated: bool = False,
+) -> Path:
+    """A hand-made bundle folder at ``root``: manifest, frozen pack and fleet config, one
+    response shard per model (written with :class:`JsonlWriter`). Returns ``root``."""
+    root.mkdir(parents=True)
+    (root / "pack.yaml").write_text(dump_pack(pack), encoding="utf-8")
+    models = list(dict.fromkeys(r.model for r in responses))
+    fleet = {
+        "ray": {"include_dashboard": False},
+        "models": [{"id": m, "engine": "simulated"} for m in models],
+    }
+    (root / "config.yaml").write_text(yaml.safe_dump(fleet), encoding="utf-8")
+    bundle = Bundle(root)
+    bundle.write_manifest(
+        {
+            "schema_version": SCHEMA_VERSION,
+            "pack": {
+                "id": pack.id,
+                "version": pack.version,
+                "sha256": pack_sha256(root / "pack.yaml"),
+            },
+            "models": [{"model": m, "id": m, "engine": "simulated"} for m in models],
+            "variants": [v.id for v in pack.prompt_variants],
+            "hosts": {},
+            "simulated": simulated,
+            "status": "done",
+        }
+    )
+    for model in models:
+        with JsonlWriter(bundle.shard_path(model)) as writer:
+            for r in responses:
+                if r.model == model:
+                    writer.write(r)
+    return root
+
+
+def cells(pack: Pack, models: tuple[str, ...] = ("m",)) -> list[tuple[str, str, str, int]]:
+    """Every (model, variant, prompt_id, repeat) of ``pack`` in run order."""
+    return [
+        (model, variant.id, prompt.id, repeat)
+        for model in models
+        for variant in pack.prompt_variants
+        for prompt in pack.prompts()
+        for repeat in range(1, prompt.repeats + 1)
+    ]

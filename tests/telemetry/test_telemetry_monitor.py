@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import ray
+from ray_env import isolated_ray_auth
 
 from touchstone_ray.storage import read_jsonl
 from touchstone_ray.telemetry import MonitorSet, monitor_name
@@ -29,11 +30,14 @@ def node_id() -> Iterator[str]:
     os.environ["HOME"] = os.path.join(tmp, "home")
     os.environ["RAY_TMPDIR"] = os.path.join(tmp, "ray")
     os.makedirs(os.environ["HOME"])
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
     try:
-        yield ray.get_runtime_context().get_node_id()
+        with isolated_ray_auth():
+            ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
+            try:
+                yield ray.get_runtime_context().get_node_id()
+            finally:
+                ray.shutdown()
     finally:
-        ray.shutdown()
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)

@@ -5,6 +5,11 @@ rubric, ranking, the pre-judge rules), :mod:`.stats` (per category / per prompt 
 A/B), :mod:`.agreement` (several judges), :mod:`.prompts` (judge templates and reply schemas),
 :mod:`.config` (the judge config). The names below are re-exported; scipy, statsmodels and
 krippendorff are imported only inside the functions that need them (about 1 s together).
+
+Running judges: :func:`touchstone_ray.judging.runner.run_judge` (the ``judge`` command) over
+:mod:`.plan` (what is left to ask), :mod:`.client` (the judge actor), :mod:`.store` (the
+JSONL files) and :mod:`.cache` (cache keys); :mod:`.scorecard` builds ``scorecard.json`` and
+:mod:`.render` its Markdown and terminal tables. They are not imported here (engines, Ray).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The judge templates' wording, one table per pack language (see :mod:`.prompts`).
 
-Strings with ``{token}``, ``{threshold}``, ``{dim}``, ``{variant}``, ``{example}`` or ``{cite}`` are
-``str.format`` templates; ``answer_reply`` is used verbatim (it shows literal JSON braces).
+Strings with ``{token}``, ``{threshold}``, ``{dim}``, ``{variant}``, ``{example}``, ``{cite}`` or
+``{reason}`` are ``str.format`` templates; ``answer_reply`` is used verbatim (it shows literal JSON
+braces); ``format_reminder`` is the one retry after an unreadable reply.
 """
 
 from __future__ import annotations
@@ -83,6 +84,11 @@ _EN: dict[str, str] = {
         "{example}\n"
         "Every rationale must cite the prompt ids it rests on, in brackets like [{cite}], and list "
         'them in "cited_prompts".'
+    ),
+    "format_reminder": (
+        "Your reply could not be read ({reason}). Reply again with exactly one JSON object in "
+        "the format given above (every score an integer from 1 to 5) and nothing else: no "
+        "prose, no code fence."
     ),
 }
 
@@ -166,6 +172,11 @@ _DE: dict[str, str] = {
         "{example}\n"
         "Jede Begründung muss die Prompt-IDs nennen, auf die sie sich stützt, in eckigen "
         'Klammern wie [{cite}], und sie in "cited_prompts" auflisten.'
+    ),
+    "format_reminder": (
+        "Deine Antwort war nicht lesbar ({reason}). Antworte noch einmal mit genau einem "
+        "JSON-Objekt im oben genannten Format (jede Punktzahl eine ganze Zahl von 1 bis 5) "
+        "und sonst nichts: keine Prosa, kein Code-Block."
     ),
 }
 

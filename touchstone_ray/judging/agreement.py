@@ -233,7 +233,9 @@ def red_flag_kappa(verdicts: Iterable[Verdict]) -> AgreementStat:
         table = np.zeros((2, 2))
         for a, b in items:
             table[int(a), int(b)] += 1
-        value = inter_rater.cohens_kappa(table).kappa
+        with warnings.catch_warnings():  # its z statistic divides by 0 on tiny tables
+            warnings.simplefilter("ignore", RuntimeWarning)
+            value = inter_rater.cohens_kappa(table).kappa
     else:
         counts = np.array([[row.count(False), row.count(True)] for row in items], dtype=float)
         value = inter_rater.fleiss_kappa(counts, method="fleiss")

@@ -16,6 +16,9 @@ What the values mean:
   later line ``<<<END-xxxx>>>`` with the same ``xxxx`` (the judge's per-call random
   delimiters). A fake END line or a fake verdict inside the answer moves nothing; of several
   markers inside the block the last counts (the simulator appends the real one last).
+- A holistic request (no answer block) reads its quality from the per-answer scores listed in
+  its ``<<<EVIDENCE-xxxx>>>`` block (lines ``#<repeat>: <label> <score>``): ``q = (mean − 1)/4``.
+- The random delimiter tokens do not enter the noise, so a rerun gives the same verdicts.
 - ``red_flag`` booleans are true with probability (1 − q) × 0.3, deterministic.
 - ``rationale`` strings are short German sentences naming a prompt id like ``[B3]`` if the
   request contains one.
@@ -44,6 +47,9 @@ DEFAULT_VERDICT_SCHEMA: dict[str, Any] = {
 the per-answer verdict of SPEC §10."""
 
 _START_RE = re.compile(r"<<<ANSWER-([A-Za-z0-9_-]+)>>>")
+_EVIDENCE_RE = re.compile(r"<<<EVIDENCE-([A-Za-z0-9_-]+)>>>")
+_EVIDENCE_SCORE_RE = re.compile(r"#\d+: \S+ ([1-5])\b")
+_TOKEN_RE = re.compile(r"<<<(ANSWER|END|EVIDENCE)-[A-Za-z0-9_-]+>>>")
 _PROMPT_ID_RE = re.compile(r"\[([A-Z][0-9]{1,2})\]")
 _PHRASES = (
     "klar formuliert",
@@ -55,11 +61,11 @@ _PHRASES = (
 )
 
 
-def fenced_answer(text: str) -> str | None:
+def fenced_answer(text: str, start_re: re.Pattern[str] = _START_RE) -> str | None:
     """The text inside the first real delimiter pair of ``text``, or None."""
     lines = text.splitlines()
     for i, line in enumerate(lines):
-        start = _START_RE.fullmatch(line.strip())
+        start = start_re.fullmatch(line.strip())
         if start is None:
             continue
         end = f"<<<END-{start.group(1)}>>>"
@@ -71,8 +77,13 @@ def fenced_answer(text: str) -> str | None:
 
 def judged_quality(messages: list[Any]) -> float | None:
     """The quality marker inside the real answer block of the last user message, or None."""
-    block = fenced_answer(last_user_text(messages))
-    return None if block is None else find_marker(block)
+    text = last_user_text(messages)
+    block = fenced_answer(text)
+    if block is not None:
+        return find_marker(block)
+    evidence = fenced_answer(text, _EVIDENCE_RE)
+    scores = [int(m) for m in _EVIDENCE_SCORE_RE.findall(evidence or "")]
+    return (sum(scores) / len(scores) - 1) / 4 if scores else None
 
 
 def judge_schema(body: dict[str, Any], protocol: str) -> dict[str, Any] | None:
@@ -105,7 +116,13 @@ class _Ctx:
 
 def verdict_json(schema: dict[str, Any], *, seed: int, model: str, messages: list[Any]) -> str:
     """One JSON document valid against ``schema`` (see the module docstring for the values)."""
-    key = digest("judge", seed, model, messages)
+    stable = [
+        {**m, "content": _TOKEN_RE.sub("<<<TOKEN>>>", message_text(m.get("content")))}
+        if isinstance(m, dict)
+        else m
+        for m in messages
+    ]
+    key = digest("judge", seed, model, stable)
     all_text = "\n".join(message_text(m.get("content")) for m in messages if isinstance(m, dict))
     ids = list(dict.fromkeys(_PROMPT_ID_RE.findall(all_text)))
     ctx = _Ctx(schema, seed, key, judged_quality(messages), ids, rng_for("judge-values", key))

@@ -1,0 +1,141 @@
+"""What a judge still has to do (no Ray, no requests): cache keys decide reuse; rule-based
+verdicts need no call; failed calls are asked again, unreadable replies are not; a report is
+asked again when its evidence changed; the request extras of suppress_thinking."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from judging_factories import make_pack, response
+
+from touchstone_ray.judging.cache import answer_cache_key, report_cache_key
+from touchstone_ray.judging.client import judge_extra_body
+from touchstone_ray.judging.config import JudgeSpec
+from touchstone_ray.judging.plan import plan_judge
+from touchstone_ray.judging.store import JudgeStore, record_extras
+from touchstone_ray.records import EvalResponse
+
+SPEC = JudgeSpec(id="j", engine="openai", base_url="http://127.0.0.1:1/v1", model="judge-m")
+SHA = "a" * 64
+
+
+def responses() -> list[EvalResponse]:
+    return [
+        response("A1", response_text="eins"),
+        response("A2", response_text="zwei"),
+        response("B1", response_text="", reasoning_text="hm", reasoning_only=True),
+        response("B1", repeat=2, ok=False, response_text="", error_kind="connect"),
+        response("B2", response_text=""),
+    ]
+
+
+def stored_verdict(r: EvalResponse, **fields: Any) -> dict[str, Any]:
+    key = answer_cache_key(SPEC.model, SHA, r.response_text, r.prompt_id, r.variant)
+    base = {
+        "key": r.key,
+        "model": r.model,
+        "variant": r.variant,
+        "prompt_id": r.prompt_id,
+        "repeat": r.repeat,
+        "category": r.category,
+        "judge": "j",
+        "score": 4,
+        "status": "scored",
+        "raw": "{}",
+        **record_extras(
+            cache_key=key, judge_model=SPEC.model, error=None, call_failed=False, n_calls=1
+        ),
+    }
+    base.update(fields)
+    return base
+
+
+def test_cache_key_parts() -> None:
+    base = answer_cache_key("m", SHA, "text", "A1", "baseline")
+    assert len(base) == 64
+    for changed in (
+        answer_cache_key("other", SHA, "text", "A1", "baseline"),
+        answer_cache_key("m", "b" * 64, "text", "A1", "baseline"),
+        answer_cache_key("m", SHA, "text!", "A1", "baseline"),
+        answer_cache_key("m", SHA, "text", "A2", "baseline"),
+        answer_cache_key("m", SHA, "text", "A1", "none"),
+    ):
+        assert changed != base
+    v1 = [{"key": "k1", "cache_key": "c", "score": 4, "red_flag": False, "status": "scored"}]
+    v2 = [{**v1[0], "score": 3}]
+    assert report_cache_key("m", SHA, "x", "baseline", v1) != report_cache_key(
+        "m", SHA, "x", "baseline", v2
+    )
+
+
+def test_fresh_plan_rules_and_jobs(tmp_path: Path) -> None:
+    plan = plan_judge(SPEC, JudgeStore(tmp_path, "j"), make_pack(), SHA, responses())
+    assert [j.prompt_id for j in plan.jobs] == ["A1", "A2"]
+    statuses = {r["prompt_id"] + str(r["repeat"]): r["status"] for r in plan.rule_records}
+    assert statuses == {
+        "B11": "unscored_reasoning_only",
+        "B12": "unscored_generation_failed",
+        "B21": "scored",
+    }
+    assert all(r["n_calls"] == 0 and len(r["cache_key"]) == 64 for r in plan.rule_records)
+    assert not plan.complete and not plan.report_jobs
+
+
+def test_reuse_and_what_is_asked_again(tmp_path: Path) -> None:
+    pack = make_pack()
+    rs = responses()
+    store = JudgeStore(tmp_path, "j")
+    store.write_verdict(stored_verdict(rs[0]))
+    store.write_verdict(stored_verdict(rs[1], cache_key="stale"))
+    plan = plan_judge(SPEC, store, pack, SHA, rs)
+    assert [j.prompt_id for j in plan.jobs] == ["A2"] and plan.n_reused == 1
+
+    # the unreadable reply is kept, the failed call is asked again
+    store.write_verdict(stored_verdict(rs[1], status="judge_error", score=None, error="x"))
+    assert not plan_judge(SPEC, store, pack, SHA, rs).jobs
+    store.write_verdict(stored_verdict(rs[1], status="judge_error", score=None, call_failed=True))
+    assert [j.prompt_id for j in plan_judge(SPEC, store, pack, SHA, rs).jobs] == ["A2"]
+
+    # another judge model or another answer: asked again
+    other = SPEC.model_copy(update={"model": "judge-n"})
+    assert len(plan_judge(other, store, pack, SHA, rs).jobs) == 2
+    rs[0] = rs[0].model_copy(update={"response_text": "eins, neu"})
+    assert [j.prompt_id for j in plan_judge(SPEC, store, pack, SHA, rs).jobs] == ["A1", "A2"]
+    store.close()
+
+
+def test_report_reused_until_its_evidence_changes(tmp_path: Path) -> None:
+    pack = make_pack()
+    rs = responses()
+    store = JudgeStore(tmp_path, "j")
+    for r in rs[:2]:
+        store.write_verdict(stored_verdict(r))
+    plan = plan_judge(SPEC, store, pack, SHA, rs)
+    for record in plan.rule_records:
+        store.write_verdict(record)
+    assert len(plan.report_jobs) == 1
+    job = plan.report_jobs[0]
+    store.write_report(
+        {"model": "m", "variant": "baseline", "judge": "j", "cache_key": job.cache_key}
+    )
+    store.close()
+    plan = plan_judge(SPEC, store, pack, SHA, rs)
+    assert plan.complete and plan.n_reports_reused == 1
+
+    store.write_verdict(stored_verdict(rs[0], score=2))  # same answer, new verdict
+    store.close()
+    plan = plan_judge(SPEC, store, pack, SHA, rs)
+    assert len(plan.report_jobs) == 1 and not plan.complete
+
+
+def test_suppress_thinking_extras() -> None:
+    assert judge_extra_body(SPEC) == {"chat_template_kwargs": {"enable_thinking": False}}
+    ollama = SPEC.model_copy(update={"engine": "ollama", "extra_body": {"options": {"num_ctx": 8}}})
+    assert judge_extra_body(ollama) == {"options": {"num_ctx": 8}, "think": False}
+    own = SPEC.model_copy(
+        update={"extra_body": {"chat_template_kwargs": {"enable_thinking": True}}}
+    )
+    assert judge_extra_body(own) == {"chat_template_kwargs": {"enable_thinking": True}}
+    off = SPEC.model_copy(update={"suppress_thinking": False})
+    assert judge_extra_body(off) == {}

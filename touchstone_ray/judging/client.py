@@ -1,0 +1,342 @@
+"""The judge actor: one async Ray actor per judge, holding one engine and a semaphore.
+
+What a judge is asked and what becomes of its reply:
+
+- Per answer (:meth:`JudgeClient.judge_answer`): :func:`~.prompts.answer_prompt` (the answer
+  fenced between per-call random delimiters), with structured output (``json_schema`` =
+  :data:`~.prompts.ANSWER_SCHEMA`: OpenAI ``response_format``, Ollama ``format``). The reply
+  must be ``{"score": 1-5, "red_flag": bool, "rationale": str}`` with optional
+  ``red_flags_hit`` / ``green_flags_hit`` (SPEC §10; :func:`~.parse.parse_answer_reply` also
+  takes fenced JSON, JSON after prose, ``"3"``, ``"4/5"``).
+- Per (model, variant) (:meth:`JudgeClient.judge_report`): :func:`~.prompts.holistic_prompt`
+  with this judge's verdicts as evidence; ``{"<dim>": {"score", "rationale",
+  "cited_prompts"}}`` parsed by :func:`~.parse.parse_holistic_reply`.
+- A reply that cannot be parsed gets **one** retry: the conversation continues with the reply
+  as the assistant turn and a format reminder naming the reason. Still unreadable → a
+  ``judge_error`` verdict (score ``None``, unscored, never a low score) with ``raw`` = the last
+  reply and ``error`` = the reason; for a report, a ``degraded`` report without scores.
+- A call that fails (the engine already retried 5xx/timeouts/connect errors) → the same
+  ``judge_error`` with ``raw`` of any earlier reply and ``call_failed: true``; such records are
+  asked again on the next run (an unreadable reply is not: the judge did answer).
+- An endpoint that rejects structured output with HTTP 4xx is asked again without a schema,
+  and this judge sends none from then on (the parser copes with free-form replies).
+- ``suppress_thinking``: OpenAI-compatible servers get ``chat_template_kwargs:
+  {enable_thinking: false}``, Ollama ``think: false`` (a key the judge's own ``extra_body``
+  sets wins).
+
+Each method returns ``{"record": <dict for the JSONL file>, "failure": None | "call" |
+"parse", "calls": <requests sent>, "schema_dropped": bool}``; the driver counts failures in a
+row. Only cancellation propagates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import os
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+from touchstone_ray.engines.base import ChatRequest, ChatResult, Engine, EngineSettings
+from touchstone_ray.engines.registry import create_engine
+from touchstone_ray.judging._texts import TEXTS
+from touchstone_ray.judging.config import JudgeSpec
+from touchstone_ray.judging.parse import (
+    ParsedHolistic,
+    ParsedVerdict,
+    ParseFailure,
+    parse_answer_reply,
+    parse_holistic_reply,
+)
+from touchstone_ray.judging.prompts import JudgePrompt, answer_prompt, holistic_prompt
+from touchstone_ray.judging.store import record_extras
+from touchstone_ray.pack import Pack
+from touchstone_ray.records import ModelReport, Verdict
+
+__all__ = [
+    "AnswerJob",
+    "JudgeClient",
+    "ReportJob",
+    "failed_outcome",
+    "judge_extra_body",
+]
+
+Failure = Literal["call", "parse"]
+T = TypeVar("T", ParsedVerdict, ParsedHolistic)
+
+
+@dataclass(frozen=True)
+class AnswerJob:
+    """One answer to judge (sent to the actor; the answer text travels, nothing else)."""
+
+    key: str
+    model: str
+    variant: str
+    prompt_id: str
+    repeat: int
+    category: str
+    answer: str
+    cache_key: str
+
+    @property
+    def task_name(self) -> str:
+        """Readable Ray task name: ``judge:<judge>:qwen3:8b:baseline:B3#1`` (judge added)."""
+        return f"{self.model}:{self.variant}:{self.prompt_id}#{self.repeat}"
+
+
+@dataclass(frozen=True)
+class ReportJob:
+    """One holistic report to ask for: this judge's verdicts on one (model, variant)."""
+
+    model: str
+    variant: str
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
+    cache_key: str = ""
+
+    @property
+    def task_name(self) -> str:
+        """Readable Ray task name (judge added by the caller)."""
+        return f"{self.model}:{self.variant}:holistic"
+
+
+@dataclass
+class _Asked:
+    """What one ask (a call plus at most one retry) produced."""
+
+    parsed: Any = None
+    raw: str | None = None
+    error: str | None = None
+    failure: Failure | None = None
+    calls: int = 0
+
+
+def judge_extra_body(spec: JudgeSpec) -> dict[str, Any]:
+    """``extra_body`` of every request of ``spec``: its own, plus the thinking switch when
+    ``suppress_thinking`` (values the judge config sets itself win)."""
+    extra = copy.deepcopy(spec.extra_body)
+    if spec.suppress_thinking:
+        if spec.engine == "ollama":
+            extra.setdefault("think", False)
+        else:
+            kwargs = extra.setdefault("chat_template_kwargs", {})
+            if isinstance(kwargs, dict):
+                kwargs.setdefault("enable_thinking", False)
+    return extra
+
+
+def failed_outcome(
+    job: AnswerJob | ReportJob, spec: JudgeSpec, pack: Pack, error: str
+) -> dict[str, Any]:
+    """The outcome of a job that never returned (its task failed or passed the driver's
+    deadline): a ``judge_error`` verdict or a score-less ``degraded`` report, ``call_failed``
+    (asked again on the next run)."""
+    extras = record_extras(
+        cache_key=job.cache_key, judge_model=spec.model, error=error, call_failed=True, n_calls=0
+    )
+    record: dict[str, Any]
+    if isinstance(job, AnswerJob):
+        verdict = Verdict(
+            key=job.key,
+            model=job.model,
+            variant=job.variant,
+            prompt_id=job.prompt_id,
+            repeat=job.repeat,
+            category=job.category,
+            judge=spec.id,
+            status="judge_error",
+            safety_critical=pack.prompt(job.prompt_id).safety_critical,
+        )
+        record = {**verdict.model_dump(mode="json"), **extras}
+    else:
+        report = ModelReport(model=job.model, variant=job.variant, judge=spec.id, status="degraded")
+        missing = {d.id: error for d in pack.dimensions}
+        record = {**report.model_dump(mode="json"), "missing": missing, "raw": None, **extras}
+    return {"record": record, "failure": "call", "calls": 0, "schema_dropped": False}
+
+
+class JudgeClient:
+    """Async client of one judge endpoint (use through ``ray.remote``; pinned by the driver).
+
+    ``spec`` is the :class:`JudgeSpec` as a dict; ``api_key`` arrives in memory and never
+    reaches a file or log. At most ``spec.concurrency`` requests are in flight.
+    """
+
+    def __init__(
+        self, spec: dict[str, Any], api_key: str | None, pack: Pack, seed: int | None
+    ) -> None:
+        self.spec = JudgeSpec.model_validate(spec)
+        self._api_key = api_key
+        self.pack = pack
+        self.seed = seed
+        self.texts = TEXTS[pack.language]
+        self._engine: Engine | None = None
+        self._sem: asyncio.Semaphore | None = None
+        self._use_schema = True
+        self._extra = judge_extra_body(self.spec)
+
+    def _get_engine(self) -> tuple[Engine, asyncio.Semaphore]:
+        if self._engine is None or self._sem is None:
+            settings = EngineSettings(
+                base_url=self.spec.base_url or "http://127.0.0.1:0",
+                api_key=self._api_key,
+                timeout_s=self.spec.timeout_s,
+            )
+            sim = self.spec.sim.model_dump() if self.spec.sim is not None else None
+            self._engine = create_engine(self.spec.engine, settings, sim)
+            self._sem = asyncio.Semaphore(self.spec.concurrency)
+        return self._engine, self._sem
+
+    async def ready(self) -> dict[str, Any]:
+        """Where this actor runs: ``{"node_id", "hostname", "pid"}`` (starts the engine)."""
+        import ray
+
+        self._get_engine()
+        return {
+            "node_id": ray.get_runtime_context().get_node_id(),
+            "hostname": socket.gethostname(),
+            "pid": os.getpid(),
+        }
+
+    # --- one call --------------------------------------------------------------------------
+    async def _chat(self, messages: list[dict[str, str]], schema: dict[str, Any]) -> ChatResult:
+        engine, sem = self._get_engine()
+
+        def request(with_schema: bool) -> ChatRequest:
+            return ChatRequest(
+                model=self.spec.model,
+                messages=messages,
+                temperature=self.spec.temperature,
+                seed=self.seed,
+                extra_body=self._extra,
+                json_schema=schema if with_schema else None,
+            )
+
+        async with sem:
+            result = await engine.chat(request(self._use_schema))
+            if self._use_schema and not result.ok and result.error_kind == "http_4xx":
+                retry = await engine.chat(request(False))
+                if retry.ok:
+                    self._use_schema = False
+                result = retry
+        return result
+
+    async def _ask(self, prompt: JudgePrompt, parse: Callable[[str], T | ParseFailure]) -> _Asked:
+        """The call, one retry with a format reminder if the reply is unreadable."""
+        asked = _Asked()
+        messages: list[dict[str, str]] = list(prompt.messages)
+        for attempt in (1, 2):
+            result = await self._chat(messages, prompt.schema)
+            asked.calls += 1
+            if not result.ok:
+                asked.failure = "call"
+                asked.error = f"judge call failed ({result.error_kind}): {result.error}"
+                return asked
+            asked.raw = result.response_text
+            parsed = parse(result.response_text)
+            if not isinstance(parsed, ParseFailure):
+                asked.parsed = parsed
+                asked.failure = None
+                asked.error = None
+                return asked
+            asked.failure = "parse"
+            asked.error = parsed.reason
+            if result.reasoning_only:
+                asked.error = f"{parsed.reason} (the reply was reasoning only)"
+            if attempt == 1:
+                reminder = self.texts["format_reminder"].format(reason=parsed.reason)
+                messages = [
+                    *messages,
+                    {"role": "assistant", "content": result.response_text},
+                    {"role": "user", "content": reminder},
+                ]
+        return asked
+
+    def _extras(self, asked: _Asked, cache_key: str) -> dict[str, Any]:
+        return record_extras(
+            cache_key=cache_key,
+            judge_model=self.spec.model,
+            error=asked.error,
+            call_failed=asked.failure == "call",
+            n_calls=asked.calls,
+        )
+
+    def _outcome(self, record: dict[str, Any], asked: _Asked) -> dict[str, Any]:
+        return {
+            "record": record,
+            "failure": asked.failure,
+            "calls": asked.calls,
+            "schema_dropped": not self._use_schema,
+        }
+
+    # --- the two passes --------------------------------------------------------------------
+    async def judge_answer(self, job: AnswerJob) -> dict[str, Any]:
+        """Judge one answer; the outcome's record is a :class:`Verdict` plus cache fields."""
+        prompt = self.pack.prompt(job.prompt_id)
+        variant = next(v for v in self.pack.prompt_variants if v.id == job.variant)
+        asked = await self._ask(
+            answer_prompt(self.pack, prompt, variant, job.answer), parse_answer_reply
+        )
+        verdict = Verdict(
+            key=job.key,
+            model=job.model,
+            variant=job.variant,
+            prompt_id=job.prompt_id,
+            repeat=job.repeat,
+            category=job.category,
+            judge=self.spec.id,
+            status="judge_error",
+            raw=asked.raw,
+            safety_critical=prompt.safety_critical,
+        )
+        if isinstance(asked.parsed, ParsedVerdict):
+            p = asked.parsed
+            verdict = verdict.model_copy(
+                update={
+                    "score": p.score,
+                    "red_flag": p.red_flag,
+                    "rationale": p.rationale,
+                    "red_flags_hit": list(p.red_flags_hit),
+                    "green_flags_hit": list(p.green_flags_hit),
+                    "status": "scored",
+                }
+            )
+        record = {**verdict.model_dump(mode="json"), **self._extras(asked, job.cache_key)}
+        return self._outcome(record, asked)
+
+    async def judge_report(self, job: ReportJob) -> dict[str, Any]:
+        """Ask for the holistic report on one (model, variant); the outcome's record is a
+        :class:`ModelReport` plus cache fields, ``missing`` dimensions, ``raw`` and ``error``."""
+        variant = next(v for v in self.pack.prompt_variants if v.id == job.variant)
+        verdicts = [Verdict.model_validate(v) for v in job.verdicts]
+        dims = [d.id for d in self.pack.dimensions]
+        prompt_ids = [p.id for p in self.pack.prompts()]
+
+        def parse(raw: str) -> ParsedHolistic | ParseFailure:
+            return parse_holistic_reply(raw, dims, prompt_ids)
+
+        asked = await self._ask(holistic_prompt(self.pack, variant, verdicts), parse)
+        if isinstance(asked.parsed, ParsedHolistic):
+            report = asked.parsed.to_report(
+                model=job.model, variant=job.variant, judge=self.spec.id
+            )
+            missing = dict(asked.parsed.missing)
+        else:
+            report = ModelReport(
+                model=job.model, variant=job.variant, judge=self.spec.id, status="degraded"
+            )
+            missing = {d: asked.error or "no reply" for d in dims}
+        record = {
+            **report.model_dump(mode="json"),
+            "missing": missing,
+            "raw": asked.raw,
+            **self._extras(asked, job.cache_key),
+        }
+        return self._outcome(record, asked)
+
+    async def close(self) -> None:
+        """Close the engine (and any simulator it started)."""
+        if self._engine is not None:
+            await self._engine.aclose()
+        self._engine = None

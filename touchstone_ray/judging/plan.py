@@ -1,0 +1,151 @@
+"""What one judge still has to do on a bundle (pure: no Ray, no requests).
+
+Per answer, in SPEC §10's order: a stored verdict that :func:`~.store.is_current` is reused;
+else :func:`~.scoring.pre_judge_verdict` decides without a judge (reasoning-only, empty answer,
+failed generation) and the rule's verdict is written; else the answer becomes an
+:class:`~.client.AnswerJob`. Per (model, variant), once all its verdicts are in, a stored
+report whose cache key matches the evidence is reused, else a :class:`~.client.ReportJob`
+asks for it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from touchstone_ray.judging.cache import answer_cache_key, report_cache_key
+from touchstone_ray.judging.client import AnswerJob, ReportJob
+from touchstone_ray.judging.config import JudgeSpec
+from touchstone_ray.judging.scoring import pre_judge_verdict
+from touchstone_ray.judging.store import JudgeStore, is_current, record_extras
+from touchstone_ray.pack import Pack
+from touchstone_ray.records import EvalResponse
+
+__all__ = ["JudgePlan", "Row", "plan_judge"]
+
+Row = tuple[str, str]
+"""(model, variant)."""
+
+
+@dataclass
+class JudgePlan:
+    """One judge's state: current records, and the jobs still to ask."""
+
+    spec: JudgeSpec
+    store: JudgeStore
+    pack_sha256: str
+    verdicts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Cell key → current verdict record (stored, rule-based, or just received)."""
+    rule_records: list[dict[str, Any]] = field(default_factory=list)
+    """Rule-based verdicts (no judge call) not yet written."""
+    jobs: deque[AnswerJob] = field(default_factory=deque)
+    """Answers to ask the judge, in bundle order."""
+    report_jobs: deque[ReportJob] = field(default_factory=deque)
+    """Holistic reports to ask for."""
+    reports: dict[Row, dict[str, Any]] = field(default_factory=dict)
+    """(model, variant) → current report record."""
+    row_keys: dict[Row, list[str]] = field(default_factory=dict)
+    """(model, variant) → its cell keys."""
+    remaining: Counter[Row] = field(default_factory=Counter)
+    """(model, variant) → answers still without a current verdict."""
+    stored_reports: dict[Row, dict[str, Any]] = field(default_factory=dict)
+    """(model, variant) → the last stored report (current or not)."""
+    n_reused: int = 0
+    n_reports_reused: int = 0
+
+    @property
+    def complete(self) -> bool:
+        """Every answer has a current verdict and every row a current report."""
+        return (
+            not self.jobs
+            and not self.rule_records
+            and not self.report_jobs
+            and not any(self.remaining.values())
+            and all(row in self.reports for row in self.row_keys)
+        )
+
+    def row_verdicts(self, row: Row) -> list[dict[str, Any]]:
+        """This judge's current verdict records of ``row``."""
+        return [self.verdicts[k] for k in self.row_keys[row] if k in self.verdicts]
+
+    def report_job(self, row: Row, stored: dict[str, Any] | None) -> ReportJob | None:
+        """The report job of a row whose verdicts are all in, or ``None`` when ``stored``
+        (the stored report, if any) is still current (then it becomes the row's report)."""
+        evidence = self.row_verdicts(row)
+        key = report_cache_key(self.spec.model, self.pack_sha256, row[0], row[1], evidence)
+        if is_current(stored, key):
+            assert stored is not None
+            self.reports[row] = stored
+            self.n_reports_reused += 1
+            return None
+        return ReportJob(model=row[0], variant=row[1], verdicts=evidence, cache_key=key)
+
+    def verdict_done(self, record: dict[str, Any]) -> ReportJob | None:
+        """Take a new verdict record; returns the row's report job once its last verdict is in."""
+        self.verdicts[record["key"]] = record
+        row = (record["model"], record["variant"])
+        self.remaining[row] -= 1
+        if self.remaining[row] == 0:
+            return self.report_job(row, self.stored_reports.get(row))
+        return None
+
+
+def plan_judge(
+    spec: JudgeSpec,
+    store: JudgeStore,
+    pack: Pack,
+    pack_sha256: str,
+    responses: Sequence[EvalResponse],
+) -> JudgePlan:
+    """The plan of ``spec`` over ``responses`` (in bundle order), given what ``store`` holds.
+
+    Reads the stored records (cut any torn tail with ``store.repair()`` first); writes nothing.
+    """
+    plan = JudgePlan(spec=spec, store=store, pack_sha256=pack_sha256)
+    stored = store.stored_verdicts()
+    for response in responses:
+        row = (response.model, response.variant)
+        plan.row_keys.setdefault(row, []).append(response.key)
+        key = answer_cache_key(
+            spec.model, pack_sha256, response.response_text, response.prompt_id, response.variant
+        )
+        old = stored.get(response.key)
+        if is_current(old, key):
+            assert old is not None
+            plan.verdicts[response.key] = old
+            plan.n_reused += 1
+            continue
+        prompt = pack.prompt(response.prompt_id)
+        rule = pre_judge_verdict(response, prompt, judge=spec.id)
+        if rule is not None:
+            record = {
+                **rule.model_dump(mode="json"),
+                **record_extras(
+                    cache_key=key, judge_model=spec.model, error=None, call_failed=False, n_calls=0
+                ),
+            }
+            plan.rule_records.append(record)
+            plan.verdicts[response.key] = record
+            continue
+        plan.remaining[row] += 1
+        plan.jobs.append(
+            AnswerJob(
+                key=response.key,
+                model=response.model,
+                variant=response.variant,
+                prompt_id=response.prompt_id,
+                repeat=response.repeat,
+                category=response.category,
+                answer=response.response_text,
+                cache_key=key,
+            )
+        )
+    plan.stored_reports = store.stored_reports()
+    for row in plan.row_keys:
+        if plan.remaining[row] == 0:
+            job = plan.report_job(row, plan.stored_reports.get(row))
+            if job is not None:
+                plan.report_jobs.append(job)
+    return plan

@@ -1,0 +1,190 @@
+"""The scorecard as text: ``scorecard.md`` (Obsidian-friendly tables) and the terminal table
+of ``touchstone-ray scorecard``. Both read only the scorecard dict (``scorecard.json``) and
+speak its ``language`` (labels from :mod:`._labels`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from touchstone_ray.judging._labels import LABELS, LEVELS
+
+__all__ = ["ranking_table", "render_markdown"]
+
+_NONE = "–"
+
+
+def _num(value: Any, digits: int = 2) -> str:
+    if value is None:
+        return _NONE
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int | float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _labels(card: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
+    lang = card.get("language", "en")
+    lang = lang if lang in LABELS else "en"
+    return LABELS[lang], LEVELS[lang]
+
+
+def _ranking_rows(card: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    t, levels = _labels(card)
+    head = [
+        t["rank"],
+        t["model"],
+        t["variant"],
+        t["quality"],
+        t["level"],
+        t["ko"],
+        t["red_flags"],
+        t["mean"],
+        t["counts"],
+        t["ttft_p50"],
+        t["ttft_p95"],
+        t["tps"],
+        t["e2e_p50"],
+        t["peak_ram"],
+        t["delta"],
+    ]
+    body = []
+    for row in card["rows"]:
+        ko = t["passed"] if row["ko_passed"] else f"{t['failed']}: {row['ko_reason']}"
+        level = row.get("rubric_level")
+        body.append(
+            [
+                str(row["rank"]),
+                str(row["model"]),
+                str(row["variant"]),
+                _num(row["quality_pct"], 1),
+                levels.get(level, level) if level else _NONE,
+                ko,
+                ", ".join(row["red_flagged"]) or _NONE,
+                _num(row["mean_answer_score"]),
+                f"{row['n_scored']}/{row['n_unscored']}/{row['n_judge_errors']}",
+                _num(row["ttft_p50_s"], 3),
+                _num(row["ttft_p95_s"], 3),
+                _num(row["decode_tps_median"], 1),
+                _num(row["e2e_p50_s"], 3),
+                _num(row["peak_ram_mb"], 0),
+                _num(row["model_delta_mb"], 0),
+            ]
+        )
+    return head, body
+
+
+def _md_table(head: Sequence[str], body: Sequence[Sequence[str]]) -> str:
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+    return "\n".join([line(head), line(["---"] * len(head)), *(line(r) for r in body)])
+
+
+def ranking_table(card: Mapping[str, Any]) -> str:
+    """The ranking as an aligned plain-text table (header, rule, one line per row)."""
+    head, body = _ranking_rows(card)
+    widths = [max(len(r[i]) for r in [head, *body]) for i in range(len(head))]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+
+    t, _ = _labels(card)
+    title = f"{t['title']}: {card.get('pack_title', card['pack_id'])} "
+    title += f"({card['pack_id']} v{card['pack_version']}); {t['judges']}: "
+    title += ", ".join(card["judges"])
+    lines = [title]
+    if card.get("simulated"):
+        lines.append(t["simulated"])
+    lines += [line(head), line(["-" * w for w in widths]), *(line(r) for r in body)]
+    return "\n".join(lines)
+
+
+def _categories(card: Mapping[str, Any], t: dict[str, str]) -> str:
+    section = card.get("categories") or {}
+    names: dict[str, str] = section.get("names", {})
+    head = [t["model"], t["variant"], *(f"{cid} {name}" for cid, name in names.items())]
+    body = [
+        [r["model"], r["variant"], *(_num(r["means"].get(cid)) for cid in names)]
+        for r in section.get("rows", [])
+    ]
+    return _md_table(head, body)
+
+
+def _dimensions(card: Mapping[str, Any], t: dict[str, str]) -> str:
+    dims = card.get("dimensions") or []
+    head = [t["model"], t["variant"], *(f"{d['id']} {d['name']} ×{d['weight']}" for d in dims)]
+    body = [
+        [r["model"], r["variant"], *(_num(r["dim_scores"].get(d["id"]), 1) for d in dims)]
+        for r in card["rows"]
+    ]
+    return _md_table(head, body)
+
+
+def _variant_ab(card: Mapping[str, Any], t: dict[str, str]) -> str:
+    head = [t["model"], "A", "B", t["diff"], t["ci"], t["sign_p"], t["pairs"], t["e2e_diff"]]
+    head.append(t["note"])
+    body = []
+    for c in card.get("variant_ab", []):
+        ci = (
+            f"[{_num(c['ci_low'])}, {_num(c['ci_high'])}]" if c.get("ci_low") is not None else _NONE
+        )
+        body.append(
+            [
+                c["model"],
+                c["variant_a"],
+                c["variant_b"],
+                _num(c["mean_diff"]),
+                ci,
+                _num(c["sign_test_p"], 3),
+                str(c["n_pairs"]),
+                _num(c["e2e_median_diff_s"], 3),
+                c.get("warning") or "",
+            ]
+        )
+    return _md_table(head, body)
+
+
+def _stat(stat: Mapping[str, Any], t: dict[str, str]) -> str:
+    if stat.get("value") is None:
+        return f"{t['undefined']} ({stat.get('reason')})"
+    return f"{stat['value']:.3f} (n = {stat.get('n_items')})"
+
+
+def _agreement(card: Mapping[str, Any], t: dict[str, str]) -> str:
+    agreement = card.get("agreement") or {}
+    lines = [f"- {t['alpha']}:"]
+    for dim, stat in (agreement.get("dimension_alpha") or {}).items():
+        lines.append(f"  - {dim}: {_stat(stat, t)}")
+    kappa = agreement.get("red_flag_kappa")
+    if kappa:
+        lines.append(f"- {t['kappa']} ({kappa.get('method')}): {_stat(kappa, t)}")
+    taus = agreement.get("ranking_tau") or {}
+    if taus:
+        lines.append(f"- {t['tau']}:")
+        lines += [f"  - {pair}: {_stat(stat, t)}" for pair, stat in taus.items()]
+    return "\n".join(lines)
+
+
+def render_markdown(card: Mapping[str, Any]) -> str:
+    """``scorecard.md``: title, ranking, dimensions, categories, variant A/B, agreement."""
+    t, _ = _labels(card)
+    head, body = _ranking_rows(card)
+    parts = [f"# {t['title']}: {card.get('pack_title', card['pack_id'])}"]
+    meta = f"`{card['pack_id']}` v{card['pack_version']} · {t['judges']}: "
+    meta += ", ".join(f"`{j}`" for j in card["judges"])
+    meta += f" · {t['vote']} {card.get('agreement', {}).get('red_flag_vote', '')}"
+    parts.append(meta)
+    if card.get("simulated"):
+        parts.append(f"> [!warning]\n> {t['simulated']}")
+    if card.get("aborted_judges"):
+        parts.append(f"{t['aborted']}: " + ", ".join(card["aborted_judges"]))
+    parts += [f"## {t['ranking']}", _md_table(head, body)]
+    parts += [f"## {t['dimensions']}", _dimensions(card, t)]
+    parts += [f"## {t['categories']}", _categories(card, t)]
+    if card.get("variant_ab"):
+        parts += [f"## {t['ab']}", _variant_ab(card, t)]
+    if len(card["judges"]) > 1:
+        parts += [f"## {t['agreement']}", _agreement(card, t)]
+    return "\n\n".join(parts) + "\n"

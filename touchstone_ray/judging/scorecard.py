@@ -1,0 +1,392 @@
+"""The scorecard: the judges' verdicts and reports aggregated, scored and ranked (SPEC §7, §10).
+
+``scorecard.json`` = ``{schema_version, pack_id, pack_version, judges, simulated, rows,
+agreement}`` (the Contract) plus sections for the reports: ``language``, ``pack_title``,
+``template_version``, ``generated_at``, ``dimensions``, ``categories`` (mean answer score per
+category), ``prompts`` (per prompt mean with a 95 % bootstrap CI over repeats and judges),
+``variant_ab``, ``details`` (per row: every judge's own view, missing dimensions) and
+``aborted_judges``.
+
+Per (model, variant) row (:class:`ScorecardRow`):
+
+- ``dim_scores``: median over the judges' holistic reports; ``quality_pct`` and
+  ``rubric_level`` from them, ``None`` when a dimension is missing (named in ``details``).
+- ``red_flagged``: prompt ids with a red flag on any repeat after ``red_flag_vote``.
+- ``ko_passed``/``ko_reason``: :func:`~.scoring.passes_ko`; without a score for the K.-o.
+  dimension (and no fatal red flag) the row fails with ``"<dim> nicht bewertet"``.
+- ``mean_answer_score``: mean of every scored verdict of every judge. ``n_scored``,
+  ``n_unscored`` and ``n_judge_errors`` count verdicts (answers × judges).
+- Latency: ok, non-cold-start responses only; p50/p95 with linear interpolation; decode tok/s
+  median. ``peak_ram_mb`` = max ``sys_used_mb``, ``model_delta_mb`` = max
+  ``sys_used_delta_mb`` over the row's responses; ``None`` when unmeasured.
+
+Agreement: Krippendorff's α per dimension over the judges' reports, κ on the red flags the
+judges gave themselves, Kendall's τ-b between each pair of judges' own rankings (each ranked
+from that judge's report and verdicts alone; ``agreement.rankings``).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from touchstone_ray.errors import BundleError
+from touchstone_ray.judging.agreement import (
+    RedFlagVote,
+    aggregate_reports,
+    dimension_alpha,
+    ranking_tau,
+    red_flag_kappa,
+    red_flagged_prompts,
+)
+from touchstone_ray.judging.prompts import TEMPLATE_VERSION
+from touchstone_ray.judging.scoring import (
+    MissingDimensionsError,
+    RubricLevel,
+    passes_ko,
+    quality_pct,
+    rank_rows,
+    rubric_level,
+)
+from touchstone_ray.judging.stats import category_means, compare_variants, prompt_stats
+from touchstone_ray.pack import Pack
+from touchstone_ray.records import SCHEMA_VERSION, EvalResponse, ModelReport, Verdict
+from touchstone_ray.storage import atomic_write_json, atomic_write_text
+
+__all__ = [
+    "SCORECARD_JSON",
+    "SCORECARD_MD",
+    "ScorecardRow",
+    "build_scorecard",
+    "load_scorecard",
+    "row_id",
+    "write_scorecard",
+]
+
+SCORECARD_JSON = "scorecard.json"
+SCORECARD_MD = "scorecard.md"
+
+
+class ScorecardRow(BaseModel):
+    """One (model, variant) of ``scorecard.json`` (SPEC §7, the field names are a Contract)."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    rank: int = 0
+    """1 = best: K.-o. passed first, then quality %, then mean answer score."""
+    model: str
+    variant: str
+    quality_pct: float | None
+    """Σ(score_d × weight_d) / (5 × Σ weight_d) × 100 over the median dimension scores;
+    ``None`` when a dimension has no score."""
+    rubric_level: RubricLevel | None
+    """hoch ≥ 85, solide ≥ 70, teilweise ≥ 50, else ungenügend; ``None`` without quality."""
+    ko_passed: bool
+    ko_reason: str
+    """``""`` when passed, else ``Red-Flag bei …``, ``<dim> ≤ <threshold>`` or
+    ``<dim> nicht bewertet``."""
+    red_flagged: list[str]
+    """Prompt ids with a red flag after the vote (sorted)."""
+    dim_scores: dict[str, float]
+    """Dimension id → median over the judges (1..5, may be x.5)."""
+    mean_answer_score: float | None
+    """Mean of all scored verdicts (1..5)."""
+    n_scored: int
+    """Verdicts with a score (answers × judges)."""
+    n_unscored: int
+    """Verdicts unscored by rule (reasoning-only, failed generation)."""
+    n_judge_errors: int
+    """Verdicts the judge could not give (unreadable reply, failed call)."""
+    ttft_p50_s: float | None
+    ttft_p95_s: float | None
+    decode_tps_median: float | None
+    e2e_p50_s: float | None
+    peak_ram_mb: float | None
+    model_delta_mb: float | None
+
+
+def row_id(model: str, variant: str) -> str:
+    """``model|variant``: how rankings name a row."""
+    return f"{model}|{variant}"
+
+
+@dataclass(frozen=True)
+class _View:
+    """Scores of one row from some judges (all of them, or one)."""
+
+    model: str
+    variant: str
+    dim_scores: dict[str, float]
+    missing: list[str]
+    quality_pct: float | None
+    ko_passed: bool
+    ko_reason: str
+    red_flagged: list[str]
+    mean_answer_score: float | None
+    report_status: str
+
+
+def _view(
+    pack: Pack,
+    row: tuple[str, str],
+    verdicts: Sequence[Verdict],
+    reports: Sequence[ModelReport],
+    vote: RedFlagVote,
+) -> _View:
+    dims = [d.id for d in pack.dimensions]
+    if reports:
+        agg = aggregate_reports(reports, dims)
+        scores, missing, status = dict(agg.dim_scores), list(agg.missing), str(agg.status)
+    else:
+        scores, missing, status = {}, list(dims), "missing"
+    flagged = red_flagged_prompts(verdicts, vote)
+    try:
+        quality: float | None = quality_pct(scores, pack)
+    except MissingDimensionsError:
+        quality = None
+    try:
+        passed, reason = passes_ko(scores, flagged, pack)
+    except MissingDimensionsError:
+        passed, reason = False, f"{pack.ko_rule.dimension} nicht bewertet"
+    scored = [v.score for v in verdicts if v.score is not None]
+    return _View(
+        model=row[0],
+        variant=row[1],
+        dim_scores=scores,
+        missing=missing,
+        quality_pct=quality,
+        ko_passed=passed,
+        ko_reason=reason,
+        red_flagged=flagged,
+        mean_answer_score=statistics.fmean(scored) if scored else None,
+        report_status=status,
+    )
+
+
+def _percentile(values: Sequence[float], q: float) -> float | None:
+    return float(np.percentile(values, q)) if values else None
+
+
+def _max(values: Iterable[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return max(present) if present else None
+
+
+def _latency(responses: Sequence[EvalResponse]) -> dict[str, float | None]:
+    timed = [r for r in responses if r.ok and not r.is_cold_start]
+    ttft = [r.ttft_s for r in timed if r.ttft_s is not None]
+    e2e = [r.e2e_s for r in timed if r.e2e_s is not None]
+    tps = [r.decode_tps for r in timed if r.decode_tps is not None]
+    return {
+        "ttft_p50_s": _percentile(ttft, 50),
+        "ttft_p95_s": _percentile(ttft, 95),
+        "decode_tps_median": statistics.median(tps) if tps else None,
+        "e2e_p50_s": _percentile(e2e, 50),
+        "peak_ram_mb": _max(r.sys_used_mb for r in responses),
+        "model_delta_mb": _max(r.sys_used_delta_mb for r in responses),
+    }
+
+
+def _by_row(items: Iterable[Any]) -> dict[tuple[str, str], list[Any]]:
+    out: dict[tuple[str, str], list[Any]] = defaultdict(list)
+    for item in items:
+        out[(item.model, item.variant)].append(item)
+    return out
+
+
+def _stat_dump(stats: Mapping[str, BaseModel]) -> dict[str, Any]:
+    return {k: v.model_dump(mode="json") for k, v in stats.items()}
+
+
+def build_scorecard(
+    pack: Pack,
+    responses: Sequence[EvalResponse],
+    verdicts: Sequence[Verdict],
+    reports: Sequence[ModelReport],
+    *,
+    judges: Sequence[str],
+    vote: RedFlagVote,
+    simulated: bool,
+    aborted_judges: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The scorecard of ``judges`` (their verdicts and reports only) as a JSON-ready dict.
+
+    ``responses`` fix the rows (every (model, variant) that has one, in their order).
+    """
+    judges = list(judges)
+    verdicts = [v for v in verdicts if v.judge in judges]
+    reports = [r for r in reports if r.judge in judges]
+    resp_by_row = _by_row(responses)
+    verd_by_row = _by_row(verdicts)
+    rep_by_row = _by_row(reports)
+    rows: list[ScorecardRow] = []
+    details: list[dict[str, Any]] = []
+    per_judge: dict[str, list[_View]] = {j: [] for j in judges}
+    for row, row_responses in resp_by_row.items():
+        row_verdicts = verd_by_row.get(row, [])
+        view = _view(pack, row, row_verdicts, rep_by_row.get(row, []), vote)
+        rows.append(
+            ScorecardRow(
+                model=row[0],
+                variant=row[1],
+                quality_pct=view.quality_pct,
+                rubric_level=rubric_level(view.quality_pct)
+                if view.quality_pct is not None
+                else None,
+                ko_passed=view.ko_passed,
+                ko_reason=view.ko_reason,
+                red_flagged=view.red_flagged,
+                dim_scores=view.dim_scores,
+                mean_answer_score=view.mean_answer_score,
+                n_scored=sum(1 for v in row_verdicts if v.score is not None),
+                n_unscored=sum(1 for v in row_verdicts if v.status.startswith("unscored")),
+                n_judge_errors=sum(1 for v in row_verdicts if v.status == "judge_error"),
+                **_latency(row_responses),
+            )
+        )
+        judge_views: dict[str, Any] = {}
+        for judge in judges:
+            own = _view(
+                pack,
+                row,
+                [v for v in row_verdicts if v.judge == judge],
+                [r for r in rep_by_row.get(row, []) if r.judge == judge],
+                "any",
+            )
+            per_judge[judge].append(own)
+            judge_views[judge] = {
+                "dim_scores": own.dim_scores,
+                "missing_dimensions": own.missing,
+                "quality_pct": own.quality_pct,
+                "ko_passed": own.ko_passed,
+                "ko_reason": own.ko_reason,
+                "red_flagged": own.red_flagged,
+                "mean_answer_score": own.mean_answer_score,
+                "report_status": own.report_status,
+            }
+        details.append(
+            {
+                "model": row[0],
+                "variant": row[1],
+                "n_answers": len(row_responses),
+                "n_generation_failed": sum(1 for r in row_responses if not r.ok),
+                "report_status": view.report_status,
+                "missing_dimensions": view.missing,
+                "judges": judge_views,
+            }
+        )
+    ranked = rank_rows(rows)
+    for rank, ranked_row in ranked:
+        ranked_row.rank = rank
+    rankings = {
+        judge: [row_id(v.model, v.variant) for _, v in rank_rows(views)]
+        for judge, views in per_judge.items()
+    }
+    dims = [d.id for d in pack.dimensions]
+    agreement = {
+        "red_flag_vote": vote,
+        "n_judges": len(judges),
+        "dimension_alpha": _stat_dump(dimension_alpha(reports, dims)),
+        "red_flag_kappa": red_flag_kappa(verdicts).model_dump(mode="json"),
+        "ranking_tau": _stat_dump(ranking_tau(rankings)),
+        "rankings": rankings,
+    }
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "pack_id": pack.id,
+        "pack_version": pack.version,
+        "judges": judges,
+        "simulated": simulated,
+        "rows": [r.model_dump(mode="json") for _, r in ranked],
+        "agreement": agreement,
+        "language": pack.language,
+        "pack_title": pack.title,
+        "template_version": TEMPLATE_VERSION,
+        "generated_at": time.time(),
+        "aborted_judges": list(aborted_judges),
+        "dimensions": [{"id": d.id, "name": d.name, "weight": d.weight} for d in pack.dimensions],
+        "categories": _categories(pack, verd_by_row, list(resp_by_row)),
+        "prompts": [
+            {
+                "model": row[0],
+                "variant": row[1],
+                "prompts": _stat_dump(prompt_stats(verd_by_row.get(row, []), pack)),
+            }
+            for row in resp_by_row
+        ],
+        "variant_ab": _variant_ab(pack, responses, verdicts, list(resp_by_row)),
+        "details": details,
+    }
+
+
+def _categories(
+    pack: Pack, verd_by_row: Mapping[tuple[str, str], list[Verdict]], rows: list[tuple[str, str]]
+) -> dict[str, Any]:
+    return {
+        "names": {c.id: c.name for c in pack.categories},
+        "rows": [
+            {
+                "model": row[0],
+                "variant": row[1],
+                "means": category_means(verd_by_row.get(row, []), pack),
+            }
+            for row in rows
+        ],
+    }
+
+
+def _variant_ab(
+    pack: Pack,
+    responses: Sequence[EvalResponse],
+    verdicts: Sequence[Verdict],
+    rows: list[tuple[str, str]],
+) -> list[dict[str, Any]]:
+    """Per model: the pack's first variant (A) against each other variant it ran (B)."""
+    order = [v.id for v in pack.prompt_variants]
+    out: list[dict[str, Any]] = []
+    for model in dict.fromkeys(m for m, _ in rows):
+        ran = [v for v in order if (model, v) in rows]
+        for other in ran[1:]:
+            comparison = compare_variants(model, ran[0], other, verdicts, responses)
+            out.append(comparison.model_dump(mode="json"))
+    return out
+
+
+def write_scorecard(root: Path, card: Mapping[str, Any]) -> Path:
+    """Write ``scorecard.json`` and ``scorecard.md`` into the bundle ``root`` (atomically);
+    returns the JSON path."""
+    from touchstone_ray.judging.render import render_markdown
+
+    path = root / SCORECARD_JSON
+    atomic_write_json(path, card)
+    atomic_write_text(root / SCORECARD_MD, render_markdown(card))
+    return path
+
+
+def load_scorecard(root: Path) -> dict[str, Any]:
+    """The bundle's ``scorecard.json``; raises :class:`BundleError` when there is none yet
+    (saying to run ``judge``) or it is unreadable."""
+    path = root / SCORECARD_JSON
+    if not root.is_dir():
+        raise BundleError(f"{root}: no such bundle folder")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BundleError(
+            f"{root}: no scorecard yet; run `touchstone-ray judge --bundle {root} "
+            "--judge-config <judge.yaml>` first"
+        ) from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BundleError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
+        raise BundleError(f"{path}: not a touchstone scorecard")
+    return data
