@@ -19,6 +19,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import pytest
 from aiohttp import web
 
 from touchstone_ray.engines import ChatRequest, ChatResult, Engine, EngineSettings
@@ -52,6 +53,8 @@ class Seen:
     """perf_counter on arrival."""
     send_times: list[float] = field(default_factory=list)
     """perf_counter after each chunk was written."""
+    send_epochs: list[float] = field(default_factory=list)
+    """time.time() after each chunk was written (compare with ``t_start + ttft_s``)."""
 
 
 class ReplayServer:
@@ -111,6 +114,7 @@ class ReplayServer:
                 await asyncio.sleep(wait)
             await resp.write(data)
             seen.send_times.append(time.perf_counter())
+            seen.send_epochs.append(time.time())
         if reply.end == "cut":
             assert request.transport is not None
             request.transport.abort()
@@ -270,3 +274,18 @@ def chat_once(kind: str, base_url: str, req: ChatRequest = REQ, **kw: Any) -> Ch
 
     result: ChatResult = run(go())
     return result
+
+
+def assert_sent_at(
+    seen: Seen, result: ChatResult, name: str, chunk: int, nominal_s: float, tol_s: float = 0.020
+) -> None:
+    """Timing field ``name`` of ``result`` is when reply chunk ``chunk`` was really written
+    (epoch, within ``tol_s``), and never earlier than its nominal schedule ``nominal_s``.
+
+    Comparing with the real send time, not the schedule, keeps the check exact on a busy
+    machine, where the server's own sleeps can overshoot by far more than the tolerance.
+    """
+    value = getattr(result, name)
+    assert value is not None and result.t_start is not None, name
+    assert result.t_start + value == pytest.approx(seen.send_epochs[chunk], abs=tol_s), name
+    assert value >= nominal_s - 0.002, (name, value, nominal_s)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import time
 
@@ -10,6 +11,7 @@ from engine_helpers import (
     REQ,
     ReplayServer,
     Reply,
+    assert_sent_at,
     chat_once,
     delta,
     ndjson,
@@ -29,7 +31,6 @@ from touchstone_ray.errors import EngineError
 CHAT = "/v1/chat/completions"
 OLLAMA_CHAT = "/api/chat"
 NDJSON = "application/x-ndjson"
-TOL = 0.020
 
 
 def ok_sse(*events: object, delay_s: float = 0.01) -> Reply:
@@ -126,7 +127,7 @@ def test_disconnect_then_success_keeps_the_last_attempts_timing(replay: ReplaySe
     )
     r = chat_once("ollama", replay.url)
     assert (r.ok, r.attempt, r.response_text) == (True, 2, "Ja")
-    assert r.ttft_s == pytest.approx(0.05, abs=TOL)
+    assert_sent_at(replay.requests(OLLAMA_CHAT)[1], r, "ttft_s", 0, 0.05)
 
 
 @pytest.mark.parametrize(
@@ -163,3 +164,30 @@ def test_connect_refused() -> None:
     r = chat_once("openai", f"http://127.0.0.1:{port}", max_attempts=2)
     assert (r.ok, r.error_kind, r.attempt) == (False, "connect", 2)
     assert r.error is not None and "cannot reach" in r.error
+
+
+def test_cancellation_propagates(replay: ReplayServer) -> None:
+    replay.set(CHAT, Reply(chunks=sse(delta("a")), end="hang"))
+
+    async def go() -> None:
+        engine = OpenAIEngine(settings(replay.url + "/v1"))
+        try:
+            task = asyncio.create_task(engine.chat(REQ))
+            await asyncio.sleep(0.2)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        finally:
+            await engine.aclose()
+
+    run(go())
+    assert replay.count(CHAT) == 1
+
+
+def test_end_marker_then_open_connection_is_still_ok(replay: ReplayServer) -> None:
+    """A server that sends [DONE] but keeps the body open: the answer stands (the deadline
+    stops at the end marker; the drain gives up after 1 s)."""
+    replay.set(CHAT, Reply(chunks=sse(delta("fertig", finish="stop"), "[DONE]"), end="hang"))
+    r = chat_once("openai", replay.url, timeout_s=0.5)
+    assert (r.ok, r.response_text, r.attempt) == (True, "fertig", 1)
+    assert r.e2e_s is not None and r.e2e_s < 0.1

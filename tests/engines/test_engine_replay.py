@@ -9,6 +9,7 @@ from engine_helpers import (
     REQ,
     ReplayServer,
     Reply,
+    assert_sent_at,
     chat_once,
     delta,
     ndjson,
@@ -80,10 +81,13 @@ def test_role_then_reasoning_then_answer_timing(replay: ReplayServer) -> None:
     replay.set(CHAT, Reply(chunks=chunks))
     r = chat_once("openai", replay.url)
     assert r.ok
-    assert r.ttft_s == pytest.approx(0.15, abs=TOL)
-    assert r.ttfa_s == pytest.approx(0.30, abs=TOL)
-    assert r.e2e_s == pytest.approx(0.35, abs=TOL)
-    assert r.itl_p50_s == pytest.approx(0.075, abs=TOL)  # gaps 0.05, 0.10
+    seen = replay.requests(CHAT)[0]
+    assert_sent_at(seen, r, "ttft_s", 1, 0.15)  # the role-only chunk 0 does not count
+    assert_sent_at(seen, r, "ttfa_s", 3, 0.30)
+    assert_sent_at(seen, r, "e2e_s", 4, 0.35)
+    sent = seen.send_epochs
+    true_p50 = ((sent[2] - sent[1]) + (sent[3] - sent[2])) / 2  # gaps ~0.05, ~0.10
+    assert r.itl_p50_s == pytest.approx(true_p50, abs=TOL)
     assert (r.reasoning_text, r.response_text) == ("Zuerst denken", "Antwort")
     assert r.t_start is not None and r.t_end is not None
     assert r.t_end - r.t_start == pytest.approx(r.e2e_s, abs=1e-3)
@@ -117,8 +121,9 @@ def test_ollama_thinking_field(replay: ReplayServer) -> None:
     r = chat_once("ollama", replay.url)
     assert (r.reasoning_source, r.reasoning_text, r.response_text) == ("thinking", "Hmm", "Ja")
     assert (r.prompt_tokens, r.completion_tokens, r.load_duration_s) == (9, 2, 1.5)
-    assert r.ttft_s == pytest.approx(0.02, abs=TOL)
-    assert r.ttfa_s == pytest.approx(0.04, abs=TOL)
+    seen = replay.requests(OLLAMA_CHAT)[0]
+    assert_sent_at(seen, r, "ttft_s", 0, 0.02)
+    assert_sent_at(seen, r, "ttfa_s", 1, 0.04)
     assert r.request == {"temperature": 0.0, "seed": 42, "num_predict": 64}
 
 
@@ -142,8 +147,9 @@ def test_think_tag_split_across_network_chunks(replay: ReplayServer) -> None:
         "Plan",
         "Antwort",
     )
-    assert r.ttft_s == pytest.approx(0.03, abs=TOL)
-    assert r.ttfa_s == pytest.approx(0.12, abs=TOL)
+    seen = replay.requests(CHAT)[0]
+    assert_sent_at(seen, r, "ttft_s", 0, 0.03)
+    assert_sent_at(seen, r, "ttfa_s", 3, 0.12)  # "Antwort", not the "\n\n" after </think>
 
 
 def test_reasoning_only_stopped_by_length(replay: ReplayServer) -> None:
@@ -244,3 +250,11 @@ def test_llama_cpp_props_identity(replay: ReplayServer) -> None:
             await engine.aclose()
 
     assert run(go()) == ("llama.cpp", "b4500-abc")
+
+
+def test_asks_for_an_uncompressed_stream(replay: ReplayServer) -> None:
+    replay.set(CHAT, ok_sse(delta("a", finish="stop"), "[DONE]"))
+    assert chat_once("openai", replay.url).ok
+    headers = replay.requests(CHAT)[0].headers
+    assert headers["Accept-Encoding"] == "identity"
+    assert "Authorization" not in headers

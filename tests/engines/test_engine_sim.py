@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import statistics
 from typing import Any
 
 import pytest
@@ -12,6 +14,9 @@ from touchstone_ray.engines import ChatRequest, ChatResult, Engine, create_engin
 from touchstone_ray.errors import ConfigError, EngineConnectError
 
 FAST = {"ttft_ms": 40, "tps": 400, "answer_tokens": 12}
+TOL = 0.020
+"""Seconds between the sim's true send time and what the client measured (a busy 2-core
+machine can delay either side)."""
 
 
 def sim_chat(
@@ -60,13 +65,14 @@ def test_sim_answer_and_timing_match_the_trace(api: str, channel: str, source: s
     sent = token_times(trace)
     assert len(sent) == 12
     assert r.t_start is not None and r.ttft_s is not None and r.e2e_s is not None
-    assert r.t_start + r.ttft_s == pytest.approx(sent[0], abs=0.005)
+    assert r.t_start + r.ttft_s == pytest.approx(sent[0], abs=TOL)
     first_answer = next(t for t, ch in trace["chunks"] if ch == "content")
     if source == "think_tag":  # the closing tag rides on the last reasoning token
         first_answer = sent[sent.index(first_answer)]
     assert r.ttfa_s is not None
-    assert r.t_start + r.ttfa_s == pytest.approx(first_answer, abs=0.005)
-    assert r.itl_p50_s == pytest.approx(1 / 400, abs=0.002)
+    assert r.t_start + r.ttfa_s == pytest.approx(first_answer, abs=TOL)
+    true_gaps = sorted(b - a for a, b in itertools.pairwise(sent))
+    assert r.itl_p50_s == pytest.approx(statistics.median(true_gaps), abs=0.003)
     assert r.tpot_s == pytest.approx((r.e2e_s - r.ttft_s) / 11)
     if api == "ollama":
         assert r.request == {"temperature": 0.0, "seed": 42, "num_predict": 64}

@@ -173,7 +173,7 @@ class Engine(ABC):
         norm = self.new_normalizer(t0, req)
         parser = self.parser_cls(norm)
         try:
-            async with asyncio.timeout(self.settings.timeout_s):
+            async with asyncio.timeout(self.settings.timeout_s) as deadline:
                 async with session.post(url, data=payload) as resp:
                     got_response = True
                     if resp.status >= 300:
@@ -189,6 +189,7 @@ class Engine(ABC):
                         parser.feed(t, chunk)
                         if parser.done:
                             t_last = parser.t_done or t
+                            deadline.reschedule(None)  # the answer is complete
                             await _drain(content)
                             break
         except BaseException as exc:
@@ -212,8 +213,8 @@ class Engine(ABC):
                     name, version = await self.server_info()
                 except (EngineConnectError, EngineTimeout):
                     return None  # unreachable now: the chat call will say why; probe again
-                except EngineError:
-                    name, version = "openai-compat", None  # reachable, but will not say
+                except Exception:  # reachable, but will not (or cannot) say: never probe again
+                    name, version = "openai-compat", None
                 self._version = _version_string(name, version)
                 self._version_known = True
         return self._version
@@ -245,7 +246,9 @@ class Engine(ABC):
 
     def _get_session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            headers = {"Content-Type": "application/json"}
+            # identity: a compressed stream would be buffered by the codec (skewing ITL), and
+            # the session does not decompress
+            headers = {"Content-Type": "application/json", "Accept-Encoding": "identity"}
             if self.settings.api_key:
                 headers["Authorization"] = f"Bearer {self.settings.api_key}"
             self._session = new_session(self.settings.connect_timeout_s, headers)

@@ -35,6 +35,7 @@ per token is the usual rule of thumb for when servers batch several tokens into 
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from typing import Any
 
@@ -183,7 +184,7 @@ class StreamNormalizer:
             ttfa = self._content_times[idx] - self.t0
         ttft = self.token_times[0] - self.t0 if self.token_times else None
         e2e = t_end - self.t0
-        gaps = [b - a for a, b in zip(self.token_times, self.token_times[1:], strict=False)]
+        gaps = [b - a for a, b in itertools.pairwise(self.token_times)]
 
         estimated = False
         completion = self.completion_tokens
