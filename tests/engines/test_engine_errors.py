@@ -109,7 +109,7 @@ def test_stall_past_the_deadline(replay: ReplayServer) -> None:
     assert 0.8 <= took < 0.8 + 0.3
     assert (r.ok, r.error_kind, r.attempt) == (False, "timeout", 1)
     assert r.t_end is not None and r.t_start is not None
-    assert r.t_end - r.t_start == pytest.approx(0.8, abs=0.05)
+    assert 0.8 - 0.01 <= r.t_end - r.t_start <= took  # the attempt ended at its deadline
 
 
 def test_disconnect_mid_stream_is_retried_then_protocol(replay: ReplayServer) -> None:
