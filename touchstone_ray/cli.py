@@ -108,6 +108,21 @@ def hosts(
 
 
 @app.command()
+def demo(
+    out: Annotated[Path, typer.Option(help="Folder for the demo's bundle and configs.")] = Path(
+        "runs/demo"
+    ),
+    quick: Annotated[
+        bool, typer.Option(help="One model per host and one variant (about a third).")
+    ] = False,
+) -> None:
+    """The whole pipeline on a local simulated fleet of 3 nodes: eval → judge → report."""
+    from touchstone_ray.demo import run_demo
+
+    raise typer.Exit(run_demo(out, quick=quick))
+
+
+@app.command()
 def judge(
     bundle: Annotated[Path, typer.Option("--bundle", help="Bundle folder to judge.")],
     judge_config: Annotated[Path, typer.Option("--judge-config", help="Judge config YAML.")],
@@ -135,6 +150,49 @@ def scorecard(
 
     card = load_scorecard(bundle)
     typer.echo(json.dumps(card, indent=2, ensure_ascii=False) if as_json else ranking_table(card))
+
+
+@app.command()
+def report(
+    bundle: Annotated[Path, typer.Option("--bundle", help="Bundle folder.")],
+    fmt: Annotated[str, typer.Option("--format", help="Comma-separated: md, html.")] = "md,html",
+    unjudged: Annotated[
+        bool,
+        typer.Option(help="No judgements: a rating task for a person or an outside AI."),
+    ] = False,
+) -> None:
+    """Write report.md and report.html into the bundle (--unjudged: a rating task instead of
+    the judgements, for a person or an outside AI)."""
+    from touchstone_ray.report import write_report
+
+    for path in write_report(bundle, fmt, unjudged=unjudged):
+        typer.echo(str(path))
+
+
+@app.command()
+def compare(
+    bundles: Annotated[list[Path], typer.Argument(help="Bundle folders to compare.")],
+    out: Annotated[Path | None, typer.Option(help="Folder for compare.md and compare.csv.")] = None,
+) -> None:
+    """One table across bundles: hardware × quality."""
+    from touchstone_ray.report.compare import compare_bundles
+
+    text, written = compare_bundles(bundles, out)
+    typer.echo(text)
+    for path in written:
+        typer.echo(str(path))
+
+
+@app.command()
+def export(
+    bundle: Annotated[Path, typer.Option("--bundle", help="Bundle folder.")],
+    fmt: Annotated[str, typer.Option("--format", help="csv | parquet | jsonl.")] = "csv",
+) -> None:
+    """Flat tables responses.<ext> and verdicts.<ext> into the bundle's export/ folder."""
+    from touchstone_ray.report.export import export_bundle
+
+    for path in export_bundle(bundle, fmt):
+        typer.echo(str(path))
 
 
 # Commands implemented in other modules are registered here, one line each.

@@ -1,0 +1,359 @@
+"""Everything a report reads from a bundle, loaded once (SPEC §7), plus the SPEC §9 aggregates.
+
+Sources: ``bundle.json`` (setup facts, hosts, footprint), ``pack.yaml`` (frozen pack),
+``responses/*.jsonl`` (de-duplicated by key), ``hosts/*.jsonl`` (telemetry),
+``events.jsonl`` (``model_start`` / ``model_done`` phases) and, for a judged report,
+``scorecard.json`` (read as it is: the SPEC §7 contract fields, extra sections when present)
+with ``judgements/<judge>/verdicts.jsonl`` and ``reports.jsonl`` of the scorecard's judges.
+
+Aggregates per (model, variant) follow SPEC §9: latency figures use ok, non-cold-start cells
+only (p50/p95 with linear interpolation, medians for tok/s); resource figures use every cell.
+Times are seconds, memory MB, throughput tokens/s.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import warnings
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import ValidationError
+
+from touchstone_ray.bundle import Bundle
+from touchstone_ray.errors import BundleError, PackError
+from touchstone_ray.pack import Pack
+from touchstone_ray.records import EvalResponse, HostSample, ModelReport, Verdict
+from touchstone_ray.storage import read_jsonl
+
+__all__ = ["ReportData", "RowKey", "RowStats", "load_report_data", "row_stats"]
+
+RowKey = tuple[str, str]
+"""``(model, variant)``."""
+
+_PRESSURE_RANK = {"normal": 0, "warn": 1, "critical": 2}
+
+
+@dataclass(frozen=True)
+class RowStats:
+    """SPEC §9 aggregates of one (model, variant) from its responses."""
+
+    n_cells: int
+    n_ok: int
+    n_failed: int
+    n_cold: int
+    n_truncated: int
+    n_reasoning_only: int
+    ttft_p50_s: float | None
+    ttft_p95_s: float | None
+    ttfa_p50_s: float | None
+    ttfa_p95_s: float | None
+    e2e_p50_s: float | None
+    e2e_p95_s: float | None
+    tpot_median_s: float | None
+    itl_p50_median_s: float | None
+    decode_tps_median: float | None
+    prefill_tps_median: float | None
+    ttft_cv_pct: float | None
+    """Coefficient of variation of TTFT (sample stdev / mean × 100, %)."""
+    completion_tokens_median: float | None
+    peak_ram_mb: float | None
+    model_delta_mb: float | None
+    """Peak − baseline before the model (max ``sys_used_delta_mb``, MB)."""
+    peak_gpu_mem_mb: float | None
+    gpu_mem_delta_mb: float | None
+    throttled_cells: int | None
+    """Cells with ``throttled`` true; ``None`` when throttling was not measurable."""
+    mem_pressure_max: str | None
+    hosts: tuple[str, ...]
+    engines: tuple[str, ...]
+    """``engine`` or ``engine engine_version`` as recorded."""
+
+
+def _pctl(values: Sequence[float], q: float) -> float | None:
+    return float(np.percentile(values, q)) if values else None
+
+
+def _median(values: Iterable[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return float(statistics.median(present)) if present else None
+
+
+def _max(values: Iterable[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return max(present) if present else None
+
+
+def row_stats(responses: Sequence[EvalResponse]) -> RowStats:
+    """The SPEC §9 aggregates of one (model, variant) (see the module docstring)."""
+    timed = [r for r in responses if r.ok and not r.is_cold_start]
+    ttft = [r.ttft_s for r in timed if r.ttft_s is not None]
+    ttfa = [r.ttfa_s for r in timed if r.ttfa_s is not None]
+    e2e = [r.e2e_s for r in timed if r.e2e_s is not None]
+    cv = None
+    if len(ttft) >= 2 and statistics.fmean(ttft) > 0:
+        cv = statistics.stdev(ttft) / statistics.fmean(ttft) * 100.0
+    throttle = [r.throttled for r in responses if r.throttled is not None]
+    levels = [r.mem_pressure_max for r in responses if r.mem_pressure_max is not None]
+    engines = {
+        f"{r.engine} {r.engine_version}" if r.engine_version else r.engine for r in responses
+    }
+    return RowStats(
+        n_cells=len(responses),
+        n_ok=sum(r.ok for r in responses),
+        n_failed=sum(not r.ok for r in responses),
+        n_cold=sum(r.is_cold_start for r in responses),
+        n_truncated=sum(r.truncated for r in responses),
+        n_reasoning_only=sum(r.reasoning_only for r in responses),
+        ttft_p50_s=_pctl(ttft, 50),
+        ttft_p95_s=_pctl(ttft, 95),
+        ttfa_p50_s=_pctl(ttfa, 50),
+        ttfa_p95_s=_pctl(ttfa, 95),
+        e2e_p50_s=_pctl(e2e, 50),
+        e2e_p95_s=_pctl(e2e, 95),
+        tpot_median_s=_median(r.tpot_s for r in timed),
+        itl_p50_median_s=_median(r.itl_p50_s for r in timed),
+        decode_tps_median=_median(r.decode_tps for r in timed),
+        prefill_tps_median=_median(r.prefill_tps for r in timed),
+        ttft_cv_pct=cv,
+        completion_tokens_median=_median(
+            float(r.completion_tokens) for r in responses if r.ok and r.completion_tokens
+        ),
+        peak_ram_mb=_max(r.sys_used_mb for r in responses),
+        model_delta_mb=_max(r.sys_used_delta_mb for r in responses),
+        peak_gpu_mem_mb=_max(r.gpu_mem_used_mb for r in responses),
+        gpu_mem_delta_mb=_max(r.gpu_mem_delta_mb for r in responses),
+        throttled_cells=sum(throttle) if throttle else None,
+        mem_pressure_max=max(levels, key=lambda lv: _PRESSURE_RANK.get(lv, 0)) if levels else None,
+        hosts=tuple(sorted({r.host for r in responses})),
+        engines=tuple(sorted(engines)),
+    )
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One model's time on a host (epoch s, from ``events.jsonl``)."""
+
+    model: str
+    t_start: float
+    t_end: float | None
+
+
+@dataclass
+class ReportData:
+    """A bundle as the report sees it. ``card`` is ``None`` for an unjudged report."""
+
+    root: Path
+    manifest: dict[str, Any]
+    pack: Pack
+    responses: list[EvalResponse]
+    rows: list[RowKey]
+    """Ranking order (judged) or matrix order: manifest models × pack variants."""
+    stats: dict[RowKey, RowStats]
+    samples: dict[str, list[HostSample]]
+    phases: dict[str, list[Phase]]
+    card: dict[str, Any] | None = None
+    card_rows: dict[RowKey, dict[str, Any]] = field(default_factory=dict)
+    judges: list[str] = field(default_factory=list)
+    verdicts: dict[str, list[Verdict]] = field(default_factory=dict)
+    """Cell key → the judges' verdicts (scorecard judge order)."""
+    reports: dict[RowKey, dict[str, ModelReport]] = field(default_factory=dict)
+    judge_models: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def lang(self) -> str:
+        """The pack's language (``de`` or ``en``)."""
+        return self.pack.language
+
+    @property
+    def judged(self) -> bool:
+        """Whether judgements are shown."""
+        return self.card is not None
+
+    @property
+    def simulated(self) -> bool:
+        """The manifest or the scorecard says a simulated engine or judge was used."""
+        card_sim = bool(self.card.get("simulated")) if self.card else False
+        return bool(self.manifest.get("simulated")) or card_sim
+
+    @property
+    def name(self) -> str:
+        """The bundle folder name."""
+        return self.root.name
+
+    def host_gpus(self, host: str) -> list[str]:
+        """GPU descriptions of ``host``: the manifest's ``gpus``, else the names and memory
+        seen in its telemetry samples (``NVIDIA H200 (141 GB)``)."""
+        listed = self.manifest.get("hosts", {}).get(host, {}).get("gpus") or []
+        out = [g if isinstance(g, str) else _gpu_label(g) for g in listed]
+        if out:
+            return out
+        seen: dict[int, str] = {}
+        for sample in self.samples.get(host, []):
+            for g in sample.gpus or []:
+                if g.index not in seen and g.name:
+                    total = f" ({g.mem_total_mb / 1024:.0f} GB)" if g.mem_total_mb else ""
+                    seen[g.index] = f"{g.name}{total}"
+        return [seen[i] for i in sorted(seen)]
+
+
+def _gpu_label(gpu: Any) -> str:
+    if isinstance(gpu, dict):
+        name = str(gpu.get("name", "GPU"))
+        total = gpu.get("mem_total_mb")
+        return f"{name} ({total / 1024:.0f} GB)" if isinstance(total, int | float) else name
+    return str(gpu)
+
+
+def _load_responses(bundle: Bundle, pack: Pack, manifest: dict[str, Any]) -> list[EvalResponse]:
+    models = [str(m.get("model")) for m in manifest.get("models", []) if isinstance(m, dict)]
+    variants = [v.id for v in pack.prompt_variants]
+    prompts = [p.id for p in pack.prompts()]
+    found: list[EvalResponse] = []
+    for record in bundle.responses():
+        try:
+            response = EvalResponse.model_validate(record)
+        except ValidationError:
+            continue
+        if response.variant in variants and response.prompt_id in prompts:
+            found.append(response)
+
+    def order(r: EvalResponse) -> tuple[int, str, int, int, int]:
+        m = models.index(r.model) if r.model in models else len(models)
+        return (m, r.model, variants.index(r.variant), prompts.index(r.prompt_id), r.repeat)
+
+    return sorted(found, key=order)
+
+
+def _load_samples(root: Path) -> dict[str, list[HostSample]]:
+    out: dict[str, list[HostSample]] = defaultdict(list)
+    for path in sorted((root / "hosts").glob("*.jsonl")):
+        for obj in read_jsonl(path).records:
+            try:
+                sample = HostSample.model_validate(obj)
+            except ValidationError:
+                continue
+            out[sample.host].append(sample)
+    return {h: sorted(s, key=lambda x: x.ts) for h, s in sorted(out.items())}
+
+
+def _load_phases(root: Path) -> dict[str, list[Phase]]:
+    open_: dict[tuple[str, str], float] = {}
+    out: dict[str, list[Phase]] = defaultdict(list)
+    for ev in read_jsonl(root / "events.jsonl").records:
+        kind, host, model, ts = ev.get("event"), ev.get("host"), ev.get("model"), ev.get("ts")
+        if not isinstance(host, str) or not isinstance(model, str):
+            continue
+        if not isinstance(ts, int | float):
+            continue
+        if kind == "model_start":
+            open_[(host, model)] = float(ts)
+        elif kind == "model_done" and (host, model) in open_:
+            out[host].append(Phase(model, open_.pop((host, model)), float(ts)))
+    for (host, model), t0 in open_.items():
+        out[host].append(Phase(model, t0, None))
+    return {h: sorted(p, key=lambda x: x.t_start) for h, p in out.items()}
+
+
+def _read_card(root: Path) -> dict[str, Any]:
+    path = root / "scorecard.json"
+    try:
+        card = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BundleError(
+            f"{root}: no scorecard.json yet; run `touchstone-ray judge --bundle {root} "
+            "--judge-config <judge.yaml>` first, or use `report --unjudged`"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise BundleError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(card, dict) or not isinstance(card.get("rows"), list):
+        raise BundleError(f"{path}: not a touchstone scorecard (no rows)")
+    return card
+
+
+def _last_by(records: Iterable[dict[str, Any]], key: Any) -> dict[Any, dict[str, Any]]:
+    out: dict[Any, dict[str, Any]] = {}
+    for record in records:
+        k = key(record)
+        if k is not None:
+            out[k] = record
+    return out
+
+
+def _load_judgements(data: ReportData) -> None:
+    """Fill verdicts, reports and judge models from ``judgements/<judge>/`` (last record wins,
+    as the judge store writes them)."""
+    for judge in data.judges:
+        folder = data.root / "judgements" / judge
+        verdicts = _last_by(
+            read_jsonl(folder / "verdicts.jsonl").records,
+            lambda r: r.get("key") if isinstance(r.get("key"), str) else None,
+        )
+        for record in verdicts.values():
+            if isinstance(record.get("judge_model"), str):
+                data.judge_models.setdefault(judge, record["judge_model"])
+            try:
+                data.verdicts.setdefault(record["key"], []).append(Verdict.model_validate(record))
+            except ValidationError:
+                continue
+        reports = _last_by(
+            read_jsonl(folder / "reports.jsonl").records,
+            lambda r: (r.get("model"), r.get("variant")) if "model" in r else None,
+        )
+        for (model, variant), record in reports.items():
+            try:
+                report = ModelReport.model_validate(record)
+            except ValidationError:
+                continue
+            data.reports.setdefault((str(model), str(variant)), {})[judge] = report
+
+
+def load_report_data(root: Path, *, judged: bool) -> ReportData:
+    """Load the bundle at ``root``. ``judged`` requires ``scorecard.json`` and reads the
+    judgements of its judges; otherwise judgements are ignored entirely.
+
+    Raises :class:`BundleError` for a missing or invalid bundle, pack or scorecard.
+    """
+    root = Path(root)
+    bundle = Bundle.open(root)
+    manifest = bundle.manifest()
+    try:
+        pack = bundle.pack()
+    except (PackError, OSError) as exc:
+        raise BundleError(f"{root}: frozen pack.yaml unusable ({exc})") from None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        responses = _load_responses(bundle, pack, manifest) if bundle.responses_dir.is_dir() else []
+        samples = _load_samples(root)
+        phases = _load_phases(root)
+    by_row: dict[RowKey, list[EvalResponse]] = defaultdict(list)
+    for r in responses:
+        by_row[(r.model, r.variant)].append(r)
+    data = ReportData(
+        root=root,
+        manifest=manifest,
+        pack=pack,
+        responses=responses,
+        rows=list(by_row),
+        stats={k: row_stats(v) for k, v in by_row.items()},
+        samples=samples,
+        phases=phases,
+    )
+    if judged:
+        card = _read_card(root)
+        data.card = card
+        ranked = [(str(r["model"]), str(r["variant"])) for r in card["rows"] if isinstance(r, dict)]
+        data.card_rows = {
+            (str(r["model"]), str(r["variant"])): r for r in card["rows"] if isinstance(r, dict)
+        }
+        data.rows = ranked + [k for k in data.rows if k not in data.card_rows]
+        data.judges = [str(j) for j in card.get("judges", [])]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            _load_judgements(data)
+    return data

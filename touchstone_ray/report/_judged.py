@@ -1,0 +1,323 @@
+"""Sections that show judgements: verdict and ranking, master scorecard per dimension, per
+category, variant A/B, quality vs speed, judges and agreement.
+
+Reads the scorecard as it is: the SPEC §7 contract fields of every row, and the extra
+sections (``categories``, ``variant_ab``, ``agreement``, ``details``) only when present.
+Dimension rationales and cited prompts come from ``judgements/<judge>/reports.jsonl``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from touchstone_ray.report import charts
+from touchstone_ray.report._data import ReportData, RowKey
+from touchstone_ray.report._doc import (
+    Block,
+    Bullets,
+    Chart,
+    Code,
+    Heading,
+    Inline,
+    Para,
+    Strong,
+    Table,
+    cell,
+    num_cell,
+)
+from touchstone_ray.report._fmt import NONE, gb, num, pct
+from touchstone_ray.report._labels import levels
+from touchstone_ray.report._sections import links, row_label
+from touchstone_ray.report._speed import speed
+
+__all__ = ["ab", "categories", "master", "overview", "quality_speed"]
+
+
+def _ko_text(row: dict[str, Any], t: dict[str, str]) -> str:
+    if row.get("ko_passed"):
+        return t["passed"]
+    return f"{t['failed']}: {row.get('ko_reason') or NONE}"
+
+
+def _level(row: dict[str, Any], lang: str) -> str:
+    level = row.get("rubric_level")
+    return levels(lang).get(level, str(level)) if level else NONE
+
+
+def overview(data: ReportData, t: dict[str, str]) -> list[Block]:
+    """The verdict line and the sortable ranking table."""
+    rows = [data.card_rows[k] for k in data.rows if k in data.card_rows]
+    best = next((r for r in rows if r.get("ko_passed")), None)
+    if best is not None:
+        verdict: tuple[Inline, ...] = (
+            Strong(f"{t['recommend']}: "),
+            Code(f"{best['model']} / {best['variant']}"),
+            f" ({pct(best.get('quality_pct'))} %, {_level(best, data.lang)}, K.-o. "
+            f"{t['passed']}, {t['mean']} {num(best.get('mean_answer_score'))})",
+        )
+    else:
+        verdict = (Strong(f"{t['verdict']}: "), t["no_pass"])
+    head = (
+        t["rank"],
+        t["model"],
+        t["variant"],
+        t["quality"],
+        t["level"],
+        t["ko"],
+        t["red_flags"],
+        t["mean"],
+        t["ttft_p50"],
+        t["tps"],
+    )
+    body = []
+    for r in rows:
+        body.append(
+            (
+                num_cell(str(r.get("rank", NONE)), r.get("rank")),
+                cell(str(r["model"])),
+                cell(str(r["variant"])),
+                num_cell(pct(r.get("quality_pct")), r.get("quality_pct")),
+                cell(_level(r, data.lang)),
+                cell(_ko_text(r, t), sort=1.0 if r.get("ko_passed") else 0.0),
+                cell(*links(data, list(r.get("red_flagged") or []))),
+                num_cell(num(r.get("mean_answer_score")), r.get("mean_answer_score")),
+                num_cell(num(r.get("ttft_p50_s"), 3), r.get("ttft_p50_s")),
+                num_cell(num(r.get("decode_tps_median"), 1), r.get("decode_tps_median")),
+            )
+        )
+    return [Para(verdict), Table(head, tuple(body), sortable=True, css_id="ranking")]
+
+
+def master(data: ReportData, t: dict[str, str]) -> list[Block]:
+    """All dimensions at a glance, then per dimension every judge's score, rationale and
+    cited prompts (linked)."""
+    dims = data.pack.dimensions
+    head = (t["model"], t["variant"], *(f"{d.id} ×{d.weight}" for d in dims), t["quality"])
+    body = []
+    for key in data.rows:
+        r = data.card_rows.get(key, {})
+        scores = r.get("dim_scores") or {}
+        body.append(
+            (
+                cell(key[0]),
+                cell(key[1]),
+                *(num_cell(num(scores.get(d.id), 1), scores.get(d.id)) for d in dims),
+                num_cell(pct(r.get("quality_pct")), r.get("quality_pct")),
+            )
+        )
+    blocks: list[Block] = [Heading(2, t["master"]), Table(head, tuple(body), sortable=True)]
+    for d in dims:
+        blocks.append(Heading(3, f"{d.id} {d.name} (×{d.weight})"))
+        if d.about:
+            blocks.append(Para((d.about,), small=True))
+        rows = []
+        items: list[tuple[Inline, ...]] = []
+        for key in data.rows:
+            r = data.card_rows.get(key, {})
+            reports = data.reports.get(key, {})
+            per_judge = [
+                reports[j].dim_scores.get(d.id) if j in reports else None for j in data.judges
+            ]
+            median = (r.get("dim_scores") or {}).get(d.id)
+            rows.append(
+                (
+                    cell(key[0]),
+                    cell(key[1]),
+                    num_cell(num(median, 1), median),
+                    *(num_cell(num(s, 0), s) for s in per_judge),
+                )
+            )
+            for judge in data.judges:
+                rep = reports.get(judge)
+                if rep is None:
+                    continue
+                score = rep.dim_scores.get(d.id)
+                rationale = rep.dim_rationales.get(d.id, "")
+                cited = list(rep.cited_prompts.get(d.id, []))
+                items.append(
+                    (
+                        Strong(row_label(key)),
+                        " · ",
+                        Code(judge),
+                        f" {NONE if score is None else score}: {rationale or NONE} · "
+                        f"{t['cited']}: ",
+                        *links(data, cited),
+                    )
+                )
+        blocks.append(Table((t["model"], t["variant"], t["median"], *data.judges), tuple(rows)))
+        if items:
+            blocks.append(Bullets(tuple(items)))
+    return blocks
+
+
+def categories(data: ReportData, t: dict[str, str]) -> list[Block]:
+    """Mean answer score per category: the scorecard's section, else computed here."""
+    section = (data.card or {}).get("categories") or {}
+    names: dict[str, str] = section.get("names") or {c.id: c.name for c in data.pack.categories}
+    by_row = {
+        (str(r.get("model")), str(r.get("variant"))): r.get("means") or {}
+        for r in section.get("rows", [])
+        if isinstance(r, dict)
+    }
+    if not by_row:
+        by_row = _category_means(data)
+    cids = list(names)
+    head = (t["model"], t["variant"], *(f"{c} {names[c]}" for c in cids))
+    body = []
+    grid: list[list[float | None]] = []
+    for key in data.rows:
+        means = by_row.get(key, {})
+        grid.append([means.get(c) for c in cids])
+        body.append(
+            (cell(key[0]), cell(key[1]), *(num_cell(num(means.get(c)), means.get(c)) for c in cids))
+        )
+    svg = charts.heatmap_svg(
+        [row_label(k) for k in data.rows],
+        cids,
+        grid,
+        labels={"empty": t["none_found"]},
+    )
+    return [
+        Heading(2, t["per_category"]),
+        Table(head, tuple(body), sortable=True),
+        Chart("heatmap", t["heatmap"], svg),
+    ]
+
+
+def _category_means(data: ReportData) -> dict[RowKey, dict[str, float | None]]:
+    sums: dict[RowKey, dict[str, list[int]]] = {}
+    for verdicts in data.verdicts.values():
+        for v in verdicts:
+            if v.score is not None:
+                sums.setdefault((v.model, v.variant), {}).setdefault(v.category, []).append(v.score)
+    return {k: {c: sum(s) / len(s) for c, s in cats.items()} for k, cats in sums.items()}
+
+
+def ab(data: ReportData, t: dict[str, str]) -> list[Block]:
+    """Variant A/B per model (paired per prompt, B − A) with the forest plot."""
+    items = [c for c in (data.card or {}).get("variant_ab") or [] if isinstance(c, dict)]
+    blocks: list[Block] = [Heading(2, t["variant_ab"])]
+    if not items:
+        return [*blocks, Para((t["no_ab"],))]
+    head = (
+        t["model"],
+        "A",
+        "B",
+        t["diff"],
+        t["ci"],
+        t["sign_p"],
+        t["pairs"],
+        t["b_better"],
+        t["a_better"],
+        t["ties"],
+        t["e2e_diff"],
+        t["tok_diff"],
+        t["chars"],
+    )
+    body = []
+    warnings: list[tuple[Inline, ...]] = []
+    forest = []
+    for c in items:
+        lo, hi = c.get("ci_low"), c.get("ci_high")
+        ci = f"[{num(lo)}, {num(hi)}]" if lo is not None and hi is not None else NONE
+        chars = (
+            f"{num(c.get('answer_chars_median_a'), 0)} / {num(c.get('answer_chars_median_b'), 0)}"
+        )
+        body.append(
+            (
+                cell(str(c.get("model"))),
+                cell(str(c.get("variant_a"))),
+                cell(str(c.get("variant_b"))),
+                num_cell(num(c.get("mean_diff")), c.get("mean_diff")),
+                cell(ci),
+                num_cell(num(c.get("sign_test_p"), 3), c.get("sign_test_p")),
+                num_cell(str(c.get("n_pairs", NONE)), c.get("n_pairs")),
+                num_cell(str(c.get("n_b_better", NONE)), c.get("n_b_better")),
+                num_cell(str(c.get("n_a_better", NONE)), c.get("n_a_better")),
+                num_cell(str(c.get("n_ties", NONE)), c.get("n_ties")),
+                num_cell(num(c.get("e2e_median_diff_s"), 3), c.get("e2e_median_diff_s")),
+                num_cell(
+                    num(c.get("completion_tokens_median_diff"), 0),
+                    c.get("completion_tokens_median_diff"),
+                ),
+                cell(chars),
+            )
+        )
+        label = f"{c.get('model')}: {c.get('variant_b')} − {c.get('variant_a')}"
+        if c.get("warning"):
+            warnings.append(
+                (Strong(f"{t['note']}: "), Code(str(c.get("model"))), " ", str(c["warning"]))
+            )
+        forest.append(
+            charts.ForestItem(label, c.get("mean_diff"), lo, hi, bool(c.get("length_confound")))
+        )
+    svg = charts.forest_svg(forest, labels={"x": t["forest"], "empty": t["none_found"]})
+    blocks += [Table(head, tuple(body)), Chart("forest", t["forest"], svg)]
+    if warnings:
+        blocks.append(Bullets(tuple(warnings)))
+    return blocks
+
+
+def quality_speed(data: ReportData, t: dict[str, str]) -> list[Block]:
+    """Quality % against decode tok/s with the Pareto front, then latency and resources."""
+    points = []
+    for key in data.rows:
+        r = data.card_rows.get(key, {})
+        s = data.stats.get(key)
+        q = r.get("quality_pct")
+        tps = r.get("decode_tps_median", s.decode_tps_median if s else None)
+        if q is None or tps is None:
+            continue
+        delta = r.get("model_delta_mb", s.model_delta_mb if s else None)
+        points.append(
+            charts.QsPoint(
+                row_label(key),
+                float(q),
+                float(tps),
+                None if delta is None else float(delta) / 1024,
+                bool(r.get("ko_passed")),
+            )
+        )
+    front = {p.label for p in charts.pareto_front(points)}
+    svg = charts.quality_speed_svg(
+        points,
+        labels={
+            "x": f"{t['tps']} (median)",
+            "y": t["quality"],
+            "pareto": t["pareto"],
+            "ko": t["ko"],
+            "empty": t["none_found"],
+        },
+    )
+    head = (
+        t["model"],
+        t["variant"],
+        t["quality"],
+        t["ko"],
+        t["tps"],
+        t["ttft_p50"],
+        t["delta_gb"],
+        t["pareto"],
+    )
+    body = []
+    for p in points:
+        model, variant = p.label.split(" / ", 1)
+        r = data.card_rows.get((model, variant), {})
+        body.append(
+            (
+                cell(model),
+                cell(variant),
+                num_cell(pct(p.quality_pct), p.quality_pct),
+                cell(_ko_text(r, t)),
+                num_cell(num(p.decode_tps, 1), p.decode_tps),
+                num_cell(num(r.get("ttft_p50_s"), 3), r.get("ttft_p50_s")),
+                num_cell(gb(None if p.delta_gb is None else p.delta_gb * 1024), p.delta_gb),
+                cell("★" if p.label in front else ""),
+            )
+        )
+    return [
+        Heading(2, t["quality_speed"]),
+        Chart("quality-speed", t["qs_chart"], svg),
+        Table(head, tuple(body), sortable=True),
+        *speed(data, t, 3),
+    ]

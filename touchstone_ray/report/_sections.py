@@ -1,0 +1,314 @@
+"""Sections every report has, judged or not: title and setup, method, hardware and
+configuration, speed and resources, glossary; plus the frontmatter facts."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from touchstone_ray.pack import Prompt
+from touchstone_ray.report._data import ReportData, RowKey
+from touchstone_ray.report._doc import (
+    Block,
+    Bullets,
+    Callout,
+    Code,
+    Heading,
+    Inline,
+    Link,
+    Para,
+    Strong,
+    Table,
+    cell,
+    heading_text,
+    num_cell,
+)
+from touchstone_ray.report._fmt import NONE, iso_utc, joined, utc
+from touchstone_ray.report._glossary import GLOSSARY
+from touchstone_ray.report._speed import memory_chart
+
+__all__ = [
+    "frontmatter",
+    "glossary",
+    "hardware",
+    "links",
+    "method",
+    "prompt_heading",
+    "prompt_link",
+    "row_label",
+    "setup_blocks",
+]
+
+
+def row_label(row: RowKey) -> str:
+    """``model / variant``."""
+    return f"{row[0]} / {row[1]}"
+
+
+def prompt_heading(prompt: Prompt) -> str:
+    """The heading text of a prompt in the answers section."""
+    return heading_text(f"{prompt.id} · {prompt.title}")
+
+
+def prompt_link(data: ReportData, prompt_id: str) -> Link | str:
+    """A link to the prompt's heading (plain id when the pack has no such prompt)."""
+    try:
+        return Link(prompt_id, prompt_heading(data.pack.prompt(prompt_id)))
+    except KeyError:
+        return prompt_id
+
+
+def links(data: ReportData, ids: list[str]) -> tuple[Inline, ...]:
+    """Inline parts ``A1, B3`` as links (``–`` when empty)."""
+    if not ids:
+        return (NONE,)
+    parts: list[Inline] = []
+    for i, pid in enumerate(ids):
+        if i:
+            parts.append(", ")
+        parts.append(prompt_link(data, pid))
+    return tuple(parts)
+
+
+def setup_blocks(data: ReportData, t: dict[str, str]) -> list[Block]:
+    """The simulated warning (when it applies) and one line of setup facts."""
+    m = data.manifest
+    blocks: list[Block] = []
+    if data.simulated:
+        title, _, text = t["simulated"].partition(": ")
+        blocks.append(Callout("warning", title, blocks=(Para((text or title,)),), collapsed=False))
+    started, finished = m.get("started_at"), m.get("finished_at")
+    dur = (
+        f" ({finished - started:.1f} s)"
+        if isinstance(started, int | float) and isinstance(finished, int | float)
+        else ""
+    )
+    n_ok = sum(r.ok for r in data.responses)
+    n_failed = len(data.responses) - n_ok
+    pack = data.pack
+    parts: list[Any] = [
+        Strong(t["bundle"]),
+        ": ",
+        Code(data.name),
+        " · ",
+        Strong("Pack"),
+        ": ",
+        f"{pack.title} (",
+        Code(f"{pack.id} v{pack.version}"),
+        ") · ",
+        Strong(t["status"]),
+        f": {m.get('status', NONE)} · ",
+        Strong(t["started"]),
+        f": {utc(started)} · ",
+        Strong(t["finished"]),
+        f": {utc(finished)}{dur} · ",
+        Strong(t["cells"]),
+        f": {n_ok} {t['ok']}, {n_failed} {t['failed_cells']}",
+    ]
+    if data.judged:
+        vote = (data.card or {}).get("agreement", {}).get("red_flag_vote", NONE)
+        parts += [" · ", Strong(t["judges"]), f": {joined(data.judges)} ({t['vote']} {vote})"]
+    blocks.append(Para(tuple(parts)))
+    return blocks
+
+
+def method(data: ReportData, t: dict[str, str], level: int = 2) -> list[Block]:
+    """Formula, dimensions, both K.-o. branches with this pack's values, scale and rules."""
+    pack = data.pack
+    ko = pack.ko_rule
+    weights = " + ".join(f"{d.weight}·{d.id}" for d in pack.dimensions)
+    dim = next(d for d in pack.dimensions if d.id == ko.dimension)
+    curated = ", ".join(ko.red_flag_prompts) or NONE
+    red = t["ko_red_curated"] if ko.red_flag_scope == "curated" else t["ko_red_all"]
+    return [
+        Heading(level, t["method"]),
+        Heading(level + 1, t["formula"]),
+        Para((Code("quality_pct = Σ(score_d × weight_d) / (5 × Σ weight_d) × 100"),)),
+        Para((Code(f"= ({weights}) / {pack.max_weighted} × 100"),)),
+        Table(
+            (t["key"], t["dimension"], t["weight"], t["about"]),
+            tuple(
+                (cell(Code(d.id)), cell(d.name), num_cell(f"×{d.weight}", d.weight), cell(d.about))
+                for d in pack.dimensions
+            ),
+        ),
+        Heading(level + 1, t["ko_rule"]),
+        Bullets(
+            (
+                (red.format(ids=curated),),
+                (t["ko_floor"].format(dim=ko.dimension, name=dim.name, threshold=ko.threshold),),
+            ),
+            ordered=True,
+        ),
+        Heading(level + 1, t["scale"]),
+        Table(
+            (t["fill_score"], t["definition"]),
+            tuple((num_cell(str(k), k), cell(v)) for k, v in sorted(pack.scale.items())),
+        ),
+        Heading(level + 1, t["rules"]),
+        Bullets(
+            (
+                (t["rule_reasoning"],),
+                (t["rule_empty"],),
+                (t["rule_failed"],),
+                (t["rule_judge_error"],),
+                (t["rule_rank"],),
+            )
+        ),
+    ]
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(", ", ": "))
+
+
+def _host_table(data: ReportData, host: str, t: dict[str, str]) -> Table:
+    facts = data.manifest.get("hosts", {}).get(host, {})
+    rows_here = [k for k in data.rows if host in (data.stats[k].hosts if k in data.stats else ())]
+    engines = sorted({e for k in rows_here for e in data.stats[k].engines})
+    models = list(dict.fromkeys(k[0] for k in rows_here))
+    fp = facts.get("touchstone_footprint") or {}
+    per_pid = fp.get("rss_mb") or {}
+    footprint = NONE
+    if isinstance(fp.get("total_rss_mb"), int | float):
+        footprint = f"{fp['total_rss_mb']:.0f} MB"
+        if per_pid:
+            footprint += (
+                " ("
+                + ", ".join(f"PID {pid}: {v:.0f} MB" for pid, v in sorted(per_pid.items()))
+                + ")"
+            )
+    ram = facts.get("ram_gb")
+    pairs: list[tuple[str, str]] = [
+        (t["cpu"], str(facts.get("cpu", NONE))),
+        (t["cores"], str(facts.get("cpu_count", NONE))),
+        (t["ram"], f"{ram} GB" if ram is not None else NONE),
+        (t["gpus"], joined(data.host_gpus(host), t["none_found"])),
+        (t["os"], str(facts.get("os", NONE))),
+        (
+            t["node"],
+            f"{str(facts.get('node_id') or NONE)[:12]} · "
+            f"{facts.get('hostname', NONE)} · {facts.get('ip', NONE)}",
+        ),
+        (t["engine"], joined(engines)),
+        (t["models_on_host"], joined(models)),
+        (t["footprint"], footprint),
+    ]
+    if facts.get("monitoring_lost_at") is not None:
+        lost = f"{utc(facts['monitoring_lost_at'])} ({facts.get('monitoring_lost_reason')})"
+        pairs.append((t["monitoring_lost"], lost))
+    return Table((t["host"], host), tuple((cell(Strong(k)), cell(v)) for k, v in pairs))
+
+
+def hardware(data: ReportData, t: dict[str, str], level: int = 2) -> list[Block]:
+    """Per host: facts, engines, footprint and its memory timeline; then models, sampling and
+    the variants' system prompts."""
+    hosts = list(data.manifest.get("hosts", {})) or sorted({r.host for r in data.responses})
+    for h in sorted(data.samples):
+        if h not in hosts:
+            hosts.append(h)
+    blocks: list[Block] = [Heading(level, t["hardware"])]
+    for host in hosts:
+        blocks += [Heading(level + 1, f"{t['host']} {host}"), _host_table(data, host, t)]
+        blocks.append(memory_chart(data, host, t))
+    models = [m for m in data.manifest.get("models", []) if isinstance(m, dict)]
+    rows = []
+    for m in models:
+        settings = {
+            k: v
+            for k, v in m.items()
+            if k in ("extra_body", "sim", "keep_alive", "timeout_s", "base_url") and v
+        }
+        rows.append(
+            (
+                cell(Code(str(m.get("model", m.get("id"))))),
+                cell(str(m.get("engine", NONE))),
+                cell(str(m.get("host") or "local")),
+                num_cell(str(m.get("concurrency", NONE)), m.get("concurrency")),
+                cell(_compact(settings) if settings else NONE),
+            )
+        )
+    blocks += [
+        Heading(level + 1, t["fleet"]),
+        Table((t["model"], t["engine"], t["host"], t["concurrency"], t["settings"]), tuple(rows)),
+    ]
+    ray = data.manifest.get("ray") or {}
+    sampling = data.manifest.get("sampling") or data.pack.sampling.model_dump()
+    blocks.append(
+        Para(
+            (
+                Strong(t["sampling"]),
+                f": {_compact(sampling)} · Ray {ray.get('version', NONE)}",
+                f" · touchstone {data.manifest.get('touchstone_version', NONE)}",
+            )
+        )
+    )
+    blocks.append(Heading(level + 1, t["system_prompts"]))
+    for v in data.pack.prompt_variants:
+        if v.system_prompt is None:
+            blocks.append(Para((Code(v.id), f": {t['no_system_prompt']}")))
+        else:
+            blocks.append(Callout("quote", f"{t['system_prompt']} {v.id}", text=v.system_prompt))
+    return blocks
+
+
+def glossary(data: ReportData, t: dict[str, str]) -> list[Block]:
+    """Every metric with its definition and unit."""
+    rows = tuple(
+        (cell(Strong(term)), cell(definition), cell(unit))
+        for term, definition, unit in GLOSSARY.get(data.lang, GLOSSARY["en"])
+    )
+    return [Heading(2, t["glossary"]), Table((t["term"], t["definition"], t["unit"]), rows)]
+
+
+def frontmatter(data: ReportData) -> dict[str, Any]:
+    """Setup facts and headline results as Obsidian properties (flat, Bases-friendly)."""
+    m = data.manifest
+    hosts = list(m.get("hosts", {})) or sorted({r.host for r in data.responses})
+    gpus = sorted({g for h in hosts for g in data.host_gpus(h)})
+    fm: dict[str, Any] = {
+        "type": "touchstone-report",
+        "bundle": data.name,
+        "pack": data.pack.id,
+        "pack_version": data.pack.version,
+        "pack_title": data.pack.title,
+        "language": data.lang,
+        "judged": data.judged,
+        "simulated": data.simulated,
+        "status": m.get("status"),
+        "started_utc": _iso(m.get("started_at")),
+        "finished_utc": _iso(m.get("finished_at")),
+        "touchstone_version": m.get("touchstone_version"),
+        "ray_version": (m.get("ray") or {}).get("version"),
+        "hosts": hosts,
+        "gpus": gpus,
+        "engines": sorted({e for s in data.stats.values() for e in s.engines}),
+        "models": list(dict.fromkeys(r[0] for r in data.rows)),
+        "variants": [v.id for v in data.pack.prompt_variants],
+        "cells": len(data.responses),
+        "cells_failed": sum(not r.ok for r in data.responses),
+    }
+    if data.judged:
+        passed = [r for r in data.card_rows.values() if r.get("ko_passed")]
+        best = data.card_rows.get(data.rows[0]) if data.rows else None
+        fm.update(
+            {
+                "judges": data.judges,
+                "rows_total": len(data.card_rows),
+                "rows_ko_passed": len(passed),
+                "best_model": best.get("model") if best else None,
+                "best_variant": best.get("variant") if best else None,
+                "best_quality_pct": _round(best.get("quality_pct")) if best else None,
+                "best_ko_passed": bool(best.get("ko_passed")) if best else None,
+            }
+        )
+    fm["tags"] = ["touchstone", f"touchstone/{data.pack.id}"]
+    return fm
+
+
+def _iso(ts: Any) -> str | None:
+    return iso_utc(ts) if isinstance(ts, int | float) else None
+
+
+def _round(value: Any) -> float | None:
+    return round(float(value), 1) if isinstance(value, int | float) else None

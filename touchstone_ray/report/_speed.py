@@ -1,0 +1,158 @@
+"""Speed and resources: the TTFT chart, the latency and resource tables (SPEC §9
+aggregates: seconds, tokens/s, MB) and each host's memory timeline."""
+
+from __future__ import annotations
+
+from touchstone_ray.report import charts
+from touchstone_ray.report._data import ReportData
+from touchstone_ray.report._doc import Block, Chart, Heading, Table, cell, num_cell
+from touchstone_ray.report._fmt import NONE, mb, num
+
+__all__ = ["memory_chart", "speed"]
+
+
+def _memory_series(data: ReportData, host: str) -> charts.MemorySeries:
+    samples = data.samples.get(host, [])
+    phases = data.phases.get(host, [])
+    starts = [s.ts for s in samples[:1]] + [p.t_start for p in phases[:1]]
+    t0 = min(starts) if starts else 0.0
+    throttled: list[float] = []
+    pressure: list[float] = []
+    prev_count: int | None = None
+    for s in samples:
+        reasons = {r for g in s.gpus or [] for r in g.throttle_reasons or []}
+        count = s.cpu_throttle_count
+        if reasons - {"gpu_idle"} or (
+            count is not None and prev_count is not None and count > prev_count
+        ):
+            throttled.append(s.ts - t0)
+        prev_count = count if count is not None else prev_count
+        if s.mem_pressure in ("warn", "critical"):
+            pressure.append(s.ts - t0)
+    last = samples[-1].ts if samples else t0
+    return charts.MemorySeries(
+        t_s=[s.ts - t0 for s in samples],
+        ram_gb=[None if s.sys_used_mb is None else s.sys_used_mb / 1024 for s in samples],
+        gpu_gb=[
+            sum(g.mem_used_mb for g in s.gpus if g.mem_used_mb is not None) / 1024
+            if s.gpus and any(g.mem_used_mb is not None for g in s.gpus)
+            else None
+            for s in samples
+        ],
+        phases=[(p.model, p.t_start - t0, (p.t_end or last) - t0) for p in phases],
+        throttled_s=throttled,
+        pressure_s=pressure,
+    )
+
+
+def memory_chart(data: ReportData, host: str, t: dict[str, str]) -> Chart:
+    """RAM and GPU memory of ``host`` over the run, model phases shaded."""
+    labels = {
+        "x": "s",
+        "ram": "RAM (GB)",
+        "gpu": f"{t['gpus']} (GB)",
+        "throttled": t["throttled_mark"],
+        "pressure": t["pressure_mark"],
+        "empty": t["none_found"],
+    }
+    return Chart(
+        "memory-" + "".join(c if c.isalnum() or c in "-_" else "_" for c in host),
+        f"{t['memory_timeline']}: {host}",
+        charts.memory_svg(host, _memory_series(data, host), labels=labels),
+    )
+
+
+def _latency_table(data: ReportData, t: dict[str, str]) -> Table:
+    head = (
+        t["model"],
+        t["variant"],
+        "TTFT p50 s",
+        "TTFT p95 s",
+        "TTFA p50 s",
+        "E2E p50 s",
+        "E2E p95 s",
+        "TPOT s",
+        "ITL p50 s",
+        t["tps"],
+        "Prefill tok/s",
+        "CV % TTFT",
+    )
+    body = []
+    for row in data.rows:
+        s = data.stats.get(row)
+        if s is None:
+            continue
+        body.append(
+            (
+                cell(row[0]),
+                cell(row[1]),
+                num_cell(num(s.ttft_p50_s, 3), s.ttft_p50_s),
+                num_cell(num(s.ttft_p95_s, 3), s.ttft_p95_s),
+                num_cell(num(s.ttfa_p50_s, 3), s.ttfa_p50_s),
+                num_cell(num(s.e2e_p50_s, 3), s.e2e_p50_s),
+                num_cell(num(s.e2e_p95_s, 3), s.e2e_p95_s),
+                num_cell(num(s.tpot_median_s, 4), s.tpot_median_s),
+                num_cell(num(s.itl_p50_median_s, 4), s.itl_p50_median_s),
+                num_cell(num(s.decode_tps_median, 1), s.decode_tps_median),
+                num_cell(num(s.prefill_tps_median, 1), s.prefill_tps_median),
+                num_cell(num(s.ttft_cv_pct, 1), s.ttft_cv_pct),
+            )
+        )
+    return Table(head, tuple(body), sortable=True)
+
+
+def _resource_table(data: ReportData, t: dict[str, str]) -> Table:
+    head = (
+        t["model"],
+        t["variant"],
+        t["cells"],
+        t["failed_short"],
+        t["cold_short"],
+        t["trunc_short"],
+        t["peak_ram"],
+        t["delta"],
+        t["gpu_mem"],
+        t["gpu_delta"],
+        t["throttled_cells"],
+        t["pressure"],
+    )
+    body = []
+    for row in data.rows:
+        s = data.stats.get(row)
+        if s is None:
+            continue
+        body.append(
+            (
+                cell(row[0]),
+                cell(row[1]),
+                num_cell(str(s.n_cells), s.n_cells),
+                num_cell(str(s.n_failed), s.n_failed),
+                num_cell(str(s.n_cold), s.n_cold),
+                num_cell(str(s.n_truncated), s.n_truncated),
+                num_cell(mb(s.peak_ram_mb), s.peak_ram_mb),
+                num_cell(mb(s.model_delta_mb), s.model_delta_mb),
+                num_cell(mb(s.peak_gpu_mem_mb), s.peak_gpu_mem_mb),
+                num_cell(mb(s.gpu_mem_delta_mb), s.gpu_mem_delta_mb),
+                num_cell(
+                    NONE if s.throttled_cells is None else str(s.throttled_cells), s.throttled_cells
+                ),
+                cell(s.mem_pressure_max or NONE),
+            )
+        )
+    return Table(head, tuple(body), sortable=True)
+
+
+def speed(data: ReportData, t: dict[str, str], level: int) -> list[Block]:
+    """Latency (TTFT chart and table) and resources (table), as headings of ``level``."""
+    groups: dict[str, list[float]] = {}
+    for r in data.responses:
+        if r.ok and not r.is_cold_start and r.ttft_s is not None:
+            groups.setdefault(r.model, []).append(r.ttft_s)
+    svg = charts.ttft_svg(groups, labels={"y": "TTFT (s)", "empty": t["none_found"]})
+    return [
+        Heading(level, t["latency"]),
+        Chart("ttft", t["ttft_chart"], svg),
+        _latency_table(data, t),
+        Heading(level, t["resources"]),
+        _resource_table(data, t),
+    ]

@@ -1,0 +1,363 @@
+"""The report's charts as deterministic SVG text (matplotlib, no pyplot, no global state).
+
+Each function takes plain numbers and returns one ``<svg …>`` element as text: no XML prolog,
+no metadata, ids prefixed with the chart name (several charts share one HTML page), text kept
+as ``<text>`` (``svg.fonttype: none``) and ``svg.hashsalt`` fixed, so the same input gives
+byte-identical output. Figures are drawn on :class:`matplotlib.figure.Figure` directly (the
+SVG canvas; no GUI backend is ever selected).
+
+Units: quality in %, throughput in tokens/s, TTFT in s, memory in GB (1024 MB), time in s
+since the host's first sample.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = [
+    "ForestItem",
+    "MemorySeries",
+    "QsPoint",
+    "forest_svg",
+    "heatmap_svg",
+    "memory_svg",
+    "pareto_front",
+    "quality_speed_svg",
+    "ttft_svg",
+]
+
+_RC: dict[Any, Any] = {
+    "svg.hashsalt": "touchstone-report",
+    "svg.fonttype": "none",
+    "font.family": "sans-serif",
+    "font.size": 9.0,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "path.simplify": True,
+}
+_PALETTE = ("#3366cc", "#dc8a00", "#2ca02c", "#9467bd", "#d62728", "#17becf", "#8c564b")
+
+
+@contextlib.contextmanager
+def _figure(width: float, height: float, rc: Mapping[str, Any] | None = None) -> Iterator[Figure]:
+    """A new SVG-ready figure (inches) inside the fixed rc settings; matplotlib is imported
+    here, so importing this module stays cheap."""
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    settings: dict[Any, Any] = {**_RC, **(rc or {})}
+    with matplotlib.rc_context(settings):
+        yield Figure(figsize=(width, height))
+
+
+def _t(text: str) -> str:
+    """Text safe from matplotlib's mathtext (``$`` starts math)."""
+    return text.replace("$", r"\$")
+
+
+def _finish(fig: Figure, name: str) -> str:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
+    svg = buf.getvalue()
+    svg = svg[svg.index("<svg") :]
+    svg = re.sub(r"\s*<metadata>.*?</metadata>", "", svg, flags=re.S)
+    svg = re.sub(r'\bid="([^"]+)"', rf'id="{name}-\1"', svg)
+    svg = re.sub(r"url\(#([^)]+)\)", rf"url(#{name}-\1)", svg)
+    svg = re.sub(r'xlink:href="#([^"]+)"', rf'xlink:href="#{name}-\1"', svg)
+    return svg.strip() + "\n"
+
+
+def _empty(ax: object, text: str) -> None:
+    from matplotlib.axes import Axes
+
+    assert isinstance(ax, Axes)
+    ax.text(0.5, 0.5, _t(text), ha="center", va="center", transform=ax.transAxes)
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+@dataclass(frozen=True)
+class QsPoint:
+    """One (model, variant) in the quality-vs-speed chart."""
+
+    label: str
+    quality_pct: float
+    decode_tps: float
+    delta_gb: float | None
+    """Model delta (GB); bubble area grows with it; ``None`` or ≤ 0 draws the smallest."""
+    ko_passed: bool
+
+
+def pareto_front(points: Sequence[QsPoint]) -> list[QsPoint]:
+    """Points no other point beats on both quality and decode tok/s, by rising tok/s."""
+    front = [
+        p
+        for p in points
+        if not any(
+            (q.quality_pct >= p.quality_pct and q.decode_tps >= p.decode_tps)
+            and (q.quality_pct > p.quality_pct or q.decode_tps > p.decode_tps)
+            for q in points
+        )
+    ]
+    return sorted(front, key=lambda p: (p.decode_tps, -p.quality_pct, p.label))
+
+
+def quality_speed_svg(points: Sequence[QsPoint], *, labels: Mapping[str, str]) -> str:
+    """Quality % (y) against median decode tok/s (x); bubble size = model delta GB; points
+    numbered and named in a legend (no overlapping labels); the Pareto front outlined, starred
+    and joined by a dashed line; K.-o.-failed points hollow. ``labels``: ``x``, ``y``,
+    ``pareto``, ``empty``."""
+    with _figure(8.0, 4.2) as fig:
+        ax = fig.add_subplot()
+        if not points:
+            _empty(ax, labels["empty"])
+            return _finish(fig, "quality-speed")
+        deltas = [p.delta_gb for p in points if p.delta_gb is not None and p.delta_gb > 0]
+        top = max(deltas) if deltas else 1.0
+        front = pareto_front(points)
+        if len(front) > 1:
+            ax.plot(
+                [p.decode_tps for p in front],
+                [p.quality_pct for p in front],
+                color="#555555",
+                linestyle="--",
+                linewidth=1,
+                zorder=1,
+            )
+        on_front = {id(p) for p in front}
+        x_tol = max(p.decode_tps for p in points) * 0.03
+        for i, p in enumerate(points, start=1):
+            near = sum(
+                abs(q.decode_tps - p.decode_tps) <= x_tol
+                and abs(q.quality_pct - p.quality_pct) <= 2.0
+                for q in points[: i - 1]
+            )
+            size = 80.0 + 600.0 * max(p.delta_gb or 0.0, 0.0) / top
+            color = _PALETTE[(i - 1) % len(_PALETTE)]
+            mark = "" if p.ko_passed else " (K.-o.)"
+            delta = f", Δ {p.delta_gb:.2f} GB" if p.delta_gb is not None else ""
+            delta = delta.replace("Δ -0.00", "Δ 0.00")
+            star = " ★" if id(p) in on_front else ""
+            ax.scatter(
+                [p.decode_tps],
+                [p.quality_pct],
+                s=size,
+                facecolors=color if p.ko_passed else "none",
+                edgecolors="#222222" if id(p) in on_front else color,
+                linewidths=1.5,
+                alpha=0.7,
+                zorder=2,
+                label=_t(f"{i}  {p.label}{mark}{delta}{star}"),
+            )
+            ax.annotate(
+                str(i),
+                (p.decode_tps, p.quality_pct),
+                textcoords="offset points",
+                xytext=(7 + 9 * near, 5),
+                fontsize=8,
+                fontweight="bold",
+            )
+        ax.legend(
+            loc="upper left",
+            bbox_to_anchor=(1.02, 1.0),
+            fontsize=7.5,
+            title=_t(f"★ = {labels['pareto']}"),
+            title_fontsize=7.5,
+            markerscale=0.5,
+            frameon=False,
+        )
+        ax.set_xlabel(_t(labels["x"]))
+        ax.set_ylabel(_t(labels["y"]))
+        lo = min(p.quality_pct for p in points)
+        ax.set_ylim(max(0.0, min(lo - 10.0, 50.0)), 102.0)
+        ax.set_xlim(0.0, max(p.decode_tps for p in points) * 1.15)
+        fig.tight_layout()
+        return _finish(fig, "quality-speed")
+
+
+def ttft_svg(groups: Mapping[str, Sequence[float]], *, labels: Mapping[str, str]) -> str:
+    """Box plot of TTFT (s) per model with every value as a jittered dot (fixed seed).
+    ``labels``: ``y``, ``empty``."""
+    names = [n for n, v in groups.items() if v]
+    with _figure(7.0, 1.2 + 0.5 * max(len(names), 1)) as fig:
+        ax = fig.add_subplot()
+        if not names:
+            _empty(ax, labels["empty"])
+            return _finish(fig, "ttft")
+        data = [list(groups[n]) for n in names]
+        ax.boxplot(data, orientation="horizontal", widths=0.5, showfliers=False)
+        rng = np.random.default_rng(7)
+        for i, values in enumerate(data, start=1):
+            jitter = rng.uniform(-0.15, 0.15, size=len(values))
+            ax.scatter(values, i + jitter, s=8, alpha=0.5, color=_PALETTE[(i - 1) % 7])
+        ax.set_yticks(range(1, len(names) + 1), [_t(n) for n in names])
+        ax.set_xlabel(_t(labels["y"]))
+        ax.set_xlim(left=0.0)
+        fig.tight_layout()
+        return _finish(fig, "ttft")
+
+
+@dataclass(frozen=True)
+class MemorySeries:
+    """One host's timeline: times (s since ``t0``), RAM and GPU memory (GB, ``None`` gaps)."""
+
+    t_s: Sequence[float]
+    ram_gb: Sequence[float | None]
+    gpu_gb: Sequence[float | None]
+    phases: Sequence[tuple[str, float, float]]
+    """(model, start s, end s)."""
+    throttled_s: Sequence[float]
+    pressure_s: Sequence[float]
+    """Times with memory pressure ``warn`` or ``critical``."""
+
+
+def memory_svg(host: str, series: MemorySeries, *, labels: Mapping[str, str]) -> str:
+    """RAM and GPU memory (GB) over time on ``host``, each model's phase shaded, throttling
+    (red ▼) and memory pressure (orange ▲) marked. ``labels``: ``x``, ``ram``, ``gpu``,
+    ``throttled``, ``pressure``, ``empty``."""
+    name = "memory-" + re.sub(r"[^A-Za-z0-9_-]+", "_", host)
+    with _figure(7.0, 3.4) as fig:
+        ax = fig.add_subplot()
+        if not series.t_s:
+            _empty(ax, labels["empty"])
+            return _finish(fig, name)
+        for i, (model, t0, t1) in enumerate(series.phases):
+            color = _PALETTE[i % len(_PALETTE)]
+            ax.axvspan(t0, t1, color=color, alpha=0.12, linewidth=0)
+            ax.text(
+                (t0 + t1) / 2,
+                1.0,
+                _t(model),
+                transform=ax.get_xaxis_transform(),
+                ha="center",
+                va="bottom",
+                fontsize=7,
+                color=color,
+            )
+
+        def line(values: Sequence[float | None]) -> list[float]:
+            return [np.nan if v is None else v for v in values]
+
+        ram = line(series.ram_gb)
+        ax.plot(series.t_s, ram, color="#3366cc", linewidth=1.2, label=_t(labels["ram"]))
+        if any(v is not None for v in series.gpu_gb):
+            gpu = line(series.gpu_gb)
+            ax.plot(series.t_s, gpu, color="#2ca02c", linewidth=1.2, label=_t(labels["gpu"]))
+        top = np.nanmax([*ram, *line(series.gpu_gb), 0.0])
+        if series.throttled_s:
+            ax.scatter(
+                series.throttled_s,
+                [top * 1.04] * len(series.throttled_s),
+                marker="v",
+                color="#d62728",
+                s=18,
+                label=_t(labels["throttled"]),
+            )
+        if series.pressure_s:
+            ax.scatter(
+                series.pressure_s,
+                [top * 1.08] * len(series.pressure_s),
+                marker="^",
+                color="#dc8a00",
+                s=18,
+                label=_t(labels["pressure"]),
+            )
+        ax.set_ylim(0.0, float(top) * 1.15 if top > 0 else 1.0)
+        ax.set_xlabel(_t(labels["x"]))
+        ax.set_ylabel("GB")
+        ax.legend(loc="lower right", fontsize=8)
+        fig.tight_layout()
+        return _finish(fig, name)
+
+
+def heatmap_svg(
+    rows: Sequence[str],
+    cols: Sequence[str],
+    values: Sequence[Sequence[float | None]],
+    *,
+    labels: Mapping[str, str],
+) -> str:
+    """Mean answer score (1..5) per row (model / variant) and category, annotated; missing
+    cells grey. ``labels``: ``empty``."""
+    with _figure(7.0, 1.0 + 0.45 * max(len(rows), 1), rc={"axes.grid": False}) as fig:
+        ax = fig.add_subplot()
+        if not rows or not cols:
+            _empty(ax, labels["empty"])
+            return _finish(fig, "heatmap")
+        grid = np.ma.masked_invalid(
+            np.array([[np.nan if v is None else v for v in row] for row in values], dtype=float)
+        )
+        from matplotlib import colormaps
+
+        cmap = colormaps["RdYlGn"].with_extremes(bad="#dddddd")
+        image = ax.imshow(grid, cmap=cmap, vmin=1.0, vmax=5.0, aspect="auto")
+        for i, row in enumerate(values):
+            for j, v in enumerate(row):
+                ax.text(j, i, "–" if v is None else f"{v:.2f}", ha="center", va="center")
+        ax.set_xticks(range(len(cols)), [_t(c) for c in cols])
+        ax.set_yticks(range(len(rows)), [_t(r) for r in rows])
+        ax.tick_params(length=0)
+        for spine in ax.spines.values():
+            spine.set_visible(False)
+        fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02)
+        fig.tight_layout()
+        return _finish(fig, "heatmap")
+
+
+@dataclass(frozen=True)
+class ForestItem:
+    """One variant comparison: mean difference B − A (score points) with its 95 % CI."""
+
+    label: str
+    diff: float | None
+    ci_low: float | None
+    ci_high: float | None
+    confound: bool = False
+
+
+def forest_svg(items: Sequence[ForestItem], *, labels: Mapping[str, str]) -> str:
+    """Forest plot of B − A per model with CI whiskers and a zero line; a length confound
+    draws the point hollow. ``labels``: ``x``, ``empty``."""
+    shown = [it for it in items if it.diff is not None]
+    with _figure(7.0, 1.3 + 0.45 * max(len(shown), 1)) as fig:
+        ax = fig.add_subplot()
+        if not shown:
+            _empty(ax, labels["empty"])
+            return _finish(fig, "forest")
+        ax.axvline(0.0, color="#555555", linewidth=1)
+        for i, it in enumerate(shown):
+            assert it.diff is not None
+            lo = it.diff - it.ci_low if it.ci_low is not None else 0.0
+            hi = it.ci_high - it.diff if it.ci_high is not None else 0.0
+            color = _PALETTE[i % len(_PALETTE)]
+            ax.errorbar(
+                [it.diff],
+                [i],
+                xerr=[[lo], [hi]],
+                fmt="o",
+                color=color,
+                mfc="none" if it.confound else color,
+                capsize=4,
+            )
+        ax.set_yticks(range(len(shown)), [_t(it.label) for it in shown])
+        ax.invert_yaxis()
+        bound = max(
+            [abs(v) for it in shown for v in (it.diff, it.ci_low, it.ci_high) if v is not None]
+            + [0.5]
+        )
+        ax.set_xlim(-bound * 1.2, bound * 1.2)
+        ax.set_xlabel(_t(labels["x"]))
+        fig.tight_layout()
+        return _finish(fig, "forest")

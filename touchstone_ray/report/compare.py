@@ -1,0 +1,184 @@
+"""``touchstone-ray compare``: one table across bundles, hardware × quality.
+
+One row per (bundle, model, variant): bundle, host(s) with their GPUs, model, variant,
+quality %, K.-o., TTFT p50 (s), median decode tok/s and peak RAM (MB). A judged bundle
+(one with ``scorecard.json``) gives quality and K.-o. from its scorecard; an unjudged one
+shows ``–`` there. Speed and memory come from the scorecard row when present, else from
+the responses (SPEC §9: ok, non-cold-start cells).
+
+Printed as an aligned table; with ``--out`` also written as ``compare.md`` and
+``compare.csv`` (raw numbers, snake_case headers) into that folder.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from touchstone_ray.errors import UsageError
+from touchstone_ray.report._data import ReportData, load_report_data
+from touchstone_ray.report._fmt import NONE, mb, num, pct
+from touchstone_ray.report._labels import labels
+from touchstone_ray.storage import atomic_write_text
+
+__all__ = ["CompareRow", "compare_bundles", "compare_rows", "render_compare"]
+
+
+@dataclass(frozen=True)
+class CompareRow:
+    """One (bundle, model, variant) of the comparison."""
+
+    bundle: str
+    pack: str
+    hosts: str
+    """``host: GPU, GPU`` per host the row ran on (``host: –`` without GPUs)."""
+    model: str
+    variant: str
+    quality_pct: float | None
+    ko_passed: bool | None
+    """``None`` when the bundle is not judged."""
+    ko_reason: str
+    ttft_p50_s: float | None
+    decode_tps_median: float | None
+    peak_ram_mb: float | None
+    simulated: bool
+
+
+def _rows_of(data: ReportData) -> list[CompareRow]:
+    no_gpu = labels(data.lang)["no_gpu"]
+    out = []
+    for key in data.rows:
+        stats = data.stats.get(key)
+        card = data.card_rows.get(key, {})
+        hosts = stats.hosts if stats else ()
+        where = "; ".join(f"{h}: {', '.join(data.host_gpus(h)) or no_gpu}" for h in hosts)
+
+        def pick(
+            field: str, fallback: float | None, card: dict[str, object] = card
+        ) -> float | None:
+            value = card.get(field)
+            return float(value) if isinstance(value, int | float) else fallback
+
+        out.append(
+            CompareRow(
+                bundle=data.name,
+                pack=f"{data.pack.id} v{data.pack.version}",
+                hosts=where or NONE,
+                model=key[0],
+                variant=key[1],
+                quality_pct=pick("quality_pct", None),
+                ko_passed=bool(card["ko_passed"]) if "ko_passed" in card else None,
+                ko_reason=str(card.get("ko_reason") or ""),
+                ttft_p50_s=pick("ttft_p50_s", stats.ttft_p50_s if stats else None),
+                decode_tps_median=pick(
+                    "decode_tps_median", stats.decode_tps_median if stats else None
+                ),
+                peak_ram_mb=pick("peak_ram_mb", stats.peak_ram_mb if stats else None),
+                simulated=data.simulated,
+            )
+        )
+    return out
+
+
+def compare_rows(roots: Sequence[Path]) -> tuple[list[CompareRow], str]:
+    """The rows of every bundle (given order, then ranking order) and the report language
+    (the packs' language when all agree, else ``en``). Raises
+    :class:`~touchstone_ray.errors.BundleError` naming the first unusable bundle."""
+    if not roots:
+        raise UsageError("compare: name at least one bundle")
+    rows: list[CompareRow] = []
+    langs = set()
+    for root in roots:
+        root = Path(root)
+        judged = (root / "scorecard.json").is_file()
+        data = load_report_data(root, judged=judged)
+        langs.add(data.lang)
+        rows += _rows_of(data)
+    return rows, langs.pop() if len(langs) == 1 else "en"
+
+
+def _cells(row: CompareRow, t: dict[str, str]) -> list[str]:
+    if row.ko_passed is None:
+        ko = NONE
+    else:
+        ko = t["passed"] if row.ko_passed else f"{t['failed']}: {row.ko_reason}"
+    return [
+        row.bundle,
+        row.hosts,
+        row.model,
+        row.variant,
+        pct(row.quality_pct),
+        ko,
+        num(row.ttft_p50_s, 3),
+        num(row.decode_tps_median, 1),
+        mb(row.peak_ram_mb),
+    ]
+
+
+def _head(t: dict[str, str]) -> list[str]:
+    return [
+        t["bundle"],
+        f"{t['host']} / {t['gpus']}",
+        t["model"],
+        t["variant"],
+        t["quality"],
+        t["ko"],
+        t["ttft_p50"],
+        t["tps"],
+        t["peak_ram"],
+    ]
+
+
+def _csv(value: object) -> object:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value
+
+
+def render_compare(rows: Sequence[CompareRow], lang: str) -> tuple[str, str, str]:
+    """The comparison as (terminal text, Markdown, CSV)."""
+    t = labels(lang)
+    head = _head(t)
+    body = [_cells(r, t) for r in rows]
+    widths = [max(len(r[i]) for r in [head, *body]) for i in range(len(head))]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+
+    text = "\n".join([line(head), line(["-" * w for w in widths]), *(line(r) for r in body)])
+
+    def md(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+    parts = ["# touchstone compare", ""]
+    if any(r.simulated for r in rows):
+        parts += [f"> [!warning]\n> {t['simulated']}", ""]
+    parts += [md(head), md(["---"] * len(head)), *(md(r) for r in body)]
+    markdown = "\n".join(parts) + "\n"
+
+    buf = io.StringIO()
+    fields = list(CompareRow.__dataclass_fields__)
+    writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
+    writer.writeheader()
+    for r in rows:
+        writer.writerow({k: _csv(v) for k, v in asdict(r).items()})
+    return text, markdown, buf.getvalue()
+
+
+def compare_bundles(roots: Sequence[Path], out: Path | None = None) -> tuple[str, list[Path]]:
+    """Compare ``roots``; returns the printable table and, with ``out``, the written
+    ``compare.md`` and ``compare.csv``."""
+    rows, lang = compare_rows(roots)
+    text, markdown, table = render_compare(rows, lang)
+    written: list[Path] = []
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        for name, content in (("compare.md", markdown), ("compare.csv", table)):
+            atomic_write_text(out / name, content)
+            written.append(out / name)
+    return text, written
