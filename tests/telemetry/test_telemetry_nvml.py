@@ -197,3 +197,15 @@ def test_older_throttle_api(monkeypatch: pytest.MonkeyPatch) -> None:
 )
 def test_decode_throttle_reasons(mask: int, names: list[str]) -> None:
     assert decode_throttle_reasons(mask) == names
+
+
+def test_gpu_inventory_for_the_manifest(monkeypatch: pytest.MonkeyPatch) -> None:
+    from touchstone_ray.eval.client_actor import gpu_inventory
+
+    install(monkeypatch, fake_pynvml(n_gpus=2))
+    assert gpu_inventory() == [
+        {"index": 0, "name": "NVIDIA Fake 0", "mem_total_mb": 81920.0},
+        {"index": 1, "name": "NVIDIA Fake 1", "mem_total_mb": 81920.0},
+    ]
+    install(monkeypatch, None)  # ImportError: no NVML bindings at all
+    assert gpu_inventory() == []

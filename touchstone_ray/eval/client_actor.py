@@ -28,6 +28,21 @@ WARMUP_PROMPT = "Antworte mit einem Wort: bereit?"
 """The untimed warm-up request's user message."""
 
 
+def gpu_inventory() -> list[dict[str, Any]]:
+    """``[{index, name, mem_total_mb}]`` of this machine's GPUs via NVML; ``[]`` without one."""
+    from touchstone_ray.telemetry.nvml import NvmlReader
+
+    reader = NvmlReader("auto")
+    try:
+        reader.probe()
+        samples = reader.sample() or []
+    except Exception:
+        return []
+    finally:
+        reader.close()
+    return [{"index": g.index, "name": g.name, "mem_total_mb": g.mem_total_mb} for g in samples]
+
+
 def host_facts(node_id: str | None) -> dict[str, Any]:
     """Hardware facts of this machine for ``bundle.json`` (``ram_gb`` in GiB)."""
     cpu = platform.processor() or platform.machine()
@@ -50,7 +65,7 @@ def host_facts(node_id: str | None) -> dict[str, Any]:
         "cpu": cpu,
         "cpu_count": os.cpu_count(),
         "ram_gb": round(psutil.virtual_memory().total / 2**30, 1),
-        "gpus": [],
+        "gpus": gpu_inventory(),
         "os": platform.platform(),
         "python": platform.python_version(),
     }
