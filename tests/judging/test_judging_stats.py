@@ -108,6 +108,8 @@ def test_variant_ab_length_confound_warning() -> None:
     cmp = compare_variants("m", "none", "baseline", vs, rs)
     assert cmp.length_confound is True
     assert cmp.warning is not None and cmp.warning.startswith("baseline scores higher")
+    german = compare_variants("m", "none", "baseline", vs, rs, language="de").warning
+    assert german is not None and german.startswith("baseline schneidet besser ab")
     vs, rs = ab_data(long_factor=1.19)
     assert compare_variants("m", "none", "baseline", vs, rs).length_confound is False
 

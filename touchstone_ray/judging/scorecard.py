@@ -356,7 +356,9 @@ def _variant_ab(
     for model in dict.fromkeys(m for m, _ in rows):
         ran = [v for v in order if (model, v) in rows]
         for other in ran[1:]:
-            comparison = compare_variants(model, ran[0], other, verdicts, responses)
+            comparison = compare_variants(
+                model, ran[0], other, verdicts, responses, language=pack.language
+            )
             out.append(comparison.model_dump(mode="json"))
     return out
 

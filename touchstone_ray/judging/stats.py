@@ -170,6 +170,15 @@ def _diff(b: float | None, a: float | None) -> float | None:
     return None if a is None or b is None else b - a
 
 
+CONFOUND_WARNING = {
+    "en": "{better} scores higher but its median answer is {ratio}× longer "
+    "({better_len:.0f} vs {other_len:.0f} characters): the judge may reward length",
+    "de": "{better} schneidet besser ab, aber seine mediane Antwort ist {ratio}× länger "
+    "({better_len:.0f} vs. {other_len:.0f} Zeichen): der Judge belohnt womöglich Länge",
+}
+"""The length-confound warning per report language."""
+
+
 def compare_variants(
     model: str,
     variant_a: str,
@@ -178,8 +187,10 @@ def compare_variants(
     responses: Iterable[EvalResponse],
     *,
     seed: int = BOOTSTRAP_SEED,
+    language: str = "en",
 ) -> VariantComparison:
     """Variant A/B for ``model``; ``verdicts``/``responses`` may hold other cells (filtered).
+    ``language`` (``de`` | ``en``) is the language of the length-confound warning.
 
     Per prompt the mean score over repeats and judges per variant; the pairs are the prompts
     scored under both; differences are B − A. Beside it the median E2E latency and completion
@@ -218,9 +229,8 @@ def compare_variants(
         if better_len > 0 and better_len >= LENGTH_CONFOUND_RATIO * other_len:
             confound = True
             ratio = "∞" if other_len == 0 else f"{better_len / other_len:.2f}"
-            warning = (
-                f"{better} scores higher but its median answer is {ratio}× longer "
-                f"({better_len:.0f} vs {other_len:.0f} characters): the judge may reward length"
+            warning = CONFOUND_WARNING.get(language, CONFOUND_WARNING["en"]).format(
+                better=better, ratio=ratio, better_len=better_len, other_len=other_len
             )
     return VariantComparison(
         model=model,
