@@ -16,7 +16,7 @@ from rich.table import Table
 
 from touchstone_ray.config import FleetConfig, load_config
 from touchstone_ray.hosts import NodeInfo, current_nodes, resolve_hosts
-from touchstone_ray.ray_session import ensure_ray
+from touchstone_ray.ray_session import dashboard_exposure_warning, ensure_ray
 
 CALL_TIMEOUT_S = 60.0
 """How long one host may take to start its actor and answer (s)."""
@@ -142,10 +142,17 @@ def print_reports(reports: list[HostReport], out: TextIO = sys.stdout) -> None:
 
 
 def run_hosts(config_path: Path, address: str | None, out: TextIO = sys.stdout) -> int:
-    """The ``hosts`` command: print the reports; 1 if any problem, else 0."""
+    """The ``hosts`` command: print the reports; 1 if any problem, else 0.
+
+    Also prints a ``warning:`` line (not a problem: the exit code stays) when the cluster's
+    dashboard listens on a non-loopback address.
+    """
     config = load_config(config_path)
     reports = check_hosts(config, address)
     print_reports(reports, out)
+    exposure = dashboard_exposure_warning()
+    if exposure:
+        print(exposure, file=out)
     problems = [p for r in reports for p in r.problems]
     for problem in problems:
         print(f"problem: {problem}", file=out)

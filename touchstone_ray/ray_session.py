@@ -1,12 +1,32 @@
-"""Joining or starting Ray (SPEC §8: embedded default, ``--address`` joins a cluster)."""
+"""Joining or starting Ray (SPEC §8: embedded default, ``--address`` joins a cluster).
+
+Where the driver connects, first match wins:
+
+1. Ray is already initialised in this process (tests, a caller that did ``ray.init``): reuse it.
+2. ``--address`` (the flag).
+3. ``RAY_ADDRESS`` from the environment: ``ray job submit`` sets it for the entrypoint, so
+   ``ray job submit -- touchstone-ray eval …`` joins the cluster it was submitted to.
+4. ``ray.address`` of the fleet config (``auto``, ``host:port``, ``ray://head:10001``).
+5. Otherwise a new local Ray (``address="local"``, never an unrelated cluster that a
+   ``ray start`` left on this machine), its dashboard bound to ``ray.dashboard_host``
+   (127.0.0.1 by default; anything else prints a warning).
+
+:func:`dashboard_url` and :func:`dashboard_exposure_warning` tell where a joined cluster's
+dashboard listens; ``touchstone-ray hosts`` warns when that is not a loopback address.
+"""
 
 from __future__ import annotations
 
 import ipaddress
+import os
 import sys
 from typing import Any
+from urllib.parse import urlsplit
 
 from touchstone_ray.config import RaySettings
+
+RAY_ADDRESS_ENV = "RAY_ADDRESS"
+"""Set by ``ray job submit`` for the entrypoint (and by users who want every driver to join)."""
 
 
 def is_loopback(host: str) -> bool:
@@ -14,21 +34,27 @@ def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
     try:
-        return ipaddress.ip_address(host).is_loopback
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def resolve_address(address: str | None, settings: RaySettings) -> str | None:
+    """The address to join (flag, then ``RAY_ADDRESS``, then config), or ``None`` to start
+    a local Ray."""
+    return address or os.environ.get(RAY_ADDRESS_ENV) or settings.address or None
 
 
 def ensure_ray(address: str | None, settings: RaySettings) -> dict[str, Any]:
     """Connect the driver to Ray and return ``{"version", "address", "embedded"}``.
 
-    Reuses an already initialised Ray (tests, ``ray job submit``); with an address (flag, then
-    config) joins that cluster; otherwise starts a local Ray with the dashboard bound to
+    Reuses an already initialised Ray; with an address (flag, ``RAY_ADDRESS``, config, in
+    that order) joins that cluster; otherwise starts a local Ray with the dashboard bound to
     ``settings.dashboard_host`` — a non-loopback bind prints a warning.
     """
     import ray
 
-    address = address or settings.address
+    address = resolve_address(address, settings)
     embedded = False
     if not ray.is_initialized():
         if address:
@@ -41,6 +67,7 @@ def ensure_ray(address: str | None, settings: RaySettings) -> dict[str, Any]:
                     file=sys.stderr,
                 )
             ray.init(
+                address="local",
                 include_dashboard=settings.include_dashboard,
                 dashboard_host=settings.dashboard_host,
                 log_to_driver=False,
@@ -52,3 +79,59 @@ def ensure_ray(address: str | None, settings: RaySettings) -> dict[str, Any]:
         "address": address or context.gcs_address,
         "embedded": embedded,
     }
+
+
+def _decode(value: object) -> str | None:
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    return value if isinstance(value, str) and value else None
+
+
+def dashboard_url() -> str | None:
+    """``host:port`` where the connected cluster's dashboard listens, or ``None`` (no
+    dashboard, or not knowable). Requires an initialised Ray.
+
+    The dashboard head writes its address into the GCS internal KV (namespace
+    ``dashboard``, key ``dashboard``; ``webui:url`` from the node that started it). A bind to
+    ``0.0.0.0`` is stored as the head's IP, so a non-loopback value means "reachable from
+    other machines".
+    """
+    try:
+        from ray.experimental.internal_kv import _internal_kv_get
+
+        for key in ("dashboard", "webui:url"):
+            url = _decode(_internal_kv_get(key, namespace="dashboard"))
+            if url:
+                return url
+    except Exception:
+        pass
+    try:
+        import ray
+
+        node = ray._private.worker.global_worker.node
+        return _decode(node.address_info.get("webui_url")) if node is not None else None
+    except Exception:
+        return None
+
+
+def url_host(url: str) -> str:
+    """The host part of ``host:port``, ``[v6]:port`` or ``http://host:port/…``."""
+    parts = urlsplit(url if "://" in url else f"//{url}")
+    return parts.hostname or url
+
+
+def dashboard_exposure_warning(url: str | None = None) -> str | None:
+    """A one-line warning when the cluster's dashboard listens on a non-loopback address
+    (``url`` defaults to :func:`dashboard_url`); ``None`` when it is loopback or unknown."""
+    url = url if url is not None else dashboard_url()
+    if not url:
+        return None
+    host = url_host(url)
+    if is_loopback(host):
+        return None
+    return (
+        f"warning: this cluster's Ray dashboard listens on {url}, reachable from other "
+        "machines (it takes job submissions: code that runs on every node); restart the head "
+        "with --dashboard-host 127.0.0.1 and open it through an SSH tunnel "
+        "(ssh -L 8265:127.0.0.1:8265 HEAD)"
+    )

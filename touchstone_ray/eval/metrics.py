@@ -11,7 +11,22 @@ import contextlib
 from typing import Any
 
 TTFT_BOUNDARIES_S = [0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0]
-TPS_BOUNDARIES = [1.0, 5.0, 10.0, 20.0, 40.0, 80.0, 160.0, 320.0]
+TPS_BOUNDARIES = [1.0, 5.0, 10.0, 20.0, 40.0, 80.0, 160.0, 320.0, 640.0, 1280.0]
+
+PROMETHEUS_CELL_METRICS = (
+    "ray_touchstone_cells_total",
+    "ray_touchstone_cells_in_flight",
+    "ray_touchstone_ttft_seconds",  # histogram: _bucket, _sum, _count
+    "ray_touchstone_decode_tokens_per_second",  # histogram
+)
+"""Names under which this module's metrics reach Prometheus (``cluster/grafana``)."""
+PROMETHEUS_HOST_METRICS = (
+    "ray_touchstone_host_sys_used_mb",
+    "ray_touchstone_host_mem_pressure",
+    "ray_touchstone_gpu_mem_used_mb",
+    "ray_touchstone_gpu_util_pct",
+)
+"""The monitor actor's gauges (:mod:`touchstone_ray.telemetry.monitor`), as Prometheus sees them."""
 
 
 class CellMetrics:
