@@ -9,6 +9,7 @@ record wins over an error; the first ok wins).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -17,7 +18,7 @@ import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from pydantic import BaseModel
 
@@ -180,20 +181,32 @@ def dedupe_by_key(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]
     return out
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically: temp file, fsync, rename, fsync the folder."""
+@contextlib.contextmanager
+def atomic_rewrite(path: Path) -> Iterator[BinaryIO]:
+    """A binary file that replaces ``path`` atomically when the block ends without an error:
+    temp file, fsync, rename, fsync the folder. On an error the temp file is removed and
+    ``path`` stays as it was."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
     dir_fd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (:func:`atomic_rewrite`)."""
+    with atomic_rewrite(path) as fh:
+        fh.write(text.encode("utf-8"))
 
 
 def atomic_write_json(path: Path, data: Any) -> None:

@@ -164,7 +164,7 @@ def test_dashboard_shows_readable_actor_and_task_names(
         "print(json.dumps({'actors': actors, 'tasks': tasks}))\n"
     )
     expected_tasks = {
-        f"eval:e{h[-1]}:{v}:{p}#1" for h in HOSTS for v in ("baseline", "none")
+        f"eval:e{h[-1]}:{v}:{p}" for h in HOSTS for v in ("baseline", "none")
         for p in ("A1", "A2", "E1")
     }  # fmt: skip
     deadline = time.monotonic() + 30

@@ -2,10 +2,11 @@
 
 Flow (SPEC §8): per host, models one after another (``models_per_host`` at once), each with
 warm-up, baseline tick, its cells, then unload; different hosts in parallel. Per endpoint at
-most ``concurrency`` cells are in flight; results are consumed with ``ray.wait`` (timeout) and
-written at once. Every wait has a deadline: a cell past its deadline is cancelled and recorded
-``timeout``; a host whose node dies (or whose actor dies) gets ``node_lost`` records for its
-in-flight and pending cells while the rest of the fleet finishes.
+most ``concurrency`` requests are in flight (plus :data:`QUEUE_AHEAD` cells queued in the
+actor); results are consumed with ``ray.wait`` (timeout) and written at once. Every wait has
+a deadline: a cell past its deadline is cancelled and recorded ``timeout``; a host whose node
+dies (or whose actor dies) gets ``node_lost`` records for its in-flight and pending cells
+while the rest of the fleet finishes.
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ LIVENESS_INTERVAL_S = 2.0
 """How often node liveness is polled (s)."""
 DEADLINE_SLACK_S = 30.0
 """Added to a cell's own retry budget before the driver gives up on it (s)."""
+QUEUE_AHEAD = 2
+"""Cells queued in a client actor beyond its endpoint's ``concurrency``; the actor's semaphore
+still caps requests in flight, and the driver's round trip leaves the critical path (their
+wait is ``queue_wait_s``, outside every latency figure)."""
 LOAD_BUDGET_S = 900.0
 """Matches the engines' ``load_timeout_s``: time a model may spend loading (s)."""
 
@@ -111,7 +116,7 @@ class MatrixRunner:
             run.active.append(phase)
 
     def _top_up(self, run: HostRun, phase: Phase) -> None:
-        limit = phase.plan.spec.concurrency
+        limit = phase.plan.spec.concurrency + QUEUE_AHEAD
         while phase.stage == "run" and not phase.exhausted and len(phase.inflight) < limit:
             cell = next(phase.cells, None)
             if cell is None:

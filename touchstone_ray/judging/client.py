@@ -82,8 +82,9 @@ class AnswerJob:
 
     @property
     def task_name(self) -> str:
-        """Readable Ray task name: ``judge:<judge>:qwen3:8b:baseline:B3#1`` (judge added)."""
-        return f"{self.model}:{self.variant}:{self.prompt_id}#{self.repeat}"
+        """Readable Ray task name: ``judge:<judge>:qwen3:8b:baseline:B3`` (judge added); bounded
+        by the pack, like eval's (see :attr:`touchstone_ray.eval.plan.Cell.task_name`)."""
+        return f"{self.model}:{self.variant}:{self.prompt_id}"
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import re
 import warnings
 from collections import defaultdict
 from collections.abc import Iterable
@@ -43,7 +44,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from touchstone_ray.records import HostSample, MemPressure
-from touchstone_ray.storage import atomic_write_text, read_jsonl, to_json_line
+from touchstone_ray.storage import atomic_rewrite, read_jsonl, to_json_line
 from touchstone_ray.telemetry.linux import PRESSURE_RANK
 
 WINDOW_PAD_S = 0.5
@@ -203,43 +204,67 @@ def pick_baseline(ticks: list[HostSample], t_start: float | None) -> HostSample 
     return ticks[i - 1] if i > 0 else None
 
 
+_KEY_PREFIX = re.compile(rb'^\{"key":"((?:[^"\\]|\\.)*)"')
+"""The ``key`` that every EvalResponse line starts with (read without parsing the line)."""
+
+
+def _line_key(raw: bytes) -> str | None:
+    match = _KEY_PREFIX.match(raw)
+    if match is None:
+        return None
+    key = json.loads(b'"' + match.group(1) + b'"')
+    return key if isinstance(key, str) else None
+
+
 def finalize_bundle(bundle_dir: Path, only_keys: set[str] | None = None) -> int:
     """Apply :func:`resources_for` to every record of ``responses/*.jsonl``; returns how many.
 
-    ``only_keys`` limits it to those cell keys (after a resume: the new cells). Each changed
-    shard is rewritten atomically (:func:`~touchstone_ray.storage.atomic_write_text`); lines it
-    does not touch, malformed ones and a torn tail included, are kept byte for byte. Call it
-    after the shard writers are closed.
+    ``only_keys`` limits it to those cell keys (after a resume: the new cells); other lines are
+    copied without being parsed. Shards are streamed line by line into a temp file that
+    replaces the shard atomically (:func:`~touchstone_ray.storage.atomic_rewrite`), so memory
+    does not grow with the shard; lines it does not touch, malformed ones and a torn tail
+    included, are kept byte for byte. Call it after the shard writers are closed.
     """
     bundle_dir = Path(bundle_dir)
     timelines, baselines = load_host_samples(bundle_dir)
     empty = HostTimeline([])
     updated = 0
     for shard in sorted((bundle_dir / "responses").glob("*.jsonl")):
-        *lines, tail = shard.read_bytes().split(b"\n")
-        out: list[str] = []
-        n = 0
-        for raw in lines:
-            text = raw.decode("utf-8", errors="replace")
-            try:
-                rec = json.loads(raw) if raw.strip() else None
-            except ValueError:
-                rec = None
-            key = rec.get("key") if isinstance(rec, dict) else None
-            if (
-                not isinstance(rec, dict)
-                or not isinstance(key, str)
-                or (only_keys is not None and key not in only_keys)
-            ):
-                out.append(text + "\n")
-                continue
-            host, model = str(rec.get("host")), str(rec.get("model"))
-            ticks = baselines.get((host, model), [])
-            base = pick_baseline(ticks, rec.get("t_start"))
-            rec.update(resources_for(rec, timelines.get(host, empty), base))
-            out.append(to_json_line(rec))
-            n += 1
-        if n:
-            atomic_write_text(shard, "".join(out) + tail.decode("utf-8", errors="replace"))
-            updated += n
+        if only_keys is not None and not _shard_has_keys(shard, only_keys):
+            continue
+        with open(shard, "rb") as src, atomic_rewrite(shard) as dst:
+            for raw in src:
+                rec = _record_to_update(raw, only_keys)
+                if rec is None:
+                    dst.write(raw)
+                    continue
+                host, model = str(rec.get("host")), str(rec.get("model"))
+                base = pick_baseline(baselines.get((host, model), []), rec.get("t_start"))
+                rec.update(resources_for(rec, timelines.get(host, empty), base))
+                dst.write(to_json_line(rec).encode("utf-8"))
+                updated += 1
     return updated
+
+
+def _shard_has_keys(shard: Path, only_keys: set[str]) -> bool:
+    with open(shard, "rb") as fh:
+        return any(_line_key(raw) in only_keys for raw in fh)
+
+
+def _record_to_update(raw: bytes, only_keys: set[str] | None) -> dict[str, Any] | None:
+    """The parsed record of a complete line to finalize, or ``None`` to copy the line as is."""
+    if not raw.endswith(b"\n") or not raw.strip():
+        return None
+    if only_keys is not None:
+        key = _line_key(raw)
+        if key is not None and key not in only_keys:
+            return None
+    try:
+        rec = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(rec, dict) or not isinstance(rec.get("key"), str):
+        return None
+    if only_keys is not None and rec["key"] not in only_keys:
+        return None
+    return rec
