@@ -19,7 +19,13 @@ from typing import Any, ClassVar
 
 import aiohttp
 
-from touchstone_ray.engines._http import http_error, map_client_error, new_session, one_line
+from touchstone_ray.engines._http import (
+    SentAt,
+    http_error,
+    map_client_error,
+    new_session,
+    one_line,
+)
 from touchstone_ray.engines._retry import RetryPolicy
 from touchstone_ray.engines._stream import StreamParser
 from touchstone_ray.engines._types import ChatRequest, ChatResult, EngineSettings
@@ -172,10 +178,14 @@ class Engine(ABC):
         t0 = time.perf_counter()
         norm = self.new_normalizer(t0, req)
         parser = self.parser_cls(norm)
+        sent = SentAt()
         try:
             async with asyncio.timeout(self.settings.timeout_s) as deadline:
-                async with session.post(url, data=payload) as resp:
+                async with session.post(url, data=payload, trace_request_ctx=sent) as resp:
                     got_response = True
+                    if sent.t is not None and sent.t > t0:  # start the clock at the send
+                        span.t_start += sent.t - t0
+                        t0 = norm.t0 = sent.t
                     if resp.status >= 300:
                         raise await http_error(resp)
                     content = resp.content
