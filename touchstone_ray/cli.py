@@ -100,8 +100,10 @@ def hosts(
         str | None, typer.Option(help="Ray address: 'auto' or 'ray://head:10001'.")
     ] = None,
 ) -> None:
-    """Preflight: resolve hosts to nodes, reach every endpoint from its host, list models,
-    GPU and PSI capabilities; exit 1 if an endpoint is unreachable or a model not served."""
+    """Preflight: every host's node, endpoints reached from that host, served models, GPU, PSI.
+
+    Exit 1 if an endpoint is unreachable or a configured model is not served.
+    """
     from touchstone_ray.preflight import run_hosts
 
     raise typer.Exit(run_hosts(config, address))
@@ -161,8 +163,11 @@ def report(
         typer.Option(help="No judgements: a rating task for a person or an outside AI."),
     ] = False,
 ) -> None:
-    """Write report.md and report.html into the bundle (--unjudged: a rating task instead of
-    the judgements, for a person or an outside AI)."""
+    """Write report.md and report.html into the bundle (--unjudged: a rating task instead).
+
+    The rating task replaces every judgement with instructions, the formula, both knock-out
+    checks and a fill-in table per model × variant, for a person or an outside AI.
+    """
     from touchstone_ray.report import write_report
 
     for path in write_report(bundle, fmt, unjudged=unjudged):

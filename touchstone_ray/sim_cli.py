@@ -86,8 +86,11 @@ def sim_server(
     seed: Annotated[int | None, typer.Option(help=_h("seed"))] = None,
     trace_limit: Annotated[int | None, typer.Option(help=_h("trace_limit"))] = None,
 ) -> None:
-    """Serve a simulated model server (Ollama /api/chat and OpenAI /v1/chat/completions on one
-    port) until Ctrl-C. Prints one line with the base URL."""
+    """Serve a simulated Ollama and OpenAI-compatible model server until Ctrl-C.
+
+    Ollama /api/chat and OpenAI /v1/chat/completions on one port; prints one line with the
+    base URL.
+    """
     knobs: dict[str, Any] = _load_file(config) if config is not None else {}
     flags = {
         "ttft_ms": ttft_ms,
