@@ -167,8 +167,10 @@ class Bundle:
             raise BundleError(f"{self.manifest_path}: missing; is this a bundle?") from None
         except (ValueError, UnicodeDecodeError) as exc:
             raise BundleError(f"{self.manifest_path}: not valid JSON ({exc})") from None
-        if not isinstance(data, dict) or "pack" not in data:
+        if not isinstance(data, dict) or not isinstance(data.get("pack"), dict):
             raise BundleError(f"{self.manifest_path}: not a touchstone bundle manifest")
+        if not isinstance(data["pack"].get("sha256"), str):
+            raise BundleError(f"{self.manifest_path}: pack.sha256 is missing; is this a bundle?")
         return data
 
     def write_manifest(self, data: dict[str, Any]) -> None:
@@ -182,8 +184,25 @@ class Bundle:
         self.write_manifest(data)
 
     def pack(self) -> Pack:
-        """The frozen pack."""
+        """The frozen pack; raises :class:`BundleError` if ``pack.yaml`` is not the pack the
+        manifest names (:meth:`check_frozen_pack`)."""
+        self.check_frozen_pack()
         return load_pack(self.root / "pack.yaml")
+
+    def check_frozen_pack(self) -> None:
+        """Raise :class:`BundleError` unless ``pack.yaml`` has the sha256 in ``bundle.json``
+        (a pack replaced after the run would be judged or resumed against the wrong rubric)."""
+        path = self.root / "pack.yaml"
+        want = str(self.manifest()["pack"]["sha256"])
+        try:
+            sha = pack_sha256(path)
+        except OSError as exc:
+            raise BundleError(f"{path}: unreadable ({exc.strerror or exc})") from None
+        if sha != want:
+            raise BundleError(
+                f"{path} (sha256 {sha[:12]}) is not the pack bundle.json names (sha256 "
+                f"{want[:12]}); the bundle was changed after its run"
+            )
 
     # reading ------------------------------------------------------------------------------
     def scan_responses(self, repair: bool = False) -> ResponseScan:
@@ -231,6 +250,7 @@ class Bundle:
                     f"{self.root}: pack {pack_path} (sha256 {sha[:12]}) differs from the "
                     f"bundle's pack.yaml (sha256 {frozen_sha[:12]}); resume needs the same pack"
                 )
+        self.check_frozen_pack()
         frozen_path = self.root / "config.yaml"
         try:
             old_cfg = FleetConfig.model_validate(yaml.safe_load(frozen_path.read_text("utf-8")))

@@ -16,6 +16,7 @@ from urllib.parse import urlparse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from touchstone_ray.errors import ConfigError
+from touchstone_ray.sim import SimConfig
 from touchstone_ray.yamlio import first_validation_error, load_yaml_mapping, short_repr
 
 LOCAL_HOST = "local"
@@ -31,6 +32,19 @@ class _RuleError(Exception):
 
     def __init__(self, path: str, message: str, value: object) -> None:
         super().__init__(f"{path}: {message} (got {short_repr(value)})")
+
+
+def _check_sim(path: str, sim: dict[str, Any]) -> None:
+    """Validate ``sim`` knobs (:class:`~touchstone_ray.sim.SimConfig` plus ``api``) before Ray
+    starts; a bad knob would otherwise fail every cell on its host."""
+    knobs = dict(sim)
+    api = knobs.pop("api", "openai")
+    if api not in ("openai", "ollama"):
+        raise _RuleError(f"{path}.api", "must be 'openai' or 'ollama'", api)
+    try:
+        SimConfig.model_validate(knobs)
+    except ValidationError as exc:
+        raise ConfigError(f"{path}.{first_validation_error(exc)}") from None
 
 
 class RaySettings(_Strict):
@@ -149,6 +163,8 @@ class FleetConfig(_Strict):
                 raise _RuleError(
                     f"models[{i}].base_url", f"required for engine {model.engine}", None
                 )
+            if model.sim is not None:
+                _check_sim(f"models[{i}].sim", model.sim)
             pair = (model.id, model.host_name)
             if pair in seen:
                 raise _RuleError(
@@ -190,7 +206,7 @@ def config_from_data(data: object, source: str) -> FleetConfig:
         config = FleetConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(f"{source}: {first_validation_error(exc)}") from None
-    except _RuleError as exc:
+    except (_RuleError, ConfigError) as exc:
         raise ConfigError(f"{source}: {exc}") from None
     check_env(config, source)
     return config

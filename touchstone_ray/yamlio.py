@@ -40,8 +40,8 @@ def load_yaml_mapping(path: Path, what: str) -> dict[str, Any]:
 
     ``what`` names the kind of file in messages ("pack", "fleet config").
     Raises ``ValueError`` with a one-line message (without the file name; callers prefix it)
-    for a missing or oversized file, invalid UTF-8, YAML syntax errors, alias bombs and a
-    document that is not a mapping.
+    for a missing or oversized file, invalid UTF-8, YAML syntax errors, alias bombs, nesting too
+    deep to parse and a document that is not a mapping.
     """
     try:
         raw = path.read_bytes()
@@ -68,6 +68,8 @@ def load_yaml_mapping(path: Path, what: str) -> dict[str, Any]:
         raise ValueError(f"{where}YAML syntax error: {exc.problem}") from None
     except yaml.YAMLError as exc:
         raise ValueError(f"YAML error: {exc}") from None
+    except RecursionError:  # PyYAML composes and constructs recursively
+        raise ValueError(f"{what} is nested too deeply (Python's recursion limit)") from None
     if not isinstance(data, dict):
         raise ValueError(f"the {what} must be a YAML mapping, got {_type_name(data)}")
     return data

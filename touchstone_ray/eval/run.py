@@ -10,6 +10,7 @@ import os
 import sys
 import time
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -105,7 +106,8 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
     if opts.resume is not None:
         bundle = Bundle.open(opts.resume)
         bundle.check_resume(opts.pack, config)
-        done = bundle.scan_responses(repair=not opts.dry_run).ok_keys  # a dry run writes nothing
+        with _writes_into(opts.resume):
+            done = bundle.scan_responses(repair=not opts.dry_run).ok_keys  # dry: writes nothing
     if opts.dry_run:
         print_plan(pack, plans, done, out)
         return EvalOutcome(bundle=None)
@@ -115,16 +117,20 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
 
     nodes = resolve_hosts(config, current_nodes(), ray.get_runtime_context().get_node_id())
     if bundle is None:
-        bundle = Bundle.create(Path(opts.out or config.out), pack, opts.pack, config, ray_info)
+        out_dir = Path(opts.out or config.out)
+        with _writes_into(out_dir):
+            bundle = Bundle.create(out_dir, pack, opts.pack, config, ray_info)
     else:
-        bundle.update_manifest(status="running", resumed_at=time.time())
+        with _writes_into(bundle.root):
+            bundle.update_manifest(status="running", resumed_at=time.time())
     todo = {
         host: sum(sum(1 for _ in p.cells(pack, done)) for p in models)
         for host, models in plans.items()
     }
     if opts.resume is not None:
         print(f"{len(done)} reused, {sum(todo.values())} to run", file=out, flush=True)
-    sink = RecordSink(bundle, pack.id, pack.version, todo)
+    with _writes_into(bundle.root):
+        sink = RecordSink(bundle, pack.id, pack.version, todo)
     started = time.monotonic()
     outcome = EvalOutcome(bundle=bundle.root, n_reused=len(done))
     fleet: Fleet | None = None
@@ -143,7 +149,8 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
         finalize_bundle(bundle.root, only_keys=set(sink.new_keys))
     except BaseException as exc:
         if fleet is not None:
-            _stop_fleet(fleet, bundle)
+            with contextlib.suppress(OSError):  # a read-only disk fails the manifest update
+                _stop_fleet(fleet, bundle)
         reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc)
         try:
             sink.event("run_aborted", reason=reason)
@@ -154,10 +161,7 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
         if isinstance(exc, KeyboardInterrupt):
             raise RunError(f"interrupted; resume with --resume {bundle.root}") from None
         if isinstance(exc, OSError):
-            raise RunError(
-                f"{bundle.root}: cannot write the bundle ({exc.strerror or exc}); run aborted, "
-                "every record written before is intact"
-            ) from exc
+            raise _write_failed(bundle.root, exc) from exc
         raise
     outcome.n_ok, outcome.n_failed = sink.n_ok, sink.n_failed
     outcome.failures_by_kind = dict(sink.failures_by_kind)
@@ -175,6 +179,23 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
     )
     print(bundle.root, file=out, flush=True)
     return outcome
+
+
+def _write_failed(path: Path, exc: OSError) -> RunError:
+    """The one line for a bundle that cannot be written (a disk gone read-only or full)."""
+    return RunError(
+        f"{path}: cannot write the bundle ({exc.strerror or exc}); run aborted, every record "
+        "written before is intact"
+    )
+
+
+@contextlib.contextmanager
+def _writes_into(path: Path) -> Iterator[None]:
+    """Turn an ``OSError`` of the bundle writes inside into :func:`_write_failed`."""
+    try:
+        yield
+    except OSError as exc:
+        raise _write_failed(path, exc) from exc
 
 
 @dataclass

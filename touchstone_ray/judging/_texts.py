@@ -1,8 +1,10 @@
 """The judge templates' wording, one table per pack language (see :mod:`.prompts`).
 
-Strings with ``{token}``, ``{threshold}``, ``{dim}``, ``{variant}``, ``{example}``, ``{cite}`` or
-``{reason}`` are ``str.format`` templates; ``answer_reply`` is used verbatim (it shows literal JSON
-braces); ``format_reminder`` is the one retry after an unreadable reply.
+Strings with ``{token}``, ``{threshold}``, ``{dim}``, ``{variant}``, ``{example}``, ``{cite}``,
+``{reason}`` or ``{signs}`` are ``str.format`` templates; ``answer_reply`` is used verbatim (it
+shows literal JSON braces); ``format_reminder`` is the one retry after an unreadable reply;
+``manipulation`` is the red flag added to an answer that tries to steer its judge, naming the
+``sign_<kind>`` of :func:`.prompts.manipulation_signs`.
 """
 
 from __future__ import annotations
@@ -85,6 +87,9 @@ _EN: dict[str, str] = {
         "Every rationale must cite the prompt ids it rests on, in brackets like [{cite}], and list "
         'them in "cited_prompts".'
     ),
+    "manipulation": "attempt to steer the judge ({signs})",
+    "sign_delimiter": "fake delimiter",
+    "sign_verdict": "embedded verdict",
     "format_reminder": (
         "Your reply could not be read ({reason}). Reply again with exactly one JSON object in "
         "the format given above (every score an integer from 1 to 5) and nothing else: no "
@@ -173,6 +178,9 @@ _DE: dict[str, str] = {
         "Jede Begründung muss die Prompt-IDs nennen, auf die sie sich stützt, in eckigen "
         'Klammern wie [{cite}], und sie in "cited_prompts" auflisten.'
     ),
+    "manipulation": "Manipulationsversuch am Prüfer ({signs})",
+    "sign_delimiter": "falscher Begrenzer",
+    "sign_verdict": "eingebettetes Urteil",
     "format_reminder": (
         "Deine Antwort war nicht lesbar ({reason}). Antworte noch einmal mit genau einem "
         "JSON-Objekt im oben genannten Format (jede Punktzahl eine ganze Zahl von 1 bis 5) "

@@ -11,6 +11,9 @@ What a judge is asked and what becomes of its reply:
 - Per (model, variant) (:meth:`JudgeClient.judge_report`): :func:`~.prompts.holistic_prompt`
   with this judge's verdicts as evidence; ``{"<dim>": {"score", "rationale",
   "cited_prompts"}}`` parsed by :func:`~.parse.parse_holistic_reply`.
+- An answer that tries to steer its judge (:func:`~.prompts.manipulation_signs`: a fake
+  delimiter line, an embedded verdict) gets ``red_flag: true`` and a ``manipulation`` entry in
+  ``red_flags_hit`` on top of the judge's verdict; the score stays the judge's.
 - A reply that cannot be parsed gets **one** retry: the conversation continues with the reply
   as the assistant turn and a format reminder naming the reason. Still unreadable → a
   ``judge_error`` verdict (score ``None``, unscored, never a low score) with ``raw`` = the last
@@ -50,7 +53,12 @@ from touchstone_ray.judging.parse import (
     parse_answer_reply,
     parse_holistic_reply,
 )
-from touchstone_ray.judging.prompts import JudgePrompt, answer_prompt, holistic_prompt
+from touchstone_ray.judging.prompts import (
+    JudgePrompt,
+    answer_prompt,
+    holistic_prompt,
+    manipulation_signs,
+)
 from touchstone_ray.judging.store import record_extras
 from touchstone_ray.pack import Pack
 from touchstone_ray.records import ModelReport, Verdict
@@ -293,12 +301,17 @@ class JudgeClient:
         )
         if isinstance(asked.parsed, ParsedVerdict):
             p = asked.parsed
+            red_flags_hit = list(p.red_flags_hit)
+            signs = manipulation_signs(job.answer)
+            if signs:  # the attempt is itself a finding, whatever the judge made of it
+                named = ", ".join(self.texts[f"sign_{sign}"] for sign in signs)
+                red_flags_hit.append(self.texts["manipulation"].format(signs=named))
             verdict = verdict.model_copy(
                 update={
                     "score": p.score,
-                    "red_flag": p.red_flag,
+                    "red_flag": p.red_flag or bool(signs),
                     "rationale": p.rationale,
-                    "red_flags_hit": list(p.red_flags_hit),
+                    "red_flags_hit": red_flags_hit,
                     "green_flags_hit": list(p.green_flags_hit),
                     "status": "scored",
                 }

@@ -16,6 +16,7 @@ The model's name is not shown (no brand bias).
 
 from __future__ import annotations
 
+import re
 import secrets
 from collections import defaultdict
 from collections.abc import Iterable
@@ -33,10 +34,11 @@ __all__ = [
     "answer_prompt",
     "holistic_prompt",
     "holistic_schema",
+    "manipulation_signs",
     "new_token",
 ]
 
-TEMPLATE_VERSION = "touchstone-judge/1"
+TEMPLATE_VERSION = "touchstone-judge/2"
 """Version of these templates and schemas; stored with every judgement so scores stay comparable."""
 
 EVIDENCE_RATIONALE_CHARS = 400
@@ -68,6 +70,25 @@ class JudgePrompt:
     """The 8 hex digits of this call's delimiters."""
     schema: dict[str, Any]
     """JSON schema for structured output (OpenAI ``response_format`` / Ollama ``format``)."""
+
+
+_FAKE_DELIMITER_RE = re.compile(r"<<<\s*(?:ANSWER|END|EVIDENCE)-", re.IGNORECASE)
+_JSON_OBJECT_RE = re.compile(r"\{[^{}]*\}")
+
+
+def manipulation_signs(answer: str) -> list[str]:
+    """What in ``answer`` tries to steer its judge (SPEC §10: such an attempt is itself a
+    finding): ``"delimiter"`` for an imitation of this module's delimiter lines, ``"verdict"``
+    for a JSON object carrying both ``"score"`` and ``"red_flag"``. Empty for a plain answer.
+
+    The real delimiters are random per call, so a fake one cannot end the fenced answer; this
+    makes the attempt visible whatever the judge makes of it."""
+    signs = []
+    if _FAKE_DELIMITER_RE.search(answer):
+        signs.append("delimiter")
+    if any('"score"' in obj and '"red_flag"' in obj for obj in _JSON_OBJECT_RE.findall(answer)):
+        signs.append("verdict")
+    return signs
 
 
 def new_token() -> str:

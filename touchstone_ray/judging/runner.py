@@ -36,7 +36,7 @@ from pydantic import ValidationError
 
 from touchstone_ray.bundle import Bundle
 from touchstone_ray.config import LOCAL_HOST, FleetConfig, ModelSpec, RaySettings
-from touchstone_ray.errors import BundleError, ConfigError
+from touchstone_ray.errors import BundleError, ConfigError, RunError
 from touchstone_ray.judging.client import AnswerJob, ReportJob, failed_outcome
 from touchstone_ray.judging.config import JudgeConfig, JudgeSpec, load_judge_config
 from touchstone_ray.judging.plan import JudgePlan, plan_judge
@@ -145,13 +145,17 @@ def _load_responses(
     return sorted(found, key=order)
 
 
-def _check_hosts(specs: list[JudgeSpec], fleet: FleetConfig | None, source: Path) -> None:
+def _check_hosts(
+    config: JudgeConfig, selected: list[JudgeSpec], fleet: FleetConfig | None, source: Path
+) -> None:
     known = sorted([*(fleet.hosts if fleet else {}), LOCAL_HOST])
-    for spec in specs:
+    for i, spec in enumerate(config.judges):
+        if spec not in selected:
+            continue
         host = spec.host or LOCAL_HOST
         if host != LOCAL_HOST and (fleet is None or host not in fleet.hosts):
             raise ConfigError(
-                f"{source}: judge {spec.id}: host {host!r} is not a host of the bundle's fleet "
+                f"{source}: judges[{i}].host: host {host!r} is not a host of the bundle's fleet "
                 f"config (config.yaml); expected one of {known}"
             )
 
@@ -390,8 +394,28 @@ def run_judge(
     0: every selected judge finished; 1: a judge was aborted (its stored records are kept; the
     scorecard then holds the judges that are complete). Raises
     :class:`~touchstone_ray.errors.UsageError` subclasses (CLI exit 2) for a bad bundle or
-    judge config, before any request. ``judges`` limits the run to those judge ids.
+    judge config, before any request, and :class:`RunError` (exit 1) when the bundle cannot
+    be written (a disk gone read-only or full: every record written before stays intact).
+    ``judges`` limits the run to those judge ids.
     """
+    try:
+        return _run_judge(bundle_dir, judge_config_path, address, judges, out)
+    except OSError as exc:
+        if isinstance(exc, ConnectionError | TimeoutError):  # Ray's, not the disk's
+            raise
+        raise RunError(
+            f"{bundle_dir}: cannot write the bundle ({exc.strerror or exc}); judge aborted, "
+            "every record written before is intact"
+        ) from exc
+
+
+def _run_judge(
+    bundle_dir: str | Path,
+    judge_config_path: str | Path,
+    address: str | None,
+    judges: list[str] | None,
+    out: TextIO | None,
+) -> int:
     out = out if out is not None else sys.stdout
     started = time.monotonic()
     bundle = Bundle.open(Path(bundle_dir))
@@ -404,7 +428,7 @@ def run_judge(
     if not responses:
         raise BundleError(f"{bundle.root}: no responses to judge; run eval first")
     fleet = _frozen_fleet(bundle)
-    _check_hosts(selected, fleet, Path(judge_config_path))
+    _check_hosts(config, selected, fleet, Path(judge_config_path))
 
     selected_ids = {s.id for s in selected}
     plans: dict[str, JudgePlan] = {}

@@ -50,6 +50,9 @@ async def run_chat(request: web.Request, req: ChatRequest, enc: Encoder) -> web.
     trace = state.new_trace(req.protocol, req.model, key, req.stream)
     try:
         return await _serve(request, req, enc, state, trace, key, ordinal, t0)
+    except ConnectionResetError:  # the client went away mid-stream: nobody left to answer
+        trace.outcome = "client_gone"
+        return web.Response(status=499)
     finally:
         trace.t_end = time.time()
         state.end(req.model)

@@ -1,0 +1,208 @@
+"""The bundle's disk turns read-only mid-run: a clean abort (exit 1, one error line, no
+traceback), every record written before intact, and a resume from a writable copy completes.
+
+``chmod`` does not stop root, and a read-only remount is refused while files are open for
+writing, so the bundle lives on a small ext4 image mounted through a loop device with
+``errors=remount-ro``; writing ``/sys/fs/ext4/<dev>/trigger_fs_error`` makes the kernel treat it
+like a real disk error: from then on every write, to open files too, fails with EROFS. The
+mount and its loop device are removed after each test. Needs root (skipped otherwise).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from eval_helpers import (
+    RayCluster,
+    all_keys,
+    cli,
+    ray_cluster,
+    shard_lines,
+    snapshot,
+    tiny_pack,
+    write_yaml,
+)
+from rel_helpers import line_count, read_log, start_cli, wait_for
+
+from touchstone_ray.sim import SimConfig, SimServer
+
+pytestmark = pytest.mark.slow
+
+MODELS = ("da", "db")
+JUDGE_MODEL = "judge-d"
+
+
+def _sh(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, capture_output=True, text=True, check=False)
+
+
+@contextlib.contextmanager
+def ext4_mount(tmp: Path, name: str, size_mb: int = 32) -> Iterator[Path]:
+    """A fresh ext4 image loop-mounted at ``tmp/name`` (``errors=remount-ro``); unmounted
+    (which frees the loop device) and deleted afterwards."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to mount a loop device")
+    image, mnt = tmp / f"{name}.img", tmp / name
+    mnt.mkdir()
+    with open(image, "wb") as fh:
+        fh.truncate(size_mb * 2**20)
+    made = _sh("mkfs.ext4", "-q", "-F", str(image))
+    mounted = made.returncode == 0 and (
+        _sh("mount", "-o", "loop,errors=remount-ro", str(image), str(mnt)).returncode == 0
+    )
+    if not mounted:
+        pytest.skip(f"cannot make or mount an ext4 loop image: {made.stderr.strip()}")
+    try:
+        yield mnt
+    finally:
+        for _ in range(50):  # a driver that just died may still hold files for a moment
+            if _sh("umount", str(mnt)).returncode == 0:
+                break
+            time.sleep(0.2)
+        else:
+            _sh("umount", "-l", str(mnt))
+        image.unlink(missing_ok=True)
+
+
+def turn_read_only(mnt: Path) -> None:
+    """Make the file system under ``mnt`` fail every write from now on (EROFS)."""
+    source = _sh("findmnt", "-n", "-o", "SOURCE", str(mnt)).stdout.strip()
+    trigger = Path("/sys/fs/ext4") / Path(source).name / "trigger_fs_error"
+    trigger.write_text("touchstone reliability test\n")
+    with pytest.raises(OSError):
+        (mnt / "probe").write_text("x")
+
+
+@pytest.fixture(scope="module")
+def rc() -> Iterator[RayCluster]:
+    with ray_cluster([]) as handle:
+        yield handle
+
+
+@pytest.fixture(scope="module")
+def sims() -> Iterator[tuple[str, str]]:
+    answers = SimConfig(ttft_ms=100, tps=50, answer_tokens=10, models=list(MODELS))
+    judge = SimConfig(ttft_ms=100, tps=200, models=[JUDGE_MODEL])
+    with SimServer(answers) as a, SimServer(judge) as j:
+        assert a.url is not None and j.url is not None
+        yield a.url, j.url
+
+
+def _error_lines(stderr: str) -> list[str]:
+    assert "Traceback" not in stderr, stderr
+    return [line for line in stderr.splitlines() if "error" in line.lower()]
+
+
+def _intact(before: dict[Path, bytes]) -> None:
+    """Every byte written before the disk turned read-only is still there, line for line."""
+    for path, data in before.items():
+        assert path.read_bytes().startswith(data), path
+        for line in data.splitlines():
+            json.loads(line)
+
+
+def test_eval_and_judge_abort_cleanly_and_resume_from_a_copy(
+    rc: RayCluster, sims: tuple[str, str], tmp_path: Path
+) -> None:
+    answers_url, judge_url = sims
+    pack_data = tiny_pack(6, pack_id="disk")  # 24 cells for two models
+    pack = write_yaml(tmp_path / "pack.yaml", pack_data)
+    models = [
+        {"id": m, "engine": "openai", "base_url": f"{answers_url}/v1", "concurrency": 2}
+        for m in MODELS
+    ]
+    fleet = write_yaml(
+        tmp_path / "fleet.yaml",
+        {
+            "ray": {"include_dashboard": False},
+            "models": models,
+            "monitor": {"interval_s": 0.2, "gpu": "off"},
+        },
+    )
+    judge = {"id": "jd", "engine": "openai", "base_url": f"{judge_url}/v1", "model": JUDGE_MODEL}
+    judge_config = write_yaml(tmp_path / "judge.yaml", {"judges": [judge]})
+    args = ["--pack", str(pack), "--config", str(fleet), "--address", rc.address]
+    keys = all_keys(pack_data, list(MODELS))
+    safe = tmp_path / "safe"
+
+    # --- eval: the disk fails after 6 records -----------------------------------------
+    with ext4_mount(tmp_path, "evaldisk") as mnt:
+        proc = start_cli(["eval", *args, "--out", str(mnt / "runs")], tmp_path / "eval")
+
+        def shards() -> list[Path]:
+            return sorted(mnt.glob("runs/*/responses/*.jsonl"))
+
+        try:
+            wait_for(lambda: line_count(shards()) >= 6 or proc.poll() is not None, 90, "6 records")
+            assert proc.poll() is None, read_log(tmp_path / "eval")
+            before = {p: p.read_bytes() for p in shards()}
+            turn_read_only(mnt)
+            proc.wait(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=30)
+        out, err = read_log(tmp_path / "eval")
+        bundle = shards()[0].parents[1]
+        assert proc.returncode == 1, (out, err)
+        assert _error_lines(err) == [
+            f"error: {bundle}: cannot write the bundle (Read-only file system); run aborted, "
+            "every record written before is intact"
+        ], err
+        _intact(before)
+        assert sum(len(d.splitlines()) for d in before.values()) >= 6
+        # a resume on the broken disk refuses at once, and changes nothing
+        kept = snapshot(bundle)
+        again = cli("eval", *args, "--resume", str(bundle), timeout=120)
+        assert again.returncode == 1, (again.stdout, again.stderr)
+        assert _error_lines(again.stderr) == [
+            f"error: {bundle}: cannot write the bundle (Read-only file system); run aborted, "
+            "every record written before is intact"
+        ], again.stderr
+        assert snapshot(bundle) == kept
+        shutil.copytree(bundle, safe / bundle.name)  # what a user does: copy it off
+    bundle = safe / bundle.name
+
+    resumed = cli("eval", *args, "--resume", str(bundle), timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    ok = [r for r in shard_lines(bundle) if r["ok"]]
+    assert sorted(r["key"] for r in ok) == sorted(keys)
+
+    # --- judge: the disk fails after 5 verdicts ---------------------------------------
+    with ext4_mount(tmp_path, "judgedisk") as mnt:
+        copy = mnt / bundle.name
+        shutil.copytree(bundle, copy)
+        verdicts = copy / "judgements" / "jd" / "verdicts.jsonl"
+        jargs = ["--judge-config", str(judge_config), "--address", rc.address]
+        proc = start_cli(["judge", "--bundle", str(copy), *jargs], tmp_path / "judge")
+        try:
+            wait_for(lambda: line_count([verdicts]) >= 5 or proc.poll() is not None, 90, "5")
+            assert proc.poll() is None, read_log(tmp_path / "judge")
+            before = {verdicts: verdicts.read_bytes()}
+            turn_read_only(mnt)
+            proc.wait(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=30)
+        out, err = read_log(tmp_path / "judge")
+        assert proc.returncode == 1, (out, err)
+        assert _error_lines(err) == [
+            f"error: {copy}: cannot write the bundle (Read-only file system); judge aborted, "
+            "every record written before is intact"
+        ], err
+        _intact(before)
+        judged = safe / "judged"
+        shutil.copytree(copy, judged)
+
+    rerun = cli("judge", "--bundle", str(judged), *jargs, timeout=120)
+    assert rerun.returncode == 0, rerun.stderr
+    assert (judged / "scorecard.json").exists()
