@@ -17,7 +17,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from touchstone_ray.errors import ConfigError
 from touchstone_ray.sim import SimConfig
-from touchstone_ray.yamlio import first_validation_error, load_yaml_mapping, short_repr
+from touchstone_ray.yamlio import (
+    RuleError,
+    first_validation_error,
+    read_document,
+    validate_document,
+)
 
 LOCAL_HOST = "local"
 """The host name that always means the driver's own node."""
@@ -27,20 +32,13 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
 
 
-class _RuleError(Exception):
-    """A cross-field rule broken at ``path`` (not a ValueError, so pydantic passes it on)."""
-
-    def __init__(self, path: str, message: str, value: object) -> None:
-        super().__init__(f"{path}: {message} (got {short_repr(value)})")
-
-
 def _check_sim(path: str, sim: dict[str, Any]) -> None:
     """Validate ``sim`` knobs (:class:`~touchstone_ray.sim.SimConfig` plus ``api``) before Ray
     starts; a bad knob would otherwise fail every cell on its host."""
     knobs = dict(sim)
     api = knobs.pop("api", "openai")
     if api not in ("openai", "ollama"):
-        raise _RuleError(f"{path}.api", "must be 'openai' or 'ollama'", api)
+        raise RuleError(f"{path}.api", "must be 'openai' or 'ollama'", api)
     try:
         SimConfig.model_validate(knobs)
     except ValidationError as exc:
@@ -149,25 +147,25 @@ class FleetConfig(_Strict):
     @model_validator(mode="after")
     def _cross_field_rules(self) -> FleetConfig:
         if LOCAL_HOST in self.hosts:
-            raise _RuleError(
+            raise RuleError(
                 f"hosts.{LOCAL_HOST}", "'local' is reserved for the driver's node", LOCAL_HOST
             )
         seen: dict[tuple[str, str], int] = {}
         for i, model in enumerate(self.models):
             if model.host is not None and model.host not in self.hosts and model.host != LOCAL_HOST:
                 known = sorted([*self.hosts, LOCAL_HOST])
-                raise _RuleError(
+                raise RuleError(
                     f"models[{i}].host", f"unknown host, expected one of {known}", model.host
                 )
             if model.engine != "simulated" and model.base_url is None:
-                raise _RuleError(
+                raise RuleError(
                     f"models[{i}].base_url", f"required for engine {model.engine}", None
                 )
             if model.sim is not None:
                 _check_sim(f"models[{i}].sim", model.sim)
             pair = (model.id, model.host_name)
             if pair in seen:
-                raise _RuleError(
+                raise RuleError(
                     f"models[{i}]",
                     f"duplicate (model id, host) pair, first at models[{seen[pair]}]",
                     f"{model.id} on {model.host_name}",
@@ -202,12 +200,7 @@ def check_env(config: FleetConfig, source: str) -> None:
 
 def config_from_data(data: object, source: str) -> FleetConfig:
     """Validate parsed fleet-config data; ``source`` prefixes the one-line error."""
-    try:
-        config = FleetConfig.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(f"{source}: {first_validation_error(exc)}") from None
-    except (_RuleError, ConfigError) as exc:
-        raise ConfigError(f"{source}: {exc}") from None
+    config = validate_document(FleetConfig, data, source, ConfigError)
     check_env(config, source)
     return config
 
@@ -215,8 +208,4 @@ def config_from_data(data: object, source: str) -> FleetConfig:
 def load_config(path: str | Path) -> FleetConfig:
     """Load and validate the fleet config at ``path``; raises :class:`ConfigError`."""
     path = Path(path)
-    try:
-        data = load_yaml_mapping(path, "fleet config")
-    except ValueError as exc:
-        raise ConfigError(f"{path}: {exc}") from None
-    return config_from_data(data, str(path))
+    return config_from_data(read_document(path, "fleet config", ConfigError), str(path))

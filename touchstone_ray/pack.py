@@ -14,29 +14,16 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from touchstone_ray.errors import PackError
-from touchstone_ray.yamlio import first_validation_error, load_yaml_mapping, short_repr
+from touchstone_ray.yamlio import RuleError, read_document, validate_document
 
 PACK_ID_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
-
-
-class PackRuleError(Exception):
-    """A cross-field rule broken inside a pack: ``path`` is the YAML path, ``value`` the culprit.
-
-    Deliberately not a ``ValueError``, so pydantic lets it through unchanged and the loader
-    can report the exact path.
-    """
-
-    def __init__(self, path: str, message: str, value: object) -> None:
-        super().__init__(f"{path}: {message} (got {short_repr(value)})")
-        self.path = path
-        self.value = value
 
 
 class Dimension(_Strict):
@@ -174,7 +161,7 @@ class Pack(_Strict):
         _unique(prompt_paths, "prompt")
         dim_ids = {d.id for d in self.dimensions}
         if self.ko_rule.dimension not in dim_ids:
-            raise PackRuleError(
+            raise RuleError(
                 "ko_rule.dimension",
                 f"unknown dimension, expected one of {sorted(dim_ids)}",
                 self.ko_rule.dimension,
@@ -182,12 +169,12 @@ class Pack(_Strict):
         prompt_ids = {pid for _, pid in prompt_paths}
         for i, pid in enumerate(self.ko_rule.red_flag_prompts):
             if pid not in prompt_ids:
-                raise PackRuleError(f"ko_rule.red_flag_prompts[{i}]", "unknown prompt id", pid)
+                raise RuleError(f"ko_rule.red_flag_prompts[{i}]", "unknown prompt id", pid)
         if self.ko_rule.red_flag_scope == "curated":
             curated = set(self.ko_rule.red_flag_prompts)
             for path, prompt in zip(prompt_paths, self.prompts(), strict=True):
                 if prompt.safety_critical and prompt.id not in curated:
-                    raise PackRuleError(
+                    raise RuleError(
                         path[0].removesuffix(".id") + ".safety_critical",
                         f"safety_critical prompt {prompt.id} is missing from "
                         "ko_rule.red_flag_prompts under red_flag_scope: curated "
@@ -240,7 +227,7 @@ def _unique(items: list[tuple[str, str]], what: str) -> None:
     seen: dict[str, str] = {}
     for path, item_id in items:
         if item_id in seen:
-            raise PackRuleError(path, f"duplicate {what} id (first at {seen[item_id]})", item_id)
+            raise RuleError(path, f"duplicate {what} id (first at {seen[item_id]})", item_id)
         seen[item_id] = path
 
 
@@ -249,12 +236,7 @@ def pack_from_data(data: object, source: str) -> Pack:
 
     Raises :class:`PackError` ``"<source>: <yaml path>: <message> (got <value>)"``.
     """
-    try:
-        return Pack.model_validate(data)
-    except ValidationError as exc:
-        raise PackError(f"{source}: {first_validation_error(exc)}") from None
-    except PackRuleError as exc:
-        raise PackError(f"{source}: {exc}") from None
+    return validate_document(Pack, data, source, PackError)
 
 
 def load_pack(path: str | Path) -> Pack:
@@ -267,11 +249,7 @@ def load_pack(path: str | Path) -> Pack:
     safety_critical prompt missing from ``red_flag_prompts``.
     """
     path = Path(path)
-    try:
-        data = load_yaml_mapping(path, "pack")
-    except ValueError as exc:
-        raise PackError(f"{path}: {exc}") from None
-    return pack_from_data(data, str(path))
+    return pack_from_data(read_document(path, "pack", PackError), str(path))
 
 
 def dump_pack(pack: Pack) -> str:

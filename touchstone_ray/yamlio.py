@@ -8,10 +8,12 @@ anchor/alias bomb ("billion laughs") is rejected instead of exploding in validat
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
+
+from touchstone_ray.errors import UsageError
 
 MAX_FILE_BYTES = 5 * 1024 * 1024
 """Largest YAML file accepted (bytes); packs and configs are far smaller."""
@@ -119,3 +121,40 @@ def first_validation_error(exc: ValidationError) -> str:
     if err["type"] != "missing":
         line += f" (got {short_repr(err['input'])})"
     return line
+
+
+class RuleError(Exception):
+    """A cross-field rule broken at a YAML ``path`` (pack, fleet or judge config).
+
+    Deliberately not a ``ValueError``, so pydantic lets it through a validator unchanged and
+    :func:`validate_document` can report the exact path and value.
+    """
+
+    def __init__(self, path: str, message: str, value: object) -> None:
+        super().__init__(f"{path}: {message} (got {short_repr(value)})")
+        self.path = path
+        self.value = value
+
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def validate_document(
+    model: type[ModelT], data: object, source: str, error: type[UsageError]
+) -> ModelT:
+    """``model`` validated from parsed ``data``; any rejection raises ``error`` with one line
+    ``"<source>: <yaml path>: <message> (got <value>)"``."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise error(f"{source}: {first_validation_error(exc)}") from None
+    except (RuleError, error) as exc:
+        raise error(f"{source}: {exc}") from None
+
+
+def read_document(path: Path, what: str, error: type[UsageError]) -> dict[str, Any]:
+    """:func:`load_yaml_mapping`, its ``ValueError`` raised as ``error`` prefixed by the file."""
+    try:
+        return load_yaml_mapping(path, what)
+    except ValueError as exc:
+        raise error(f"{path}: {exc}") from None

@@ -15,11 +15,15 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlparse
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from touchstone_ray.errors import ConfigError
 from touchstone_ray.sim import SimModelKnobs
-from touchstone_ray.yamlio import first_validation_error, load_yaml_mapping, short_repr
+from touchstone_ray.yamlio import (
+    RuleError,
+    read_document,
+    validate_document,
+)
 
 __all__ = [
     "AggregateSettings",
@@ -35,13 +39,6 @@ JUDGE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
-
-
-class _RuleError(Exception):
-    """A cross-field rule broken at ``path`` (not a ValueError, so pydantic passes it on)."""
-
-    def __init__(self, path: str, message: str, value: object) -> None:
-        super().__init__(f"{path}: {message} (got {short_repr(value)})")
 
 
 class JudgeSpec(_Strict):
@@ -109,18 +106,18 @@ class JudgeConfig(_Strict):
         seen: dict[str, int] = {}
         for i, judge in enumerate(self.judges):
             if judge.id in seen:
-                raise _RuleError(
+                raise RuleError(
                     f"judges[{i}].id",
                     f"duplicate judge id, first at judges[{seen[judge.id]}]",
                     judge.id,
                 )
             seen[judge.id] = i
             if judge.engine != "simulated" and judge.base_url is None:
-                raise _RuleError(
+                raise RuleError(
                     f"judges[{i}].base_url", f"required for engine {judge.engine}", None
                 )
             if judge.engine != "simulated" and judge.sim is not None:
-                raise _RuleError(f"judges[{i}].sim", "only for engine simulated", judge.engine)
+                raise RuleError(f"judges[{i}].sim", "only for engine simulated", judge.engine)
         return self
 
     def judge(self, judge_id: str) -> JudgeSpec:
@@ -142,12 +139,7 @@ def _check_env(config: JudgeConfig, source: str) -> None:
 
 def judge_config_from_data(data: object, source: str) -> JudgeConfig:
     """Validate parsed judge-config data (env vars included); ``source`` prefixes the error."""
-    try:
-        config = JudgeConfig.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(f"{source}: {first_validation_error(exc)}") from None
-    except _RuleError as exc:
-        raise ConfigError(f"{source}: {exc}") from None
+    config = validate_document(JudgeConfig, data, source, ConfigError)
     _check_env(config, source)
     return config
 
@@ -155,8 +147,4 @@ def judge_config_from_data(data: object, source: str) -> JudgeConfig:
 def load_judge_config(path: str | Path) -> JudgeConfig:
     """Load and validate the judge config at ``path``; raises :class:`ConfigError` (one line)."""
     path = Path(path)
-    try:
-        data = load_yaml_mapping(path, "judge config")
-    except ValueError as exc:
-        raise ConfigError(f"{path}: {exc}") from None
-    return judge_config_from_data(data, str(path))
+    return judge_config_from_data(read_document(path, "judge config", ConfigError), str(path))
