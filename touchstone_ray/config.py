@@ -9,8 +9,9 @@ resolution (a host that matches no node) happens in :mod:`touchstone_ray.hosts`.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -188,20 +189,28 @@ class FleetConfig(_Strict):
         return list(dict.fromkeys(m.host_name for m in self.models))
 
 
-def check_env(config: FleetConfig, source: str) -> None:
-    """Raise :class:`ConfigError` if an ``api_key_env`` variable is unset (name only, no value)."""
-    for i, model in enumerate(config.models):
-        if model.api_key_env and not os.environ.get(model.api_key_env):
+class HasApiKeyEnv(Protocol):
+    """A config entry that may name an API-key environment variable."""
+
+    @property
+    def api_key_env(self) -> str | None: ...
+
+
+def check_api_key_env(entries: Sequence[HasApiKeyEnv], list_key: str, source: str) -> None:
+    """Raise :class:`ConfigError` naming ``<list_key>[i].api_key_env`` and the variable (never
+    a value) for the first entry whose ``api_key_env`` variable is unset or empty."""
+    for i, entry in enumerate(entries):
+        if entry.api_key_env and not os.environ.get(entry.api_key_env):
             raise ConfigError(
-                f"{source}: models[{i}].api_key_env: environment variable "
-                f"{model.api_key_env} is not set"
+                f"{source}: {list_key}[{i}].api_key_env: environment variable "
+                f"{entry.api_key_env} is not set"
             )
 
 
 def config_from_data(data: object, source: str) -> FleetConfig:
     """Validate parsed fleet-config data; ``source`` prefixes the one-line error."""
     config = validate_document(FleetConfig, data, source, ConfigError)
-    check_env(config, source)
+    check_api_key_env(config.models, "models", source)
     return config
 
 

@@ -10,13 +10,13 @@ file, the YAML path and the offending value.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from touchstone_ray.config import check_api_key_env
 from touchstone_ray.errors import ConfigError
 from touchstone_ray.sim import SimModelKnobs
 from touchstone_ray.yamlio import (
@@ -128,19 +128,10 @@ class JudgeConfig(_Strict):
         raise KeyError(judge_id)
 
 
-def _check_env(config: JudgeConfig, source: str) -> None:
-    for i, judge in enumerate(config.judges):
-        if judge.api_key_env and not os.environ.get(judge.api_key_env):
-            raise ConfigError(
-                f"{source}: judges[{i}].api_key_env: environment variable "
-                f"{judge.api_key_env} is not set"
-            )
-
-
 def judge_config_from_data(data: object, source: str) -> JudgeConfig:
     """Validate parsed judge-config data (env vars included); ``source`` prefixes the error."""
     config = validate_document(JudgeConfig, data, source, ConfigError)
-    _check_env(config, source)
+    check_api_key_env(config.judges, "judges", source)
     return config
 
 

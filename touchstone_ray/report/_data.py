@@ -13,7 +13,6 @@ Times are seconds, memory MB, throughput tokens/s.
 
 from __future__ import annotations
 
-import json
 import statistics
 import warnings
 from collections import defaultdict
@@ -261,19 +260,14 @@ def _load_phases(root: Path) -> dict[str, list[Phase]]:
 
 
 def _read_card(root: Path) -> dict[str, Any]:
-    path = root / "scorecard.json"
-    try:
-        card = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    from touchstone_ray.judging.scorecard import SCORECARD_JSON, load_scorecard
+
+    if root.is_dir() and not (root / SCORECARD_JSON).exists():
         raise BundleError(
             f"{root}: no scorecard.json yet; run `touchstone-ray judge --bundle {root} "
             "--judge-config <judge.yaml>` first, or use `report --unjudged`"
-        ) from None
-    except (OSError, ValueError) as exc:
-        raise BundleError(f"{path}: not valid JSON ({exc})") from None
-    if not isinstance(card, dict) or not isinstance(card.get("rows"), list):
-        raise BundleError(f"{path}: not a touchstone scorecard (no rows)")
-    return card
+        )
+    return load_scorecard(root)
 
 
 def _last_by(records: Iterable[dict[str, Any]], key: Any) -> dict[Any, dict[str, Any]]:
