@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,7 +76,8 @@ class HostRun:
 class MatrixRunner:
     """Runs every host's phases to completion, writing each record through ``sink``.
 
-    ``hooks`` receives ``model_start(host, label)`` and ``tick()`` calls (telemetry).
+    ``on_model_start(host, label)`` runs before a model's warm-up (the telemetry baseline
+    tick, after the previous model on that host was unloaded).
     """
 
     def __init__(
@@ -84,12 +85,12 @@ class MatrixRunner:
         config: FleetConfig,
         hosts: list[HostRun],
         sink: RecordSink,
-        hooks: Any = None,
+        on_model_start: Callable[[str, str], object] | None = None,
     ) -> None:
         self.config = config
         self.hosts = hosts
         self.sink = sink
-        self.hooks = hooks
+        self.on_model_start = on_model_start
         self.max_attempts = config.scheduling.max_attempts
         self.engines = {config.model_label(m): m.engine for m in config.models}
         self._last_liveness = time.monotonic()
@@ -102,8 +103,8 @@ class MatrixRunner:
             phase = run.queue.popleft()
             if phase.todo == 0:
                 continue
-            if self.hooks is not None:
-                self.hooks.model_start(run.host, phase.plan.label)
+            if self.on_model_start is not None:
+                self.on_model_start(run.host, phase.plan.label)
             self.sink.event("model_start", host=run.host, model=phase.plan.label, cells=phase.todo)
             if self.config.scheduling.warmup:
                 phase.stage = "warmup"
@@ -173,8 +174,6 @@ class MatrixRunner:
                         self._collect(run, phase, kind, ref)
             self._check_deadlines()
             self._check_liveness()
-            if self.hooks is not None:
-                self.hooks.tick()
             self.sink.tick()
 
     def _collect(self, run: HostRun, phase: Phase, kind: str, ref: Any) -> None:

@@ -61,19 +61,6 @@ class EvalOutcome:
         return 1 if self.n_failed else 0
 
 
-class _TelemetryHooks:
-    """Baseline ticks at model start; the monitor set drains itself in the background."""
-
-    def __init__(self, monitors: Any) -> None:
-        self.monitors = monitors
-
-    def model_start(self, host: str, label: str) -> None:
-        self.monitors.baseline(host, label)
-
-    def tick(self) -> None:
-        pass
-
-
 def print_plan(pack: Pack, plans: dict[str, list[ModelPlan]], skip: set[str], out: TextIO) -> None:
     """The ``--dry-run`` plan: per host, models in run order with their cell counts."""
     total = 0
@@ -137,7 +124,7 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
     try:
         sink.event("run_start", pack=pack.id, hosts={h: n.node_id for h, n in nodes.items()})
         fleet = _start_fleet(pack, config, plans, nodes, done, bundle, sink, opts)
-        runner = MatrixRunner(config, fleet.runs, sink, _TelemetryHooks(fleet.monitors))
+        runner = MatrixRunner(config, fleet.runs, sink, on_model_start=fleet.monitors.baseline)
         for run in fleet.runs:
             if run.host in fleet.unready:
                 runner.host_lost(run, fleet.unready[run.host])
