@@ -232,3 +232,29 @@ def test_node_removed_mid_run_then_resumed(rc: RayCluster, tmp_path: Path) -> No
     final = {r["key"]: r for r in Bundle(outcome.bundle).responses()}
     assert set(final) == set(keys) and all(r["ok"] for r in final.values())
     assert json.loads((outcome.bundle / "bundle.json").read_text())["status"] == "done"
+
+
+def test_unschedulable_client_actor_ends_as_node_lost_records(
+    rc: RayCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host whose client actor is not up within the deadline: its cells are recorded
+    ``node_lost`` (never waited on forever), the run exits 1, and a resume completes them."""
+    import touchstone_ray.eval.run as eval_run
+
+    pack_data = tiny_pack(2)
+    pack = write_yaml(tmp_path / "pack.yaml", pack_data)
+    models = [{"id": "su", "engine": "simulated", "host": "gpu-a", "sim": FAST}]
+    config = write_yaml(tmp_path / "fleet.yaml", _fleet(models))
+    monkeypatch.setattr(eval_run, "ACTOR_READY_TIMEOUT_S", 0.0)
+    outcome, printed = run(pack, config, out=tmp_path / "runs")
+    assert outcome.exit_code == 1 and outcome.bundle is not None
+    records = shard_lines(outcome.bundle)
+    assert sorted(r["key"] for r in records) == sorted(all_keys(pack_data, ["su"]))
+    node = rc.node_ids_by_host()["gpu-a"]
+    for r in records:
+        assert (r["ok"], r["error_kind"], r["node_id"]) == (False, "node_lost", node)
+        assert r["error"] == (f"client actor could not be scheduled on node {node[:8]} within 0 s")
+    assert f"0 ok, {len(records)} failed (node_lost {len(records)})" in printed
+    monkeypatch.undo()
+    resumed, _ = run(pack, config, resume=outcome.bundle)
+    assert resumed.exit_code == 0 and resumed.n_ok == len(records)
