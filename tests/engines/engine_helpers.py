@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from typing import Any, Literal
 
 import pytest
 from aiohttp import web
+from loopback_app import LoopbackApp
 
 from touchstone_ray.engines import ChatRequest, ChatResult, Engine, EngineSettings
 from touchstone_ray.engines.ollama import OllamaEngine
@@ -57,17 +57,16 @@ class Seen:
     """time.time() after each chunk was written (compare with ``t_start + ttft_s``)."""
 
 
-class ReplayServer:
+class ReplayServer(LoopbackApp):
     """Serves scripted replies; ``url`` is ``http://127.0.0.1:PORT``."""
 
+    thread_name = "replay-server"
+
     def __init__(self) -> None:
+        super().__init__()
         self.routes: dict[str, Script] = {}
         self.seen: list[Seen] = []
         self._first: dict[str, float] = {}
-        self.url = ""
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._stopping: asyncio.Event | None = None
 
     def set(self, path: str, script: Script) -> None:
         """Answer requests to ``path`` with ``script``."""
@@ -129,38 +128,8 @@ class ReplayServer:
         await resp.write_eof()
         return resp
 
-    def start(self) -> str:
-        """Start serving on a free loopback port; returns the base URL."""
-        ready = threading.Event()
-
-        def run() -> None:
-            loop = asyncio.new_event_loop()
-            self._loop = loop
-            self._stopping = asyncio.Event()
-            app = web.Application()
-            app.router.add_route("*", "/{tail:.*}", self._handle)
-            runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
-            loop.run_until_complete(runner.setup())
-            site = web.TCPSite(runner, "127.0.0.1", 0)
-            loop.run_until_complete(site.start())
-            host, port = runner.addresses[0][:2]
-            self.url = f"http://{host}:{port}"
-            ready.set()
-            loop.run_until_complete(self._stopping.wait())
-            loop.run_until_complete(runner.cleanup())
-            loop.close()
-
-        self._thread = threading.Thread(target=run, name="replay-server", daemon=True)
-        self._thread.start()
-        assert ready.wait(10), "replay server did not start"
-        return self.url
-
-    def stop(self) -> None:
-        """Stop serving (cuts hanging streams)."""
-        if self._loop is not None and self._stopping is not None:
-            self._loop.call_soon_threadsafe(self._stopping.set)
-        if self._thread is not None:
-            self._thread.join(10)
+    def add_routes(self, app: web.Application) -> None:
+        app.router.add_route("*", "/{tail:.*}", self._handle)
 
 
 def sse(*events: dict[str, Any] | str, delay_s: float = 0.0) -> list[tuple[float, bytes]]:

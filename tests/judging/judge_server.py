@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
+from loopback_app import LoopbackApp
 
 from touchstone_ray.sim import fenced_answer
 
@@ -52,18 +53,17 @@ def case_of(body: dict[str, Any]) -> str | None:
     return match.group(1) if match else None
 
 
-class JudgeServer:
+class JudgeServer(LoopbackApp):
     """Serves ``reply(body)`` for every chat request; records the request bodies."""
 
+    thread_name = "judge-server"
+
     def __init__(self, reply: Callable[[dict[str, Any]], Reply], delay_s: float = 0.0) -> None:
+        super().__init__()
         self.reply = reply
         self.delay_s = delay_s
         self.bodies: list[dict[str, Any]] = []
-        self.url = ""
         self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stopping: asyncio.Event | None = None
-        self._thread: threading.Thread | None = None
 
     @property
     def base_url(self) -> str:
@@ -120,36 +120,6 @@ class JudgeServer:
     async def _other(self, request: web.Request) -> web.Response:
         return web.json_response({"error": "not found"}, status=404)
 
-    def start(self) -> str:
-        """Serve on a free loopback port; returns ``http://127.0.0.1:PORT``."""
-        ready = threading.Event()
-
-        def run() -> None:
-            loop = asyncio.new_event_loop()
-            self._loop = loop
-            self._stopping = asyncio.Event()
-            app = web.Application()
-            app.router.add_post("/v1/chat/completions", self._chat)
-            app.router.add_route("*", "/{tail:.*}", self._other)
-            runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
-            loop.run_until_complete(runner.setup())
-            site = web.TCPSite(runner, "127.0.0.1", 0)
-            loop.run_until_complete(site.start())
-            host, port = runner.addresses[0][:2]
-            self.url = f"http://{host}:{port}"
-            ready.set()
-            loop.run_until_complete(self._stopping.wait())
-            loop.run_until_complete(runner.cleanup())
-            loop.close()
-
-        self._thread = threading.Thread(target=run, name="judge-server", daemon=True)
-        self._thread.start()
-        assert ready.wait(10), "judge server did not start"
-        return self.url
-
-    def stop(self) -> None:
-        """Stop serving."""
-        if self._loop is not None and self._stopping is not None:
-            self._loop.call_soon_threadsafe(self._stopping.set)
-        if self._thread is not None:
-            self._thread.join(10)
+    def add_routes(self, app: web.Application) -> None:
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_route("*", "/{tail:.*}", self._other)
