@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from aiohttp import web
+from loopback_app import LoopbackApp
 from ray_env import isolated_ray_auth
 
 from touchstone_ray.preflight import run_hosts
@@ -80,3 +82,41 @@ def test_hosts_reports_unreachable_and_unserved(
     assert problems[0] == "problem: local: other-model: not served by the endpoint"
     assert problems[1].startswith("problem: local: gone: endpoint unreachable (")
     assert len(problems) == 2
+
+
+class _KeyedServer(LoopbackApp):
+    """An OpenAI-compatible model list that answers 401 without the right bearer key."""
+
+    def add_routes(self, app: web.Application) -> None:
+        async def models(request: web.Request) -> web.Response:
+            if request.headers.get("Authorization") != "Bearer sk-preflight":
+                return web.json_response({"error": "unauthorized"}, status=401)
+            return web.json_response({"object": "list", "data": [{"id": "keyed"}]})
+
+        app.router.add_get("/v1/models", models)
+
+
+@pytest.mark.slow
+def test_hosts_sends_the_api_key(
+    local_ray: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = _KeyedServer()
+    server.start()
+    try:
+        monkeypatch.setenv("TS_PREFLIGHT_KEY", "sk-preflight")
+        config = _config(
+            tmp_path,
+            [
+                {
+                    "id": "keyed",
+                    "engine": "openai",
+                    "base_url": f"{server.url}/v1",
+                    "api_key_env": "TS_PREFLIGHT_KEY",
+                }
+            ],
+        )
+        out = io.StringIO()
+        assert run_hosts(config, None, out) == 0, out.getvalue()
+        assert "sk-preflight" not in out.getvalue()
+    finally:
+        server.stop()

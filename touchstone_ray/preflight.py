@@ -70,7 +70,7 @@ def check_hosts(config: FleetConfig, address: str | None) -> list[HostReport]:
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    from touchstone_ray.eval.client_actor import HostClient
+    from touchstone_ray.eval.client_actor import spawn_client
 
     ensure_ray(address, config.ray)
     nodes = resolve_hosts(config, current_nodes(), ray.get_runtime_context().get_node_id())
@@ -85,12 +85,7 @@ def check_hosts(config: FleetConfig, address: str | None) -> list[HostReport]:
         node = nodes[host]
         reports[host] = HostReport(host=host, node=node)
         pin = NodeAffinitySchedulingStrategy(node.node_id, soft=False)
-        specs = {label: (m.model_dump(mode="json"), None) for label, m in models.items()}
-        actor = (
-            ray.remote(HostClient)
-            .options(num_cpus=0, max_restarts=0, scheduling_strategy=pin)
-            .remote(host, specs, "", 0, {}, 1)
-        )
+        actor = spawn_client(host, node.node_id, models)
         actors.append(actor)
         calls[actor.preflight.remote()] = (host, "endpoints")
         ref = probe.options(scheduling_strategy=pin).remote(host, node.node_id, config.monitor.gpu)

@@ -13,6 +13,7 @@ import os
 import platform
 import socket
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import psutil
@@ -213,3 +214,42 @@ class HostClient:
         for engine in self._engines.values():
             await engine.aclose()
         self._engines.clear()
+
+
+def spawn_client(
+    host: str,
+    node_id: str,
+    models: Mapping[str, ModelSpec],
+    *,
+    name: str | None = None,
+    pack_id: str = "",
+    pack_version: int = 0,
+    sampling: dict[str, Any] | None = None,
+    max_attempts: int = 1,
+) -> Any:
+    """Start a :class:`HostClient` actor pinned hard to ``node_id`` (SPEC §8), no CPU, never
+    restarted elsewhere; ``models`` maps label → spec. API keys are read from their env vars
+    here, on the driver, and travel only in memory."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    specs = {
+        label: (
+            spec.model_dump(mode="json"),
+            os.environ.get(spec.api_key_env) if spec.api_key_env else None,
+        )
+        for label, spec in models.items()
+    }
+    options: dict[str, Any] = {
+        "num_cpus": 0,
+        "max_restarts": 0,
+        "max_concurrency": 1000,
+        "scheduling_strategy": NodeAffinitySchedulingStrategy(node_id, soft=False),
+    }
+    if name is not None:
+        options["name"] = name
+    return (
+        ray.remote(HostClient)
+        .options(**options)
+        .remote(host, specs, pack_id, pack_version, sampling or {}, max_attempts)
+    )

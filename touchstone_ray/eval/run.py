@@ -207,36 +207,23 @@ def _start_fleet(
 ) -> Fleet:
     """Create each host's client actor (pinned) and monitor; preflight; build the phases."""
     import ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    from touchstone_ray.eval.client_actor import HostClient
+    from touchstone_ray.eval.client_actor import spawn_client
     from touchstone_ray.telemetry.monitor_set import MonitorSet
 
-    remote_cls = ray.remote(HostClient)
-    actors: dict[str, Any] = {}
-    for host, models in plans.items():
-        node_id = nodes[host].node_id
-        specs = {
-            p.label: (
-                p.spec.model_dump(mode="json"),
-                os.environ.get(p.spec.api_key_env) if p.spec.api_key_env else None,
-            )
-            for p in models
-        }
-        actors[host] = remote_cls.options(
-            name=f"client:{host}:{bundle.root.name}",
-            num_cpus=0,
-            max_restarts=0,
-            max_concurrency=1000,
-            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
-        ).remote(
+    actors = {
+        host: spawn_client(
             host,
-            specs,
-            pack.id,
-            pack.version,
-            pack.sampling.model_dump(),
-            config.scheduling.max_attempts,
+            nodes[host].node_id,
+            {p.label: p.spec for p in models},
+            name=f"client:{host}:{bundle.root.name}",
+            pack_id=pack.id,
+            pack_version=pack.version,
+            sampling=pack.sampling.model_dump(),
+            max_attempts=config.scheduling.max_attempts,
         )
+        for host, models in plans.items()
+    }
     ready_refs = {host: actor.ready.remote() for host, actor in actors.items()}
     ready, _ = ray.wait(
         list(ready_refs.values()), num_returns=len(ready_refs), timeout=ACTOR_READY_TIMEOUT_S
