@@ -66,20 +66,13 @@ def machine() -> dict[str, Any]:
     """Cores, RAM, CPU model, OS, Python and Ray version of this machine, and the code tree."""
     import ray
 
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
+    from touchstone_ray.eval.client_actor import cpu_model
+
     return {
         "cores_logical": os.cpu_count(),
         "cores_physical": psutil.cpu_count(logical=False),
         "ram_gib": round(psutil.virtual_memory().total / 2**30, 1),
-        "cpu": cpu,
+        "cpu": cpu_model(),
         "os": platform.platform(),
         "python": platform.python_version(),
         "ray": ray.__version__,

@@ -44,17 +44,21 @@ def gpu_inventory() -> list[dict[str, Any]]:
     return [{"index": g.index, "name": g.name, "mem_total_mb": g.mem_total_mb} for g in samples]
 
 
-def host_facts(node_id: str | None) -> dict[str, Any]:
-    """Hardware facts of this machine for ``bundle.json`` (``ram_gb`` in GiB)."""
-    cpu = platform.processor() or platform.machine()
+def cpu_model() -> str:
+    """The CPU model name (``/proc/cpuinfo`` on Linux, else ``platform``)."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as fh:
             for line in fh:
                 if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
+                    return line.split(":", 1)[1].strip()
     except OSError:
         pass
+    return platform.processor() or platform.machine()
+
+
+def host_facts(node_id: str | None) -> dict[str, Any]:
+    """Hardware facts of this machine for ``bundle.json`` (``ram_gb`` in GiB)."""
+    cpu = cpu_model()
     try:
         ip = socket.gethostbyname(socket.gethostname())
     except OSError:
