@@ -110,10 +110,8 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
     else:
         with _writes_into(bundle.root):
             bundle.update_manifest(status="running", resumed_at=time.time())
-    todo = {
-        host: sum(sum(1 for _ in p.cells(pack, done)) for p in models)
-        for host, models in plans.items()
-    }
+    left = {p.label: sum(1 for _ in p.cells(pack, done)) for ms in plans.values() for p in ms}
+    todo = {host: sum(left[p.label] for p in models) for host, models in plans.items()}
     if opts.resume is not None:
         print(f"{len(done)} reused, {sum(todo.values())} to run", file=out, flush=True)
     with _writes_into(bundle.root):
@@ -123,7 +121,7 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
     fleet: Fleet | None = None
     try:
         sink.event("run_start", pack=pack.id, hosts={h: n.node_id for h, n in nodes.items()})
-        fleet = _start_fleet(pack, config, plans, nodes, done, bundle, sink, opts)
+        fleet = _start_fleet(pack, config, plans, nodes, done, left, bundle, sink, opts)
         runner = MatrixRunner(config, fleet.runs, sink, on_model_start=fleet.monitors.baseline)
         for run in fleet.runs:
             if run.host in fleet.unready:
@@ -201,11 +199,13 @@ def _start_fleet(
     plans: dict[str, list[ModelPlan]],
     nodes: dict[str, Any],
     done: set[str],
+    left: dict[str, int],
     bundle: Bundle,
     sink: RecordSink,
     opts: EvalOptions,
 ) -> Fleet:
-    """Create each host's client actor (pinned) and monitor; preflight; build the phases."""
+    """Create each host's client actor (pinned) and monitor; preflight; build the phases
+    (``left``: cells still to run per model label)."""
     import ray
 
     from touchstone_ray.eval.client_actor import spawn_client
@@ -256,10 +256,7 @@ def _start_fleet(
     bundle.write_manifest(manifest)
     runs: list[HostRun] = []
     for host, models in plans.items():
-        phases = deque(
-            Phase(plan=p, cells=p.cells(pack, done), todo=sum(1 for _ in p.cells(pack, done)))
-            for p in models
-        )
+        phases = deque(Phase(plan=p, cells=p.cells(pack, done), todo=left[p.label]) for p in models)
         run = HostRun(host=host, node_id=nodes[host].node_id, actor=actors[host], queue=phases)
         runs.append(run)
     return Fleet(runs=runs, actors=actors, monitors=monitors, unready=unready)
