@@ -67,6 +67,13 @@ class ReplayServer(LoopbackApp):
         self.routes: dict[str, Script] = {}
         self.seen: list[Seen] = []
         self._first: dict[str, float] = {}
+        self.drop_reused = False
+        """Like llama.cpp's server: every response announces keep-alive, but a request that
+        arrives on a connection which already carried one is dropped unanswered (the
+        connection is closed before any response byte)."""
+        self.dropped: list[str] = []
+        """Paths of the requests dropped that way, in order."""
+        self._per_connection: dict[object, int] = {}
 
     def set(self, path: str, script: Script) -> None:
         """Answer requests to ``path`` with ``script``."""
@@ -94,6 +101,15 @@ class ReplayServer(LoopbackApp):
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         t_arrival = time.perf_counter()
         raw = await request.read()
+        if self.drop_reused:
+            assert request.transport is not None
+            peer = request.transport.get_extra_info("peername")
+            self._per_connection[peer] = self._per_connection.get(peer, 0) + 1
+            if self._per_connection[peer] > 1:
+                self.dropped.append(request.path)
+                request.transport.abort()
+                return web.Response()
+
         try:
             body = json.loads(raw) if raw else None
         except ValueError:

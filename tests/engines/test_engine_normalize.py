@@ -94,7 +94,7 @@ def test_timing_formulas_exactly() -> None:
     assert out["itl_p50_s"] == pytest.approx(0.15)  # gaps 0.2, 0.1
     assert out["itl_p95_s"] == pytest.approx(0.1 + 0.95 * 0.1)
     assert out["tpot_s"] == pytest.approx((1.0 - 0.5) / 4)
-    assert out["decode_tps"] == pytest.approx(5 / 0.5)
+    assert out["decode_tps"] == pytest.approx((5 - 1) / 0.5)  # SPEC §9: n − 1 intervals
     assert out["prefill_tps"] == pytest.approx(20 / 0.5)
     assert (out["prompt_tokens"], out["completion_tokens"], out["reasoning_tokens"]) == (20, 5, 2)
     assert out["token_count_source"] == "server"

@@ -41,11 +41,14 @@ def one_line(text: str, limit: int = 300) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def new_session(connect_timeout_s: float, headers: dict[str, str]) -> aiohttp.ClientSession:
+def new_session(
+    connect_timeout_s: float, headers: dict[str, str], *, reuse_connections: bool = True
+) -> aiohttp.ClientSession:
     """One pooled client session per engine. The pool has no connection limit: flow control
     is the driver's per-endpoint semaphore (SPEC §8), and a pool limit would be a hidden queue
-    inside the measured TTFT. Total time is bounded by the caller's ``asyncio.timeout``."""
-    connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
+    inside the measured TTFT. Total time is bounded by the caller's ``asyncio.timeout``.
+    ``reuse_connections=False`` opens a new connection per request (``force_close``)."""
+    connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300, force_close=not reuse_connections)
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout_s)
     return aiohttp.ClientSession(
         connector=connector,
@@ -57,12 +60,14 @@ def new_session(connect_timeout_s: float, headers: dict[str, str]) -> aiohttp.Cl
 
 
 class SentAt:
-    """Filled by the session's trace hook: ``perf_counter()`` when the request headers were
-    written to the socket (SPEC §9: the clock starts when the HTTP request is sent, so
-    building the request and taking a pooled connection are not part of TTFT)."""
+    """Filled by the session's trace hooks for one request: ``t`` is ``perf_counter()`` when
+    the request headers were written to the socket (SPEC §9: the clock starts when the HTTP
+    request is sent, so building the request and taking a pooled connection are not part of
+    TTFT); ``reused`` says whether the request went out on a pooled keep-alive connection."""
 
     def __init__(self) -> None:
         self.t: float | None = None
+        self.reused = False
 
 
 def _sent_trace() -> aiohttp.TraceConfig:
@@ -75,9 +80,33 @@ def _sent_trace() -> aiohttp.TraceConfig:
         if isinstance(holder, SentAt):
             holder.t = time.perf_counter()
 
+    async def on_reuse(
+        session: aiohttp.ClientSession,
+        ctx: types.SimpleNamespace,
+        params: aiohttp.TraceConnectionReuseconnParams,
+    ) -> None:
+        holder = ctx.trace_request_ctx
+        if isinstance(holder, SentAt):
+            holder.reused = True
+
     trace = aiohttp.TraceConfig()
     trace.on_request_headers_sent.append(on_headers_sent)
+    trace.on_connection_reuseconn.append(on_reuse)
     return trace
+
+
+def stale_connection(exc: BaseException, sent: SentAt, got_response: bool) -> bool:
+    """Whether ``exc`` is a request that died on a reused keep-alive connection the server had
+    already closed, before any byte of a response: the write failed ("Can not write request
+    body") or the peer closed ("Server disconnected"). Such a request never reached the model;
+    it is sent again at once on a fresh connection and is not a failed attempt (RFC 9112
+    §9.3.1 "Retrying Requests"; urllib3 and requests do the same). Never a connect error or a
+    timeout, which are real failures."""
+    if got_response or not sent.reused:
+        return False
+    if isinstance(exc, aiohttp.ClientConnectorError | TimeoutError):
+        return False
+    return isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientOSError)
 
 
 async def http_error(resp: aiohttp.ClientResponse) -> EngineHTTPError:

@@ -150,6 +150,22 @@ def int_or_none(value: Any) -> int | None:
     return None
 
 
+SERVER_TIMING_KEYS = ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "cache_n")
+"""The ``server_timings`` keys (SPEC §7): token counts and milliseconds, as llama.cpp names them."""
+
+
+def server_timings(value: Any) -> dict[str, float | int | None] | None:
+    """The :data:`SERVER_TIMING_KEYS` of a llama.cpp ``timings`` object (a number, else
+    ``None``, per key), or ``None`` when ``value`` is not an object with any of them."""
+    if not isinstance(value, dict):
+        return None
+    out: dict[str, float | int | None] = {}
+    for key in SERVER_TIMING_KEYS:
+        item = value.get(key)
+        out[key] = item if isinstance(item, int | float) and not isinstance(item, bool) else None
+    return out if any(v is not None for v in out.values()) else None
+
+
 def incomplete(message: str) -> StreamProtocolError:
     """A retryable protocol error for a body that ended before the protocol's end."""
     error = StreamProtocolError(message)

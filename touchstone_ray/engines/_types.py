@@ -67,6 +67,14 @@ class ChatResult(BaseModel):
     reasoning_tokens: int | None = None
     token_count_source: TokenCountSource = "missing"
     load_duration_s: float | None = None
+    cached_tokens: int | None = None
+    """Prompt tokens the server took from its prompt cache (``usage.prompt_tokens_details.
+    cached_tokens`` or llama.cpp ``timings.cache_n``); ``None`` = the server did not say."""
+    prompt_cached: bool = False
+    """``cached_tokens > 0``: TTFT and prefill of this call are not cold figures."""
+    server_timings: dict[str, float | int | None] | None = None
+    """The server's own timings (``{prompt_n, prompt_ms, predicted_n, predicted_ms,
+    cache_n}``; ms and token counts), or ``None`` when the server sends none."""
     attempt: int = 1
     """Attempts used (1 = first try succeeded)."""
     request: dict[str, Any] = {}

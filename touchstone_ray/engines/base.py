@@ -25,6 +25,7 @@ from touchstone_ray.engines._http import (
     map_client_error,
     new_session,
     one_line,
+    stale_connection,
 )
 from touchstone_ray.engines._retry import RetryPolicy
 from touchstone_ray.engines._stream import StreamParser
@@ -39,6 +40,14 @@ from touchstone_ray.errors import (
 )
 
 __all__ = ["ChatRequest", "ChatResult", "Engine", "EngineSettings"]
+
+STALE_RESENDS = 8
+"""How often one attempt is sent again after dying on a stale pooled connection before that
+failure counts (a pool holds at most ``concurrency`` idle connections to an endpoint)."""
+
+
+class _StaleConnection(Exception):
+    """A request died on a reused connection the server had closed (internal signal)."""
 
 
 class _Attempt:
@@ -60,6 +69,8 @@ class Engine(ABC):
     name: ClassVar[str]
     parser_cls: ClassVar[type[StreamParser]]
     chat_path: ClassVar[str]
+    reuse_connections: ClassVar[bool] = True
+    """Keep connections in a pool between requests (``False``: a new one per request)."""
 
     def __init__(
         self,
@@ -76,6 +87,8 @@ class Engine(ABC):
         self._version: str | None = version_label
         self._version_known = version_label is not None
         self._version_lock = asyncio.Lock()
+        self.stale_resends = 0
+        """Requests sent again after a stale pooled connection (not attempts), so far."""
 
     # --- protocol hooks -------------------------------------------------------------------
     @abstractmethod
@@ -168,7 +181,25 @@ class Engine(ABC):
         )
 
     async def _attempt(self, payload: bytes, req: ChatRequest, span: _Attempt) -> dict[str, Any]:
-        """One HTTP attempt: returns the result fields or raises a mapped EngineError."""
+        """One attempt: returns the result fields or raises a mapped EngineError.
+
+        A send that died on a reused pooled connection before any response byte
+        (:func:`~touchstone_ray.engines._http.stale_connection`) is sent again at once, up to
+        :data:`STALE_RESENDS` times, and is not an attempt: each failure drops that dead
+        connection from the pool, so the resend takes another pooled one or a fresh one.
+        """
+        for resend in range(STALE_RESENDS + 1):
+            try:
+                return await self._send(payload, req, span, last=resend == STALE_RESENDS)
+            except _StaleConnection:
+                self.stale_resends += 1
+        raise AssertionError("unreachable: the last send raises its own error")
+
+    async def _send(
+        self, payload: bytes, req: ChatRequest, span: _Attempt, *, last: bool
+    ) -> dict[str, Any]:
+        """One HTTP request; raises :class:`_StaleConnection` (unless ``last``) or a mapped
+        EngineError."""
         session = self._get_session()
         url = self.base_url + self.chat_path
         got_response = False
@@ -205,6 +236,8 @@ class Engine(ABC):
         except BaseException as exc:
             span.t_end = time.time()
             if isinstance(exc, Exception):
+                if not last and stale_connection(exc, sent, got_response):
+                    raise _StaleConnection from exc
                 raise map_client_error(exc, url, got_response) from exc
             raise
         span.t_end = span.t_start + (t_last - t0)
@@ -261,7 +294,9 @@ class Engine(ABC):
             headers = {"Content-Type": "application/json", "Accept-Encoding": "identity"}
             if self.settings.api_key:
                 headers["Authorization"] = f"Bearer {self.settings.api_key}"
-            self._session = new_session(self.settings.connect_timeout_s, headers)
+            self._session = new_session(
+                self.settings.connect_timeout_s, headers, reuse_connections=self.reuse_connections
+            )
         return self._session
 
     async def aclose(self) -> None:

@@ -18,8 +18,16 @@ Protocol parsers (:mod:`.ollama`, :mod:`.openai`) turn wire chunks into two kind
 * ``itl_p50_s``/``itl_p95_s``: gaps between consecutive token-carrying chunks, percentiles
   with linear interpolation (numpy's default);
 * ``e2e_s`` until the stream ended; ``tpot_s = (e2e - ttft) / (completion_tokens - 1)``
-  (``None`` for ≤ 1 token); ``decode_tps = completion_tokens / (e2e - ttft)``;
-  ``prefill_tps = prompt_tokens / ttft``.
+  (``None`` for ≤ 1 token); ``decode_tps = (completion_tokens - 1) / (e2e - ttft)`` = 1 / TPOT
+  (SPEC §9, changed: the first token arrives at TTFT, so ``e2e - ttft`` spans n − 1 token
+  intervals; llama.cpp's own ``predicted_per_second`` is the same (n − 1) / ``predicted_ms``);
+  ``prefill_tps = (prompt_tokens - cached_tokens) / ttft``, the prompt tokens the server really
+  processed; all prompt tokens when the server does not say how many came from its cache.
+
+Server truth is kept beside the measurement: ``cached_tokens`` (prompt tokens served from the
+server's prompt cache; ``None`` when the server does not say, never 0 by default),
+``prompt_cached`` (``cached_tokens > 0``) and ``server_timings`` (the server's own
+``{prompt_n, prompt_ms, predicted_n, predicted_ms, cache_n}``, ms and tokens, or ``None``).
 
 ``<think>…</think>`` inside content is split on the whole text at the end, so tags split across
 chunks (``</thi`` + ``nk>``), both tags in one chunk, a lone ``</think>`` (everything before it
@@ -116,6 +124,8 @@ class StreamNormalizer:
         self.completion_tokens: int | None = None
         self.reasoning_tokens: int | None = None
         self.load_duration_s: float | None = None
+        self.cached_tokens: int | None = None
+        self.server_timings: dict[str, float | int | None] | None = None
 
     def delta(
         self,
@@ -150,8 +160,12 @@ class StreamNormalizer:
         completion_tokens: int | None = None,
         reasoning_tokens: int | None = None,
         load_duration_s: float | None = None,
+        cached_tokens: int | None = None,
+        server_timings: dict[str, float | int | None] | None = None,
     ) -> None:
-        """The finish/usage event; may come more than once, a non-``None`` value wins."""
+        """The finish/usage event; may come more than once, a non-``None`` value wins.
+        ``cached_tokens``: prompt tokens the server took from its cache; ``server_timings``:
+        the server's own ``{prompt_n, prompt_ms, predicted_n, predicted_ms, cache_n}``."""
         if finish_reason is not None:
             self.finish_reason = finish_reason
         if prompt_tokens is not None:
@@ -162,6 +176,10 @@ class StreamNormalizer:
             self.reasoning_tokens = reasoning_tokens
         if load_duration_s is not None:
             self.load_duration_s = load_duration_s
+        if cached_tokens is not None:
+            self.cached_tokens = cached_tokens
+        if server_timings is not None:
+            self.server_timings = server_timings
 
     @property
     def has_tokens(self) -> bool:
@@ -200,6 +218,7 @@ class StreamNormalizer:
             reasoning_tokens = estimate_tokens(len(reasoning), self._reasoning_chunks)
 
         decode_s = e2e - ttft if ttft is not None else None
+        processed = prompt - min(self.cached_tokens or 0, prompt)
         has_answer = bool(answer.strip())
         return {
             "response_text": answer,
@@ -217,11 +236,14 @@ class StreamNormalizer:
             else None,
             "itl_p50_s": percentile(gaps, 50),
             "itl_p95_s": percentile(gaps, 95),
-            "decode_tps": completion / decode_s if decode_s else None,
-            "prefill_tps": prompt / ttft if ttft else None,
+            "decode_tps": (completion - 1) / decode_s if decode_s and completion > 1 else None,
+            "prefill_tps": processed / ttft if ttft else None,
             "prompt_tokens": prompt,
             "completion_tokens": completion,
             "reasoning_tokens": reasoning_tokens,
             "token_count_source": "estimated" if estimated else "server",
             "load_duration_s": self.load_duration_s,
+            "cached_tokens": self.cached_tokens,
+            "prompt_cached": bool(self.cached_tokens),
+            "server_timings": self.server_timings,
         }

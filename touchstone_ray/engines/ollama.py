@@ -28,6 +28,29 @@ from touchstone_ray.engines.base import ChatRequest, Engine
 from touchstone_ray.errors import StreamProtocolError
 
 
+def ollama_timings(done: dict[str, Any]) -> dict[str, float | int | None] | None:
+    """Ollama's ``done`` line counts and durations in the ``server_timings`` shape:
+    ``prompt_n`` = ``prompt_eval_count``, ``prompt_ms`` = ``prompt_eval_duration`` (ns) / 1e6,
+    ``predicted_n`` = ``eval_count``, ``predicted_ms`` = ``eval_duration`` / 1e6; ``cache_n``
+    ``None`` (Ollama does not say how much of the prompt came from its cache). ``None`` when the
+    line carries none of them."""
+
+    def ms(key: str) -> float | None:
+        value = done.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return value / 1e6
+        return None
+
+    timings: dict[str, float | int | None] = {
+        "prompt_n": int_or_none(done.get("prompt_eval_count")),
+        "prompt_ms": ms("prompt_eval_duration"),
+        "predicted_n": int_or_none(done.get("eval_count")),
+        "predicted_ms": ms("eval_duration"),
+        "cache_n": None,
+    }
+    return timings if any(v is not None for v in timings.values()) else None
+
+
 class OllamaStreamParser(StreamParser):
     """NDJSON chat lines -> normalizer events; ``done: true`` ends the stream."""
 
@@ -55,6 +78,7 @@ class OllamaStreamParser(StreamParser):
                 prompt_tokens=int_or_none(obj.get("prompt_eval_count")),
                 completion_tokens=int_or_none(obj.get("eval_count")),
                 load_duration_s=load_ns / 1e9 if isinstance(load_ns, int | float) else None,
+                server_timings=ollama_timings(obj),
             )
             self.mark_done(t)
 

@@ -6,8 +6,10 @@ chat completion *chunk* object. Each SSE ``data:`` line is a chunk
 "reasoning"?}, "finish_reason": null|"stop"|"length"|…}], "usage": null|{…}}``; the stream ends
 with ``data: [DONE]``. With ``stream_options: {"include_usage": true}`` usage
 (``prompt_tokens``, ``completion_tokens``, ``completion_tokens_details.reasoning_tokens``)
-arrives in a last chunk whose ``choices`` is ``[]``. Reasoning comes in
-``delta.reasoning_content`` (vLLM reasoning parsers, llama.cpp, DeepSeek) or
+arrives in a last chunk whose ``choices`` is ``[]``; ``usage.prompt_tokens_details.cached_tokens``
+is the prompt tokens served from the server's prompt cache. llama.cpp's server adds
+``timings`` to that chunk (``cache_n, prompt_n, prompt_ms, predicted_n, predicted_ms``, …).
+Reasoning comes in ``delta.reasoning_content`` (vLLM reasoning parsers, llama.cpp, DeepSeek) or
 ``delta.reasoning`` (OpenRouter, newer vLLM), or as ``<think>`` tags inside content.
 An ``{"error": {...}}`` chunk (vLLM's streaming error) ends the call as a protocol error.
 
@@ -27,6 +29,7 @@ from touchstone_ray.engines._stream import (
     incomplete,
     int_or_none,
     load_object,
+    server_timings,
     text_or_none,
 )
 from touchstone_ray.engines.base import ChatRequest, Engine
@@ -72,8 +75,14 @@ class OpenAIStreamParser(StreamParser):
                 self.norm.finish(finish_reason=str(finish))
                 self.saw_finish = True
         usage = obj.get("usage")
+        timings = server_timings(obj.get("timings"))
+        cache_n = timings.get("cache_n") if timings else None
+        cached = cache_n if isinstance(cache_n, int) else None
         if isinstance(usage, dict):
             details = usage.get("completion_tokens_details")
+            prompt_details = usage.get("prompt_tokens_details")
+            if isinstance(prompt_details, dict):
+                cached = int_or_none(prompt_details.get("cached_tokens"))
             self.norm.finish(
                 prompt_tokens=int_or_none(usage.get("prompt_tokens")),
                 completion_tokens=int_or_none(usage.get("completion_tokens")),
@@ -81,6 +90,8 @@ class OpenAIStreamParser(StreamParser):
                 if isinstance(details, dict)
                 else None,
             )
+        if cached is not None or timings is not None:
+            self.norm.finish(cached_tokens=cached, server_timings=timings)
 
     def check_complete(self) -> None:
         """A body may end without ``[DONE]`` only after a finish_reason."""
