@@ -73,6 +73,10 @@ def eval_command(
         bool, typer.Option(help="Abort if an endpoint is unreachable or a model not served.")
     ] = False,
     dry_run: Annotated[bool, typer.Option(help="Print the plan and exit.")] = False,
+    allow_cut: Annotated[
+        bool,
+        typer.Option(help="Run cells whose prompt + max_tokens does not fit the context."),
+    ] = False,
 ) -> None:
     """Run the matrix model × variant × prompt × repeat; print the bundle path last."""
     from touchstone_ray.eval.run import EvalOptions, run_eval
@@ -88,6 +92,7 @@ def eval_command(
             variants=_ids(variants),
             strict_preflight=strict_preflight,
             dry_run=dry_run,
+            allow_cut=allow_cut,
         )
     )
     raise typer.Exit(outcome.exit_code)

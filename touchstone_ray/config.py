@@ -79,8 +79,9 @@ class ModelSpec(_Strict):
 
     id: str = Field(min_length=1)
     """The name the server knows (e.g. ``qwen3:8b``)."""
-    engine: Literal["ollama", "openai", "simulated"]
-    """Protocol: ``ollama`` | ``openai`` | ``simulated``."""
+    engine: Literal["ollama", "openai", "llamacpp", "vllm", "lmstudio", "simulated"]
+    """``ollama`` | ``openai`` | ``llamacpp`` | ``vllm`` | ``lmstudio`` | ``simulated``: the
+    last three speak OpenAI's protocol and also read their server's own endpoints."""
     base_url: str | None = None
     """Endpoint as seen FROM the serving host (OpenAI: ending in ``/v1``)."""
     host: str | None = None

@@ -11,7 +11,8 @@
     │   ├── EngineTimeout     deadline or read timeout          -> error_kind "timeout"
     │   ├── EngineConnectError cannot reach the endpoint        -> error_kind "connect"
     │   ├── EngineHTTPError   non-2xx status                    -> "http_4xx" / "http_5xx"
-    │   │   └── EngineModelLoading 503 while the model loads: retried within load_timeout_s
+    │   │   ├── EngineModelLoading 503 while the model loads: retried within load_timeout_s
+    │   │   └── EngineContextError the prompt exceeds the context   -> "context", never retried
     │   └── StreamProtocolError bad bytes or an error event in a 200 stream -> "protocol"
     ├── JudgeError            a judge that had to be aborted
     └── RunError              a run that failed or was aborted: CLI exits 1
@@ -24,7 +25,9 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-ErrorKind = Literal["timeout", "http_4xx", "http_5xx", "connect", "protocol", "node_lost", "config"]
+ErrorKind = Literal[
+    "timeout", "http_4xx", "http_5xx", "connect", "protocol", "node_lost", "config", "context"
+]
 """The ``error_kind`` values of an EvalResponse (SPEC §7)."""
 
 
@@ -94,6 +97,17 @@ class EngineModelLoading(EngineHTTPError):
 
     def __init__(self, message: str) -> None:
         super().__init__(503, message)
+
+
+class EngineContextError(EngineHTTPError):
+    """The server refused the request because the prompt (+ ``max_tokens``) exceeds the
+    model's context (llama.cpp 400 ``exceed_context_size_error``, vLLM 400 "maximum context
+    length"): ``error_kind`` ``"context"``, never retried (the same prompt fails again)."""
+
+    def __init__(self, status_code: int, message: str) -> None:
+        super().__init__(status_code, message)
+        self.error_kind = "context"
+        self.retryable = False
 
 
 class StreamProtocolError(EngineError):

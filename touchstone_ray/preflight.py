@@ -29,7 +29,8 @@ class HostReport:
     host: str
     node: NodeInfo
     models: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """Model label → ``{"reachable", "error", "served", "model_served", "engine_version"}``."""
+    """Model label → ``{"reachable", "error", "served", "model_served", "engine_version",
+    "engine_kind", "suggested_engine"?, "server_facts", "context_limit"}``."""
     gpu: str = "unknown"
     psi: str = "unknown"
     error: str | None = None
@@ -125,15 +126,30 @@ def print_reports(reports: list[HostReport], out: TextIO = sys.stdout) -> None:
             served = ", ".join(entry.get("served", [])[:8]) or "-"
             if entry.get("reachable") and not entry.get("model_served", True):
                 served += " (model NOT served)"
-            table.add_row(label, reached, served, str(entry.get("engine_version", "-")))
+            table.add_row(label, reached, served, engine_cell(entry))
         console.print(
             f"[bold]{report.host}[/]: node {report.node.node_id[:12]} ip {report.node.ip} "
             f"hostname {report.node.hostname}"
         )
         console.print(table)
         console.print(f"  GPU: {report.gpu}\n  PSI: {report.psi}")
+        for label, entry in report.models.items():
+            if entry.get("suggested_engine"):
+                console.print(
+                    f"  suggestion: {label}: set `engine: {entry['suggested_engine']}` "
+                    "(the server's own identity, timings, context limit and tokenizer are used)",
+                    markup=False,
+                )
         if report.error:
             console.print(f"  [red]error: {report.error}[/]")
+
+
+def engine_cell(entry: dict[str, Any]) -> str:
+    """The ``engine`` column: what the server said it is, and the ``engine:`` value that
+    knows it (``llama.cpp b4500 (engine: llamacpp)``); ``-`` when unreachable."""
+    version = str(entry.get("engine_version") or "-")
+    kind = entry.get("engine_kind")
+    return f"{version} (engine: {kind})" if kind else version
 
 
 def run_hosts(config_path: Path, address: str | None, out: TextIO = sys.stdout) -> int:

@@ -134,8 +134,8 @@ def test_disconnect_then_success_keeps_the_last_attempts_timing(replay: ReplaySe
     ("status", "body", "kind"),
     [
         (404, b'{"error": "model \\"m\\" not found"}', "http_4xx"),
-        (400, b'{"error": {"message": "maximum context length is 4096 tokens"}}', "http_4xx"),
-        (500, b'{"error": "prompt exceeds the context window"}', "http_5xx"),
+        (400, b'{"error": {"message": "maximum context length is 4096 tokens"}}', "context"),
+        (500, b'{"error": "prompt exceeds the context window"}', "context"),
     ],
 )
 def test_4xx_and_context_errors_are_not_retried(

@@ -284,7 +284,7 @@ def test_ollama_body_merges_options() -> None:
 
 
 def test_unknown_engine_kind_lists_the_known_ones() -> None:
-    with pytest.raises(ConfigError, match="ollama, openai, simulated"):
+    with pytest.raises(ConfigError, match="llamacpp, lmstudio, ollama, openai, simulated, vllm"):
         create_engine("vllm-direct", EngineSettings(base_url="http://x"))
 
 

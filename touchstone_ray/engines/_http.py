@@ -16,6 +16,7 @@ import aiohttp
 
 from touchstone_ray.errors import (
     EngineConnectError,
+    EngineContextError,
     EngineError,
     EngineHTTPError,
     EngineModelLoading,
@@ -111,8 +112,9 @@ def stale_connection(exc: BaseException, sent: SentAt, got_response: bool) -> bo
 
 async def http_error(resp: aiohttp.ClientResponse) -> EngineHTTPError:
     """The error for a non-2xx response: :class:`EngineModelLoading` for 503 with "load" in
-    the body. 4xx is never retried, and neither is a 5xx that says the context length was
-    exceeded (:data:`_CONTEXT_RE`)."""
+    the body; :class:`EngineContextError` (``error_kind`` ``"context"``, never retried) for
+    any status whose body says the context length was exceeded (:data:`_CONTEXT_RE`); else
+    :class:`EngineHTTPError` (4xx never retried)."""
     try:
         raw = await resp.content.read(ERROR_BODY_BYTES)
         body = raw.decode("utf-8", "replace")
@@ -121,10 +123,9 @@ async def http_error(resp: aiohttp.ClientResponse) -> EngineHTTPError:
     message = one_line(f"HTTP {resp.status} {resp.reason or ''}: {body}".strip())
     if resp.status == 503 and _LOADING_RE.search(body):
         return EngineModelLoading(message)
-    error = EngineHTTPError(resp.status, message)
     if _CONTEXT_RE.search(body):
-        error.retryable = False
-    return error
+        return EngineContextError(resp.status, message)
+    return EngineHTTPError(resp.status, message)
 
 
 def map_client_error(exc: BaseException, url: str, got_response: bool) -> EngineError:

@@ -34,6 +34,9 @@ class ChatRequest(BaseModel):
     json_schema: dict[str, Any] | None = None
     """Structured output (judges): OpenAI ``response_format`` json_schema (strict), Ollama
     ``format``."""
+    context_tokens: int | None = None
+    """Context to give the model (tokens): Ollama ``options.num_ctx`` (an explicit
+    ``extra_body.options.num_ctx`` wins); other protocols have no per-request context."""
 
 
 class ChatResult(BaseModel):
@@ -109,3 +112,6 @@ class EngineSettings(BaseModel):
     """First backoff (s); doubles per attempt, jittered."""
     backoff_max_s: float = Field(default=30.0, ge=0)
     """Backoff cap (s)."""
+    prompt_cache: bool = True
+    """Let the server reuse cached prompt prefixes; ``False`` asks servers that support it not
+    to (llama.cpp ``cache_prompt: false``)."""

@@ -121,6 +121,27 @@ class Engine(ABC):
         """Unload ``model`` from memory (default: nothing to do). Raises EngineError."""
         return None
 
+    async def server_facts(self, model: str) -> dict[str, Any]:
+        """What the server says about itself and ``model`` for ``bundle.json`` (small, JSON;
+        default ``{}``). Raises :class:`EngineError` when unreachable."""
+        return {}
+
+    async def context_limit(self, model: str) -> int | None:
+        """The most tokens (prompt + completion) one request to ``model`` may use on this
+        server, as the server reports it; ``None`` when it does not say (default)."""
+        return None
+
+    async def count_prompt_tokens(self, model: str, messages: list[dict[str, str]]) -> int | None:
+        """Prompt tokens of ``messages`` after the chat template, by the server's own
+        tokenizer; ``None`` when the server has no tokenizer endpoint (default)."""
+        return None
+
+    async def server_metrics(self, model: str) -> dict[str, Any] | None:
+        """A small snapshot of the server's own request metrics (e.g. a TTFT histogram's
+        ``count`` and ``sum_s``) to diff around a model's cells; ``None`` (default) when the
+        server has none."""
+        return None
+
     def retry_policy(self) -> RetryPolicy:
         """A fresh retry policy for one call; override to change backoff or give-up rules."""
         return RetryPolicy(self.settings)

@@ -106,6 +106,7 @@ class OllamaEngine(Engine):
             ("temperature", req.temperature),
             ("seed", req.seed),
             ("num_predict", req.max_tokens),
+            ("num_ctx", req.context_tokens),
         ):
             if value is not None:
                 options[key] = sent[key] = value

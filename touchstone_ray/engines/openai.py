@@ -14,8 +14,10 @@ Reasoning comes in ``delta.reasoning_content`` (vLLM reasoning parsers, llama.cp
 An ``{"error": {...}}`` chunk (vLLM's streaming error) ends the call as a protocol error.
 
 Server identity: vLLM ``GET /version`` (server root) -> ``{"version"}``; llama.cpp
-``GET /props`` -> ``{"build_info"}``; Ollama's own ``GET /api/version``; else
-``openai-compat``.
+``GET /props`` -> ``{"build_info"}``; Ollama's own ``GET /api/version``; LM Studio
+``GET /api/v0/models``; else ``openai-compat``. :data:`ENGINE_FOR_SERVER` names the specific
+``engine:`` value for what was found (the subclasses in :mod:`.llamacpp`, :mod:`.vllm`,
+:mod:`.lmstudio` know their server's extra endpoints).
 """
 
 from __future__ import annotations
@@ -37,6 +39,15 @@ from touchstone_ray.errors import StreamProtocolError
 from touchstone_ray.records import ReasoningSource
 
 _REASONING_KEYS: tuple[ReasoningSource, ...] = ("reasoning_content", "reasoning")
+
+ENGINE_FOR_SERVER = {
+    "llama.cpp": "llamacpp",
+    "vllm": "vllm",
+    "lmstudio": "lmstudio",
+    "ollama": "ollama",
+}
+"""Server name from :meth:`OpenAIEngine.probe_server` -> the config's ``engine:`` value that
+knows that server."""
 
 
 class OpenAIStreamParser(StreamParser):
@@ -140,8 +151,9 @@ class OpenAIEngine(Engine):
         return self.base_url.removesuffix("/v1")
 
     async def probe_server(self) -> tuple[str, str | None]:
-        """Probe vLLM ``/version``, llama.cpp ``/props``, Ollama ``/api/version`` in turn;
-        ``("openai-compat", None)`` when none answers. Raises EngineError if unreachable."""
+        """Probe vLLM ``/version``, llama.cpp ``/props``, Ollama ``/api/version``, LM Studio
+        ``/api/v0/models`` in turn (by what answers, never by the port); ``("openai-compat",
+        None)`` when none answers. Raises EngineError if unreachable."""
         root = self.server_root
         status, data = await self.request_json("GET", root + "/version")
         if status == 200 and isinstance(data, dict) and data.get("version"):
@@ -153,6 +165,9 @@ class OpenAIEngine(Engine):
         status, data = await self.request_json("GET", root + "/api/version")
         if status == 200 and isinstance(data, dict) and data.get("version"):
             return "ollama", str(data["version"])
+        status, data = await self.request_json("GET", root + "/api/v0/models")
+        if status == 200 and isinstance(data, dict) and isinstance(data.get("data"), list):
+            return "lmstudio", None
         return "openai-compat", None
 
     async def list_models(self) -> list[str]:

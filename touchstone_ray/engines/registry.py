@@ -1,4 +1,6 @@
-"""Engines by name, imported lazily (style example 2): ``ollama | openai | simulated``.
+"""Engines by name, imported lazily (style example 2): ``ollama | openai | llamacpp | vllm |
+lmstudio | simulated``. ``llamacpp``, ``vllm`` and ``lmstudio`` are thin subclasses of the
+OpenAI engine that also know their server's own endpoints (identity, context limit, tokenizer).
 
 ``simulated`` starts a :class:`touchstone_ray.sim.SimServer` on loopback and returns an engine
 speaking its OpenAI protocol (or Ollama's, with ``sim: {api: ollama}``) pointed at it, with
@@ -17,6 +19,9 @@ from touchstone_ray.errors import ConfigError
 _ENGINES: dict[str, str] = {
     "ollama": "touchstone_ray.engines.ollama:OllamaEngine",
     "openai": "touchstone_ray.engines.openai:OpenAIEngine",
+    "llamacpp": "touchstone_ray.engines.llamacpp:LlamaCppEngine",
+    "vllm": "touchstone_ray.engines.vllm:VllmEngine",
+    "lmstudio": "touchstone_ray.engines.lmstudio:LmStudioEngine",
     "simulated": "touchstone_ray.engines.registry:_simulated",
 }
 """kind -> ``module:attribute`` of an Engine class or a factory ``(settings, sim) -> Engine``."""

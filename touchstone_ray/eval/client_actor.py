@@ -20,9 +20,17 @@ import psutil
 
 from touchstone_ray.config import ModelSpec
 from touchstone_ray.engines.base import ChatRequest, Engine, EngineSettings
+from touchstone_ray.engines.openai import ENGINE_FOR_SERVER
 from touchstone_ray.engines.registry import create_engine
 from touchstone_ray.eval.metrics import CellMetrics
 from touchstone_ray.eval.plan import Cell
+from touchstone_ray.eval.prompts import (
+    PromptCount,
+    cell_messages,
+    estimate_prompt_tokens,
+    input_truncated,
+    nonce_line,
+)
 from touchstone_ray.records import EvalResponse
 
 WARMUP_PROMPT = "Antworte mit einem Wort: bereit?"
@@ -79,7 +87,9 @@ def host_facts(node_id: str | None) -> dict[str, Any]:
 class HostClient:
     """Async client for every endpoint of one host (use through ``ray.remote``).
 
-    ``models`` maps model label → (:class:`ModelSpec` as a dict, API key or ``None``).
+    ``models`` maps model label → (:class:`ModelSpec` as a dict, API key or ``None``);
+    ``scheduling`` carries ``cache_bust`` and ``prompt_cache`` (SchedulingSettings) and
+    ``run_id`` the bundle's name (the cache-bust nonce's seed).
     """
 
     def __init__(
@@ -90,6 +100,8 @@ class HostClient:
         pack_version: int,
         sampling: dict[str, Any],
         max_attempts: int,
+        scheduling: dict[str, Any] | None = None,
+        run_id: str = "",
     ) -> None:
         import ray
 
@@ -105,6 +117,14 @@ class HostClient:
         self._sems: dict[str, asyncio.Semaphore] = {}
         self._in_flight: dict[str, int] = {}
         self._metrics = CellMetrics()
+        scheduling = scheduling or {}
+        self.cache_bust = bool(scheduling.get("cache_bust", False))
+        self.prompt_cache = bool(scheduling.get("prompt_cache", True))
+        self.run_id = run_id
+        self._limits: dict[str, int | None] = {}
+        """Model label → the context a cell has (tokens), set by :meth:`count_prompts`."""
+        self._counts: dict[str, dict[str, PromptCount]] = {}
+        """Model label → ``variant|prompt_id`` → the prompt's tokens counted before the run."""
 
     def _engine(self, label: str) -> Engine:
         if label not in self._engines:
@@ -114,6 +134,7 @@ class HostClient:
                 api_key=self._keys[label],
                 timeout_s=spec.timeout_s,
                 max_attempts=self.max_attempts,
+                prompt_cache=self.prompt_cache,
             )
             self._engines[label] = create_engine(spec.engine, settings, spec.sim)
             self._sems[label] = asyncio.Semaphore(spec.concurrency)
@@ -124,7 +145,10 @@ class HostClient:
         return {**host_facts(self.node_id), "client_pid": os.getpid()}
 
     async def preflight(self) -> dict[str, dict[str, Any]]:
-        """Per model label: endpoint reached from this host, served models, engine version."""
+        """Per model label: endpoint reached from this host, served models, engine version,
+        the engine recognised (``engine_kind``: a config ``engine:`` value or ``None``) and
+        ``suggested_engine`` when that is more specific than the configured one, the server's
+        ``server_facts`` and its ``context_limit`` (tokens or ``None``)."""
         out: dict[str, dict[str, Any]] = {}
         for label, spec in self.specs.items():
             engine = self._engine(label)
@@ -137,8 +161,57 @@ class HostClient:
                 entry["model_served"] = spec.id in entry["served"] or spec.engine == "simulated"
             except Exception as exc:
                 entry["error"] = f"{type(exc).__name__}: {exc}"
+                out[label] = entry
+                continue
+            kind = ENGINE_FOR_SERVER.get(name)
+            entry["engine_kind"] = kind
+            if kind is not None and spec.engine == "openai":
+                entry["suggested_engine"] = kind
+            try:
+                entry["server_facts"] = await engine.server_facts(spec.id)
+                entry["context_limit"] = await engine.context_limit(spec.id)
+            except Exception as exc:
+                entry["server_facts_error"] = f"{type(exc).__name__}: {exc}"
             out[label] = entry
         return out
+
+    def _messages(self, cell: Cell) -> list[dict[str, str]]:
+        nonce = nonce_line(self.run_id, cell.key) if self.cache_bust else None
+        return cell_messages(cell.system_prompt, cell.prompt, nonce)
+
+    async def count_prompts(
+        self, label: str, cells: list[Cell], limit: int | None
+    ) -> dict[str, tuple[int, str]]:
+        """Count the prompt tokens of ``cells`` (one per ``variant|prompt_id``; with cache
+        busting, the nonce of that cell) by the server's tokenizer, else the estimate of
+        :mod:`touchstone_ray.eval.prompts`; remember them and the context ``limit`` (tokens)
+        for the records. Returns ``variant|prompt_id`` → ``(tokens, source)``."""
+        engine = self._engine(label)
+        model = self.specs[label].id
+        counts: dict[str, PromptCount] = {}
+        for cell in cells:
+            messages = self._messages(cell)
+            try:
+                tokens = await engine.count_prompt_tokens(model, messages)
+            except Exception:
+                tokens = None
+            count = (
+                PromptCount(tokens, "server")
+                if tokens is not None
+                else estimate_prompt_tokens(messages)
+            )
+            counts[f"{cell.variant}|{cell.prompt_id}"] = count
+        self._counts[label] = counts
+        self._limits[label] = limit
+        return {key: (c.tokens, c.source) for key, c in counts.items()}
+
+    async def server_metrics(self, label: str) -> dict[str, Any] | None:
+        """The server's own metrics snapshot for the model (vLLM's TTFT histogram totals), or
+        ``None``; never raises."""
+        try:
+            return await self._engine(label).server_metrics(self.specs[label].id)
+        except Exception:
+            return None
 
     def _request(
         self, label: str, max_tokens: int | None, messages: list[dict[str, str]]
@@ -152,6 +225,7 @@ class HostClient:
             max_tokens=max_tokens,
             extra_body=spec.extra_body,
             keep_alive=spec.keep_alive if spec.engine == "ollama" else None,
+            context_tokens=spec.context_tokens,
         )
 
     async def warmup(self, label: str) -> dict[str, Any]:
@@ -168,10 +242,7 @@ class HostClient:
         failed request: the record carries ``ok=False`` and ``error_kind``)."""
         engine = self._engine(cell.model)
         spec = self.specs[cell.model]
-        messages = []
-        if cell.system_prompt is not None:
-            messages.append({"role": "system", "content": cell.system_prompt})
-        messages.append({"role": "user", "content": cell.prompt})
+        messages = self._messages(cell)
         waited_from = time.time()
         async with self._sems[cell.model]:
             queue_wait = time.time() - waited_from
@@ -184,6 +255,9 @@ class HostClient:
                 self._metrics.in_flight(cell.model, self._in_flight[cell.model])
         fields = result.model_dump()
         engine_version = fields.pop("engine_version")
+        limit = self._limits.get(cell.model, spec.context_tokens)
+        count = self._counts.get(cell.model, {}).get(f"{cell.variant}|{cell.prompt_id}")
+        server_prompt = result.prompt_tokens if result.token_count_source == "server" else None
         record = EvalResponse(
             key=cell.key,
             pack_id=self.pack_id,
@@ -199,6 +273,8 @@ class HostClient:
             repeat=cell.repeat,
             queue_wait_s=queue_wait,
             is_cold_start=is_cold_start,
+            context_tokens=limit,
+            input_truncated=input_truncated(server_prompt, count, limit) if result.ok else None,
             **fields,
         )
         out = record.model_dump(mode="json")
@@ -230,10 +306,13 @@ def spawn_client(
     pack_version: int = 0,
     sampling: dict[str, Any] | None = None,
     max_attempts: int = 1,
+    scheduling: dict[str, Any] | None = None,
+    run_id: str = "",
 ) -> Any:
     """Start a :class:`HostClient` actor pinned hard to ``node_id`` (SPEC §8), no CPU, never
-    restarted elsewhere; ``models`` maps label → spec. API keys are read from their env vars
-    here, on the driver, and travel only in memory."""
+    restarted elsewhere; ``models`` maps label → spec; ``scheduling`` and ``run_id`` as for
+    :class:`HostClient`. API keys are read from their env vars here, on the driver, and travel
+    only in memory."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -255,5 +334,14 @@ def spawn_client(
     return (
         ray.remote(HostClient)
         .options(**options)
-        .remote(host, specs, pack_id, pack_version, sampling or {}, max_attempts)
+        .remote(
+            host,
+            specs,
+            pack_id,
+            pack_version,
+            sampling or {},
+            max_attempts,
+            scheduling,
+            run_id,
+        )
     )

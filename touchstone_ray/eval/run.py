@@ -18,6 +18,7 @@ from typing import Any, TextIO
 from touchstone_ray.bundle import Bundle
 from touchstone_ray.config import FleetConfig, load_config
 from touchstone_ray.errors import RunError
+from touchstone_ray.eval.context import check_context
 from touchstone_ray.eval.driver import HostRun, MatrixRunner, Phase
 from touchstone_ray.eval.plan import ModelPlan, plan_models
 from touchstone_ray.eval.sink import RecordSink
@@ -44,6 +45,8 @@ class EvalOptions:
     variants: list[str] | None = None
     strict_preflight: bool = False
     dry_run: bool = False
+    allow_cut: bool = False
+    """Run cells whose prompt + ``max_tokens`` does not fit the model's context."""
 
 
 @dataclass
@@ -221,6 +224,8 @@ def _start_fleet(
             pack_version=pack.version,
             sampling=pack.sampling.model_dump(),
             max_attempts=config.scheduling.max_attempts,
+            scheduling=config.scheduling.model_dump(),
+            run_id=bundle.root.name,
         )
         for host, models in plans.items()
     }
@@ -248,8 +253,15 @@ def _start_fleet(
     capabilities = monitors.start({h: nodes[h].node_id for h in facts})
     for host, f in facts.items():
         monitors.register_pids(host, [f["client_pid"]])
-    _preflight(actors, facts, sink, opts, config)
+    found = _preflight(actors, facts, sink, opts, config)
+    context = check_context(pack, plans, actors, found, opts.allow_cut)
+    sink.event("context", models=context)
     manifest = bundle.manifest()
+    for entries in found.values():
+        for label, entry in entries.items():
+            server = {k: entry[k] for k in ("engine_kind", "server_facts") if entry.get(k)}
+            if server:
+                manifest.setdefault("servers", {})[label] = server
     for host, f in facts.items():
         manifest["hosts"].setdefault(host, {}).update(f)
         manifest["hosts"][host]["capabilities"] = capabilities.get(host, {})
@@ -289,15 +301,19 @@ def _preflight(
     sink: RecordSink,
     opts: EvalOptions,
     config: FleetConfig,
-) -> None:
+) -> dict[str, dict[str, Any]]:
+    """Each host's preflight answer (host → label → entry); problems printed, fatal with
+    ``--strict-preflight``."""
     import ray
 
     refs = {host: actors[host].preflight.remote() for host in facts}
     ready, _ = ray.wait(list(refs.values()), num_returns=len(refs), timeout=PREFLIGHT_TIMEOUT_S)
     problems: list[str] = []
+    found: dict[str, dict[str, Any]] = {}
     for host, ref in refs.items():
         result = ray.get(ref) if ref in ready else None
         sink.event("preflight", host=host, result=result)
+        found[host] = result or {}
         if result is None:
             problems.append(f"{host}: no preflight answer within {PREFLIGHT_TIMEOUT_S:.0f} s")
             continue
@@ -310,3 +326,4 @@ def _preflight(
         print(f"preflight: {problem}", file=sys.stderr)
     if problems and opts.strict_preflight:
         raise RunError(f"preflight failed ({len(problems)} problems); see above")
+    return found

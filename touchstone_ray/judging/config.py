@@ -1,11 +1,12 @@
 """The judge config (SPEC §5; ``judge.example.yaml``).
 
 :func:`load_judge_config` validates everything before any request: unknown keys (every model
-is ``extra="forbid"``), an engine other than ``openai | ollama | simulated``, a missing
-``base_url`` (other than simulated), malformed URLs, duplicate judge ids, unknown simulator
-knobs, and an ``api_key_env`` variable that is not set (the error names the variable, never
-its value). Every error is one :class:`~touchstone_ray.errors.ConfigError` line naming the
-file, the YAML path and the offending value.
+is ``extra="forbid"``), an engine other than ``openai | ollama | llamacpp | vllm | lmstudio |
+simulated``, a missing ``base_url`` (other than simulated), malformed URLs, duplicate judge
+ids, unknown simulator knobs, and an ``api_key_env`` variable that is not set (the error
+names the variable, never its value). Every error is one
+:class:`~touchstone_ray.errors.ConfigError` line naming the file, the YAML path and the
+offending value.
 """
 
 from __future__ import annotations
@@ -46,8 +47,9 @@ class JudgeSpec(_Strict):
 
     id: str = Field(pattern=JUDGE_ID_PATTERN)
     """Unique judge id; the folder name under ``judgements/`` (e.g. ``qwen3-32b``)."""
-    engine: Literal["openai", "ollama", "simulated"]
-    """Protocol: ``openai`` | ``ollama`` | ``simulated`` (a simulator on loopback)."""
+    engine: Literal["openai", "ollama", "llamacpp", "vllm", "lmstudio", "simulated"]
+    """``openai`` | ``ollama`` | ``llamacpp`` | ``vllm`` | ``lmstudio`` (OpenAI's protocol plus
+    their server's own endpoints) | ``simulated`` (a simulator on loopback)."""
     base_url: str | None = None
     """Endpoint as seen from the judge's host (OpenAI: ending in ``/v1``); not for simulated."""
     model: str = Field(min_length=1)

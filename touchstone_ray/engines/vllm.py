@@ -1,0 +1,122 @@
+"""vLLM's OpenAI-compatible server: the OpenAI protocol plus the server's own endpoints.
+
+Source: vLLM docs, "OpenAI-Compatible Server" and "Production Metrics":
+
+* ``GET /version`` (server root) -> ``{"version": "0.8.1"}``;
+* ``GET /v1/models`` -> ``{"data": [{"id", "max_model_len", ...}]}``: the context limit;
+* ``POST /tokenize {"model", "messages"}`` -> ``{"count", "max_model_len", "tokens"}`` (the chat
+  template applied);
+* ``GET /metrics`` (Prometheus text): the histogram ``vllm:time_to_first_token_seconds``
+  (``_sum`` in s, ``_count``; labels ``model_name``) -- read before and after a model's cells,
+  its difference is the server's own mean TTFT over them, a cross-check of the client's clock.
+
+Reasoning arrives in ``delta.reasoning_content`` (older vLLM) or ``delta.reasoning`` (newer);
+both are parsed by :class:`~touchstone_ray.engines.openai.OpenAIStreamParser`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+from typing import Any
+
+import aiohttp
+
+from touchstone_ray.engines.openai import OpenAIEngine
+
+TTFT_METRIC = "vllm:time_to_first_token_seconds"
+METRICS_TIMEOUT_S = 10.0
+"""Deadline of one ``/metrics`` read (s)."""
+_SAMPLE_RE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
+_LABEL_RE = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+def histogram_totals(text: str, metric: str, model: str | None = None) -> dict[str, float] | None:
+    """``{"count", "sum_s"}`` of Prometheus histogram ``metric`` in exposition ``text``, summed
+    over label sets (only those whose ``model_name`` is ``model``, when given and present);
+    ``None`` when the metric is absent."""
+    count = total = 0.0
+    found = False
+    for line in text.splitlines():
+        match = _SAMPLE_RE.match(line)
+        if match is None or not match.group(1).startswith(metric):
+            continue
+        suffix = match.group(1)[len(metric) :]
+        if suffix not in ("_count", "_sum"):
+            continue
+        labels = dict(_LABEL_RE.findall(match.group(2) or ""))
+        if model is not None and labels.get("model_name", model) != model:
+            continue
+        try:
+            value = float(match.group(3))
+        except ValueError:
+            continue
+        if math.isnan(value):
+            continue
+        found = True
+        if suffix == "_count":
+            count += value
+        else:
+            total += value
+    return {"count": count, "sum_s": total} if found else None
+
+
+class VllmEngine(OpenAIEngine):
+    """``engine: vllm``; ``base_url`` ends in ``/v1``."""
+
+    name = "vllm"
+
+    async def probe_server(self) -> tuple[str, str | None]:
+        """``("vllm", version)`` from ``GET /version``. Raises EngineError."""
+        data = await self._checked_json("GET", self.server_root + "/version")
+        version = data.get("version") if isinstance(data, dict) else None
+        return "vllm", str(version) if version else None
+
+    async def _model_card(self, model: str) -> dict[str, Any]:
+        data = await self._checked_json("GET", self.base_url + "/models")
+        items = data.get("data") if isinstance(data, dict) else None
+        for item in items or []:
+            if isinstance(item, dict) and item.get("id") == model:
+                return item
+        return {}
+
+    async def server_facts(self, model: str) -> dict[str, Any]:
+        """``{version, max_model_len, root}`` (``root``: the weights the model id serves)."""
+        card = await self._model_card(model)
+        _, version = await self.probe_server()
+        return {
+            "version": version,
+            "max_model_len": card.get("max_model_len"),
+            "root": card.get("root"),
+        }
+
+    async def context_limit(self, model: str) -> int | None:
+        """``max_model_len`` of ``model`` from ``/v1/models`` (tokens)."""
+        value = (await self._model_card(model)).get("max_model_len")
+        return value if isinstance(value, int) and value > 0 else None
+
+    async def count_prompt_tokens(self, model: str, messages: list[dict[str, str]]) -> int | None:
+        """``count`` from ``POST /tokenize`` with the chat messages."""
+        data = await self._checked_json(
+            "POST", self.server_root + "/tokenize", {"model": model, "messages": messages}
+        )
+        count = data.get("count") if isinstance(data, dict) else None
+        return count if isinstance(count, int) else None
+
+    async def server_metrics(self, model: str) -> dict[str, Any] | None:
+        """``{"ttft_count", "ttft_sum_s"}`` of :data:`TTFT_METRIC` for ``model`` from
+        ``GET /metrics``; ``None`` when the server does not export it."""
+        try:
+            async with (
+                asyncio.timeout(METRICS_TIMEOUT_S),
+                self._get_session().get(self.server_root + "/metrics") as resp,
+            ):
+                status = resp.status
+                text = (await resp.read()).decode("utf-8", "replace")
+        except (aiohttp.ClientError, TimeoutError):
+            return None
+        totals = histogram_totals(text, TTFT_METRIC, model) if status == 200 else None
+        if totals is None:
+            return None
+        return {"ttft_count": totals["count"], "ttft_sum_s": totals["sum_s"]}
