@@ -177,3 +177,45 @@ def test_report_figures_exclude_the_cache_hits(tmp_path: Path) -> None:
     assert len(fair) == 1 and stats.ttft_p50_s == fair[0]
     assert stats.n_cached == 1 and stats.ttft_cold_p50_s == fair[0]
     assert data.concurrency("m-slow") == 2 and data.concurrency("m-fast") == 1
+
+
+def _cut_some(root: Path) -> None:
+    """Two cut prompts in the real shards: m-fast baseline A1 cut at its 40-token context,
+    m-slow none E1 #1 of which the server saw 12 tokens of a 100-token context."""
+    cut = {
+        ("m-fast", "baseline", "A1", 1): {"prompt_tokens": 40, "context_tokens": 40,
+                                          "request": {"max_tokens": 200}},
+        ("m-slow", "none", "E1", 1): {"prompt_tokens": 12, "context_tokens": 100,
+                                      "request": {"max_tokens": 16}},
+    }  # fmt: skip
+    by_model: dict[str, list[str]] = {}
+    for r in responses():
+        fields = cut.get((r.model, r.variant, r.prompt_id, r.repeat))
+        if fields is not None:
+            r = r.model_copy(update={"input_truncated": True, **fields})
+        line = json.dumps(r.model_dump(mode="json"), ensure_ascii=False) + "\n"
+        by_model.setdefault(r.model, []).append(line)
+    for model, lines in by_model.items():
+        (root / "responses" / f"{model}.jsonl").write_text("".join(lines), encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("language", "advice"),
+    [("de", "context_tokens auf ≥ {n} erhöhen"), ("en", "raise context_tokens to ≥ {n}")],
+)
+def test_report_lists_cut_prompts_with_the_context_they_need(
+    tmp_path: Path, language: str, advice: str
+) -> None:
+    root = make_bundle(tmp_path, language=language)
+    _cut_some(root)
+    md_path, _ = write_report(root)
+    md = md_path.read_text(encoding="utf-8")
+    advice = advice.replace("_", "\\_")  # Markdown escapes the underscore
+    rows = [line for line in md.splitlines() if "context\\_tokens" in line and "|" in line]
+    # A1: server's 40 prompt tokens (more than the 23 estimated from 89 characters) + 200
+    # E1: 12 seen + 16 = 28, but it did not fit a 100-token context: at least 101
+    assert rows == [
+        f"| m-fast | baseline | `A1` | 1 | 40 | 40 | {advice.format(n=240)} |",
+        f"| m-slow | none | `E1` | 1 | 12 | 100 | {advice.format(n=101)} |",
+    ]
+    assert md.count("✂ Prompt gekürzt" if language == "de" else "✂ prompt cut") == 2

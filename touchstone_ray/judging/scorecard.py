@@ -106,7 +106,7 @@ class ScorecardRow(BaseModel):
     n_scored: int
     """Verdicts with a score (answers × judges)."""
     n_unscored: int
-    """Verdicts unscored by rule (reasoning-only, failed generation)."""
+    """Verdicts unscored by rule (reasoning-only, failed generation, prompt cut by the server)."""
     n_judge_errors: int
     """Verdicts the judge could not give (unreadable reply, failed call)."""
     ttft_p50_s: float | None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from touchstone_ray.aggregates import counts_for_prompt, under_load
 from touchstone_ray.report import charts
+from touchstone_ray.report._context import cut_prompts
 from touchstone_ray.report._data import ReportData
 from touchstone_ray.report._doc import Block, Chart, Heading, Para, Table, cell, num_cell
 from touchstone_ray.report._fmt import NONE, mb, num
@@ -161,7 +162,8 @@ def _resource_table(data: ReportData, t: dict[str, str]) -> Table:
 
 
 def speed(data: ReportData, t: dict[str, str], level: int) -> list[Block]:
-    """Latency (TTFT chart and table) and resources (table), as headings of ``level``."""
+    """Latency (TTFT chart and table, the cache-hit count), prompts the server cut, and
+    resources (table), as headings of ``level``."""
     groups: dict[str, list[float]] = {}
     for r in data.responses:
         if counts_for_prompt(r) and r.ttft_s is not None:
@@ -176,4 +178,5 @@ def speed(data: ReportData, t: dict[str, str], level: int) -> list[Block]:
     if n_cached:
         total = sum(s.n_cells for s in data.stats.values())
         blocks.append(Para((t["cache_note"].format(n=n_cached, total=total),)))
+    blocks += cut_prompts(data, t, level)
     return [*blocks, Heading(level, t["resources"]), _resource_table(data, t)]
