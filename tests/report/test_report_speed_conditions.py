@@ -22,6 +22,7 @@ from touchstone_ray.aggregates import (
     speed_exclusions,
     under_load,
 )
+from touchstone_ray.judging.render import ranking_table
 from touchstone_ray.judging.scorecard import build_scorecard
 from touchstone_ray.records import EvalResponse
 from touchstone_ray.report import load_report_data, write_report
@@ -115,6 +116,9 @@ def test_scorecard_rows_carry_cold_ttft_cache_hits_and_concurrency() -> None:
     assert (m["n_cached"], m["concurrency"], m["decode_tps_median"]) == (2, 4, 45.0)
     assert (n["n_cached"], n["concurrency"]) == (0, None)
     assert n["ttft_p50_s"] == n["ttft_cold_p50_s"] == pytest.approx(0.4)
+    table = ranking_table(card).splitlines()
+    assert "0.300 (c = 4)" in next(line for line in table if line.split()[1:2] == ["m"])
+    assert "(c = " not in next(line for line in table if line.split()[1:2] == ["n"])
 
 
 def test_concurrency_comes_from_the_frozen_fleet_config() -> None:
