@@ -223,3 +223,18 @@ def test_report_lists_cut_prompts_with_the_context_they_need(
         f"| m-slow | none | `E1` | 1 | 12 | 100 | {advice.format(n=101)} |",
     ]
     assert md.count("✂ Prompt gekürzt" if language == "de" else "✂ prompt cut") == 2
+
+
+def test_a_fleet_measured_only_under_load_gets_no_empty_single_stream_chart(
+    tmp_path: Path,
+) -> None:
+    root = make_bundle(tmp_path, language="en")
+    manifest = json.loads((root / "bundle.json").read_text(encoding="utf-8"))
+    for model in manifest["models"]:
+        model["concurrency"] = 3
+    (root / "bundle.json").write_text(json.dumps(manifest), encoding="utf-8")
+    md = write_report(root)[0].read_text(encoding="utf-8")
+    assert "report-charts/quality-speed.svg" not in md
+    assert "report-charts/quality-speed-load.svg" in md
+    assert "★" not in md.split("## Quality vs speed")[1].split("### Latency")[0]
+    assert md.count("| under load (c = 3) |") == 8  # 4 rows × (Pareto column, latency table)

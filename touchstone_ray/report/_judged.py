@@ -324,10 +324,9 @@ def quality_speed(data: ReportData, t: dict[str, str]) -> list[Block]:
                 cell(load_label(c, t) if under_load(c) else "★" if p.label in front else ""),
             )
         )
-    blocks: list[Block] = [
-        Heading(2, t["quality_speed"]),
-        Chart("quality-speed", t["qs_chart"], _qs_svg(single, t, "quality-speed")),
-    ]
+    blocks: list[Block] = [Heading(2, t["quality_speed"])]
+    if single or not loaded:
+        blocks.append(Chart("quality-speed", t["qs_chart"], _qs_svg(single, t, "quality-speed")))
     if loaded:
         blocks += [
             Para((t["load_note"],)),

@@ -200,9 +200,9 @@ _DE: dict[str, str] = {
     "single_stream": "einzeln (c = 1)",
     "under_load": "unter Last (c = {n})",
     "load_note": (
-        "Unter Last (concurrency über 1) gemessene Zeilen fehlen im Diagramm oben: Ihre "
-        "Geschwindigkeit je Anfrage enthält die Warteschlange des Servers und ist mit "
-        "Einzelmessungen nicht vergleichbar; sie stehen im eigenen Diagramm darunter."
+        "Unter Last (concurrency über 1) gemessene Zeilen stehen in einem eigenen Diagramm, "
+        "nicht auf der Pareto-Front der Einzelmessungen: Ihre Geschwindigkeit je Anfrage "
+        "enthält die Warteschlange des Servers und ist mit Einzelmessungen nicht vergleichbar."
     ),
     "qs_load_chart": "Qualität % gegen Decode tok/s, unter Last gemessen (nicht vergleichbar)",
     "input_cut": "Prompt gekürzt",
@@ -402,10 +402,9 @@ _EN: dict[str, str] = {
     "single_stream": "single stream (c = 1)",
     "under_load": "under load (c = {n})",
     "load_note": (
-        "Rows measured under load (concurrency above 1) are not in the chart above: their "
-        "per-request speed includes the server's own queue and is not comparable with "
-        "single-stream figures; "
-        "they have their own chart below."
+        "Rows measured under load (concurrency above 1) have their own chart, off the "
+        "single-stream Pareto front: their per-request speed includes the server's own queue "
+        "and is not comparable with single-stream figures."
     ),
     "qs_load_chart": "Quality % against decode tok/s, measured under load (not comparable)",
     "input_cut": "Prompt cut",
