@@ -33,6 +33,9 @@ CONTRACT_ROW = [
     "e2e_p50_s",
     "peak_ram_mb",
     "model_delta_mb",
+    "ttft_cold_p50_s",
+    "n_cached",
+    "concurrency",
 ]
 
 

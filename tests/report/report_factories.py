@@ -547,7 +547,7 @@ def manifest(name_hosts: dict[str, dict[str, Any]] | None = None) -> dict[str, A
                 "id": m,
                 "engine": "simulated",
                 "host": h,
-                "concurrency": 2,
+                "concurrency": 2 if m == "m-slow" else 1,
                 "extra_body": {},
                 "sim": {"tps": 200},
             }

@@ -1,11 +1,11 @@
 """What one judge still has to do on a bundle (pure: no Ray, no requests).
 
 Per answer, in SPEC §10's order: a stored verdict that :func:`~.store.is_current` is reused;
-else :func:`~.scoring.pre_judge_verdict` decides without a judge (reasoning-only, empty answer,
-failed generation) and the rule's verdict is written; else the answer becomes an
-:class:`~.client.AnswerJob`. Per (model, variant), once all its verdicts are in, a stored
-report whose cache key matches the evidence is reused, else a :class:`~.client.ReportJob`
-asks for it.
+else :func:`~.scoring.pre_judge_verdict` decides without a judge (prompt cut by the server,
+reasoning-only, empty answer, failed generation) and the rule's verdict is written; else the
+answer becomes an :class:`~.client.AnswerJob`. Per (model, variant), once all its verdicts
+are in, a stored report whose cache key matches the evidence is reused, else a
+:class:`~.client.ReportJob` asks for it.
 """
 
 from __future__ import annotations

@@ -30,6 +30,12 @@ def _labels(card: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
     return LABELS[lang], LEVELS[lang]
 
 
+def _load_mark(row: Mapping[str, Any]) -> str:
+    """`` (c = N)`` beside the speed of a row measured under load (concurrency > 1, SPEC §9)."""
+    c = row.get("concurrency")
+    return f" (c = {c})" if isinstance(c, int) and c > 1 else ""
+
+
 def _ranking_rows(card: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     t, levels = _labels(card)
     head = [
@@ -64,7 +70,7 @@ def _ranking_rows(card: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
                 ", ".join(row["red_flagged"]) or _NONE,
                 _num(row["mean_answer_score"]),
                 f"{row['n_scored']}/{row['n_unscored']}/{row['n_judge_errors']}",
-                _num(row["ttft_p50_s"], 3),
+                _num(row["ttft_p50_s"], 3) + _load_mark(row),
                 _num(row["ttft_p95_s"], 3),
                 _num(row["decode_tps_median"], 1),
                 _num(row["e2e_p50_s"], 3),

@@ -34,6 +34,7 @@ from typing import Any, Literal, TextIO
 import yaml
 from pydantic import ValidationError
 
+from touchstone_ray.aggregates import model_concurrency
 from touchstone_ray.bundle import Bundle
 from touchstone_ray.config import LOCAL_HOST, FleetConfig, ModelSpec, RaySettings
 from touchstone_ray.errors import BundleError, ConfigError, RunError
@@ -499,6 +500,7 @@ def _run_judge(
         vote=config.aggregate.red_flag_vote,
         simulated=simulated,
         aborted_judges=aborted,
+        concurrency=model_concurrency(manifest),
     )
     path = write_scorecard(bundle.root, card)
     best = card["rows"][0] if card["rows"] else None

@@ -16,9 +16,12 @@ Per (model, variant) row (:class:`ScorecardRow`):
   dimension (and no fatal red flag) the row fails with ``"<dim> nicht bewertet"``.
 - ``mean_answer_score``: mean of every scored verdict of every judge. ``n_scored``,
   ``n_unscored`` and ``n_judge_errors`` count verdicts (answers × judges).
-- Latency: ok, non-cold-start responses only; p50/p95 with linear interpolation; decode tok/s
-  median. ``peak_ram_mb`` = max ``sys_used_mb``, ``model_delta_mb`` = max
-  ``sys_used_delta_mb`` over the row's responses; ``None`` when unmeasured.
+- Speed: :func:`touchstone_ray.aggregates.row_stats` (the cells that count for speed, SPEC §9;
+  p50/p95 with linear interpolation; decode tok/s median); ``ttft_cold_p50_s`` over the first
+  uncached cell of each prompt, ``n_cached`` prompt-cache hits. ``concurrency``: the model's
+  configured in-flight limit from the bundle's frozen fleet config (> 1: speed under load).
+  ``peak_ram_mb`` = max ``sys_used_mb``, ``model_delta_mb`` = max ``sys_used_delta_mb`` over
+  the row's responses; ``None`` when unmeasured.
 
 Agreement: Krippendorff's α per dimension over the judges' reports, κ on the red flags the
 judges gave themselves, Kendall's τ-b between each pair of judges' own rankings (each ranked
@@ -36,9 +39,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from touchstone_ray.aggregates import row_stats
 from touchstone_ray.errors import BundleError
 from touchstone_ray.judging.agreement import (
     RedFlagVote,
@@ -103,7 +106,7 @@ class ScorecardRow(BaseModel):
     n_scored: int
     """Verdicts with a score (answers × judges)."""
     n_unscored: int
-    """Verdicts unscored by rule (reasoning-only, failed generation)."""
+    """Verdicts unscored by rule (reasoning-only, failed generation, prompt cut by the server)."""
     n_judge_errors: int
     """Verdicts the judge could not give (unreadable reply, failed call)."""
     ttft_p50_s: float | None
@@ -112,6 +115,13 @@ class ScorecardRow(BaseModel):
     e2e_p50_s: float | None
     peak_ram_mb: float | None
     model_delta_mb: float | None
+    ttft_cold_p50_s: float | None = None
+    """TTFT p50 over the first uncached cell of each prompt (s)."""
+    n_cached: int = 0
+    """Cells whose prompt the server partly took from its cache: out of TTFT/E2E/prefill."""
+    concurrency: int | None = None
+    """Requests in flight to the model's endpoint (fleet config); > 1 means its per-request
+    speed was measured under load and includes the server's own queue. ``None`` unknown."""
 
 
 def row_id(model: str, variant: str) -> str:
@@ -172,27 +182,17 @@ def _view(
     )
 
 
-def _percentile(values: Sequence[float], q: float) -> float | None:
-    return float(np.percentile(values, q)) if values else None
-
-
-def _max(values: Iterable[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return max(present) if present else None
-
-
-def _latency(responses: Sequence[EvalResponse]) -> dict[str, float | None]:
-    timed = [r for r in responses if r.ok and not r.is_cold_start]
-    ttft = [r.ttft_s for r in timed if r.ttft_s is not None]
-    e2e = [r.e2e_s for r in timed if r.e2e_s is not None]
-    tps = [r.decode_tps for r in timed if r.decode_tps is not None]
+def _speed(responses: Sequence[EvalResponse]) -> dict[str, float | int | None]:
+    stats = row_stats(responses)
     return {
-        "ttft_p50_s": _percentile(ttft, 50),
-        "ttft_p95_s": _percentile(ttft, 95),
-        "decode_tps_median": statistics.median(tps) if tps else None,
-        "e2e_p50_s": _percentile(e2e, 50),
-        "peak_ram_mb": _max(r.sys_used_mb for r in responses),
-        "model_delta_mb": _max(r.sys_used_delta_mb for r in responses),
+        "ttft_p50_s": stats.ttft_p50_s,
+        "ttft_p95_s": stats.ttft_p95_s,
+        "decode_tps_median": stats.decode_tps_median,
+        "e2e_p50_s": stats.e2e_p50_s,
+        "peak_ram_mb": stats.peak_ram_mb,
+        "model_delta_mb": stats.model_delta_mb,
+        "ttft_cold_p50_s": stats.ttft_cold_p50_s,
+        "n_cached": stats.n_cached,
     }
 
 
@@ -217,11 +217,15 @@ def build_scorecard(
     vote: RedFlagVote,
     simulated: bool,
     aborted_judges: Sequence[str] = (),
+    concurrency: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """The scorecard of ``judges`` (their verdicts and reports only) as a JSON-ready dict.
 
     ``responses`` fix the rows (every (model, variant) that has one, in their order).
+    ``concurrency``: model label → configured in-flight limit
+    (:func:`touchstone_ray.aggregates.model_concurrency`).
     """
+    concurrency = dict(concurrency or {})
     judges = list(judges)
     verdicts = [v for v in verdicts if v.judge in judges]
     reports = [r for r in reports if r.judge in judges]
@@ -250,7 +254,8 @@ def build_scorecard(
                 n_scored=sum(1 for v in row_verdicts if v.score is not None),
                 n_unscored=sum(1 for v in row_verdicts if v.status.startswith("unscored")),
                 n_judge_errors=sum(1 for v in row_verdicts if v.status == "judge_error"),
-                **_latency(row_responses),
+                concurrency=concurrency.get(row[0]),
+                **_speed(row_responses),
             )
         )
         judge_views: dict[str, Any] = {}

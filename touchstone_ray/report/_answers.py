@@ -36,10 +36,15 @@ BLANK = "________"
 
 
 def markers(r: EvalResponse, t: dict[str, str]) -> list[str]:
-    """Cold start, reasoning, truncation and failure markers of one answer."""
+    """Cold start, prompt-cache hit, cut prompt, reasoning, truncation and failure markers of
+    one answer."""
     out = []
     if r.is_cold_start:
         out.append(t["cold"])
+    if r.prompt_cached:
+        out.append(t["cached_mark"])
+    if r.input_truncated:
+        out.append(t["cut_mark"])
     if r.reasoning_only:
         out.append(t["reasoning_only"])
     elif r.reasoning_text.strip():

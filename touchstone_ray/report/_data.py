@@ -6,24 +6,23 @@ Sources: ``bundle.json`` (setup facts, hosts, footprint), ``pack.yaml`` (frozen 
 ``scorecard.json`` (read as it is: the SPEC §7 contract fields, extra sections when present)
 with ``judgements/<judge>/verdicts.jsonl`` and ``reports.jsonl`` of the scorecard's judges.
 
-Aggregates per (model, variant) follow SPEC §9: latency figures use ok, non-cold-start cells
-only (p50/p95 with linear interpolation, medians for tok/s); resource figures use every cell.
-Times are seconds, memory MB, throughput tokens/s.
+Aggregates per (model, variant) are :func:`touchstone_ray.aggregates.row_stats` (SPEC §9: which
+cells count for speed, p50/p95 with linear interpolation, medians for tok/s; resource figures
+over every cell). Times are seconds, memory MB, throughput tokens/s.
 """
 
 from __future__ import annotations
 
-import statistics
 import warnings
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from pydantic import ValidationError
 
+from touchstone_ray.aggregates import RowStats, model_concurrency, row_stats
 from touchstone_ray.bundle import Bundle
 from touchstone_ray.errors import BundleError, PackError
 from touchstone_ray.pack import Pack
@@ -34,104 +33,6 @@ __all__ = ["ReportData", "RowKey", "RowStats", "load_report_data", "row_stats"]
 
 RowKey = tuple[str, str]
 """``(model, variant)``."""
-
-_PRESSURE_RANK = {"normal": 0, "warn": 1, "critical": 2}
-
-
-@dataclass(frozen=True)
-class RowStats:
-    """SPEC §9 aggregates of one (model, variant) from its responses."""
-
-    n_cells: int
-    n_ok: int
-    n_failed: int
-    n_cold: int
-    n_truncated: int
-    n_reasoning_only: int
-    ttft_p50_s: float | None
-    ttft_p95_s: float | None
-    ttfa_p50_s: float | None
-    ttfa_p95_s: float | None
-    e2e_p50_s: float | None
-    e2e_p95_s: float | None
-    tpot_median_s: float | None
-    itl_p50_median_s: float | None
-    decode_tps_median: float | None
-    prefill_tps_median: float | None
-    ttft_cv_pct: float | None
-    """Coefficient of variation of TTFT (sample stdev / mean × 100, %)."""
-    completion_tokens_median: float | None
-    peak_ram_mb: float | None
-    model_delta_mb: float | None
-    """Peak − baseline before the model (max ``sys_used_delta_mb``, MB)."""
-    peak_gpu_mem_mb: float | None
-    gpu_mem_delta_mb: float | None
-    throttled_cells: int | None
-    """Cells with ``throttled`` true; ``None`` when throttling was not measurable."""
-    mem_pressure_max: str | None
-    hosts: tuple[str, ...]
-    engines: tuple[str, ...]
-    """``engine`` or ``engine engine_version`` as recorded."""
-
-
-def _pctl(values: Sequence[float], q: float) -> float | None:
-    return float(np.percentile(values, q)) if values else None
-
-
-def _median(values: Iterable[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return float(statistics.median(present)) if present else None
-
-
-def _max(values: Iterable[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return max(present) if present else None
-
-
-def row_stats(responses: Sequence[EvalResponse]) -> RowStats:
-    """The SPEC §9 aggregates of one (model, variant) (see the module docstring)."""
-    timed = [r for r in responses if r.ok and not r.is_cold_start]
-    ttft = [r.ttft_s for r in timed if r.ttft_s is not None]
-    ttfa = [r.ttfa_s for r in timed if r.ttfa_s is not None]
-    e2e = [r.e2e_s for r in timed if r.e2e_s is not None]
-    cv = None
-    if len(ttft) >= 2 and statistics.fmean(ttft) > 0:
-        cv = statistics.stdev(ttft) / statistics.fmean(ttft) * 100.0
-    throttle = [r.throttled for r in responses if r.throttled is not None]
-    levels = [r.mem_pressure_max for r in responses if r.mem_pressure_max is not None]
-    engines = {
-        f"{r.engine} {r.engine_version}" if r.engine_version else r.engine for r in responses
-    }
-    return RowStats(
-        n_cells=len(responses),
-        n_ok=sum(r.ok for r in responses),
-        n_failed=sum(not r.ok for r in responses),
-        n_cold=sum(r.is_cold_start for r in responses),
-        n_truncated=sum(r.truncated for r in responses),
-        n_reasoning_only=sum(r.reasoning_only for r in responses),
-        ttft_p50_s=_pctl(ttft, 50),
-        ttft_p95_s=_pctl(ttft, 95),
-        ttfa_p50_s=_pctl(ttfa, 50),
-        ttfa_p95_s=_pctl(ttfa, 95),
-        e2e_p50_s=_pctl(e2e, 50),
-        e2e_p95_s=_pctl(e2e, 95),
-        tpot_median_s=_median(r.tpot_s for r in timed),
-        itl_p50_median_s=_median(r.itl_p50_s for r in timed),
-        decode_tps_median=_median(r.decode_tps for r in timed),
-        prefill_tps_median=_median(r.prefill_tps for r in timed),
-        ttft_cv_pct=cv,
-        completion_tokens_median=_median(
-            float(r.completion_tokens) for r in responses if r.ok and r.completion_tokens
-        ),
-        peak_ram_mb=_max(r.sys_used_mb for r in responses),
-        model_delta_mb=_max(r.sys_used_delta_mb for r in responses),
-        peak_gpu_mem_mb=_max(r.gpu_mem_used_mb for r in responses),
-        gpu_mem_delta_mb=_max(r.gpu_mem_delta_mb for r in responses),
-        throttled_cells=sum(throttle) if throttle else None,
-        mem_pressure_max=max(levels, key=lambda lv: _PRESSURE_RANK.get(lv, 0)) if levels else None,
-        hosts=tuple(sorted({r.host for r in responses})),
-        engines=tuple(sorted(engines)),
-    )
 
 
 @dataclass(frozen=True)
@@ -179,6 +80,10 @@ class ReportData:
         """The manifest or the scorecard says a simulated engine or judge was used."""
         card_sim = bool(self.card.get("simulated")) if self.card else False
         return bool(self.manifest.get("simulated")) or card_sim
+
+    def concurrency(self, model: str) -> int | None:
+        """``concurrency`` of ``model`` in the bundle's frozen fleet config (``None`` unknown)."""
+        return model_concurrency(self.manifest).get(model)
 
     @property
     def name(self) -> str:

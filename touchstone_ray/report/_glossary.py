@@ -35,18 +35,20 @@ _DE: tuple[tuple[str, str, str], ...] = (
     ),
     (
         "Decode tok/s",
-        "Decode-Durchsatz: completion_tokens / (E2E − TTFT).",
+        "Decode-Durchsatz: (completion_tokens − 1) / (E2E − TTFT) = 1 / TPOT (das erste Token "
+        "kommt bei TTFT).",
         "Token/s",
     ),
     (
         "Prefill tok/s",
-        "Prefill-Durchsatz: prompt_tokens / TTFT.",
+        "Prefill-Durchsatz: (prompt_tokens − cached_tokens) / TTFT, also nur die Token, die "
+        "der Server wirklich verarbeitet hat (cached_tokens = 0 nur, wenn er keine meldet).",
         "Token/s",
     ),
     (
         "p50 / p95",
         "Median und 95. Perzentil (lineare Interpolation) über die erfolgreichen Zellen ohne "
-        "Kaltstart.",
+        "Kaltstart; TTFT, TTFA, E2E und Prefill auch ohne Prompt-Cache-Treffer.",
         "wie die Metrik",
     ),
     (
@@ -178,6 +180,35 @@ _DE: tuple[tuple[str, str, str], ...] = (
         "Die Generierung endete am Token-Limit (finish_reason length).",
         "–",
     ),
+    (
+        "Prompt-Cache-Treffer",
+        "Der Server nahm einen Teil des Prompts aus seinem Cache (cached_tokens > 0, z. B. ein "
+        "gemeinsamer System-Prompt oder eine Wiederholung): TTFT und Prefill sind dann keine "
+        "kalten Werte. Solche Zellen fehlen in TTFT, TTFA, E2E und Prefill, werden gezählt und "
+        "bleiben in den Daten; Decode zählt sie.",
+        "Zellen",
+    ),
+    (
+        "TTFT kalt",
+        "TTFT p50 über die erste Zelle ohne Cache-Treffer je Prompt.",
+        "s",
+    ),
+    (
+        "Unter Last (c = N)",
+        "Mit N gleichzeitigen Anfragen (concurrency > 1) gemessen. Ein Server, der Anfragen "
+        "intern einreiht, beginnt eine Anfrage erst, wenn ein Platz frei ist: TTFT enthält "
+        "dann die Wartezeit in seiner Warteschlange, und jede Anfrage teilt sich die Rechenzeit "
+        "mit den anderen. Nicht mit Einzelmessungen (c = 1) vergleichbar; nicht auf der "
+        "Pareto-Front der Einzelmessungen.",
+        "–",
+    ),
+    (
+        "Prompt gekürzt",
+        "Der Server sah deutlich weniger Prompt-Token als gesendet (< 0,8 ×) oder genau das "
+        "Kontextlimit (input_truncated): Die Antwort gilt einem gekürzten Prompt und bleibt "
+        "unbewertet (unscored_input_truncated).",
+        "–",
+    ),
 )
 
 _EN: tuple[tuple[str, str, str], ...] = (
@@ -210,17 +241,20 @@ _EN: tuple[tuple[str, str, str], ...] = (
     ),
     (
         "Decode tok/s",
-        "Decode throughput: completion_tokens / (E2E − TTFT).",
+        "Decode throughput: (completion_tokens − 1) / (E2E − TTFT) = 1 / TPOT (the first token "
+        "arrives at TTFT).",
         "tokens/s",
     ),
     (
         "Prefill tok/s",
-        "Prefill throughput: prompt_tokens / TTFT.",
+        "Prefill throughput: (prompt_tokens − cached_tokens) / TTFT, the tokens the server "
+        "really processed (cached_tokens counts 0 only when the server reports none).",
         "tokens/s",
     ),
     (
         "p50 / p95",
-        "Median and 95th percentile (linear interpolation) over ok cells without cold start.",
+        "Median and 95th percentile (linear interpolation) over ok cells without cold start; "
+        "TTFT, TTFA, E2E and prefill also without prompt-cache hits.",
         "as the metric",
     ),
     (
@@ -350,6 +384,34 @@ _EN: tuple[tuple[str, str, str], ...] = (
     (
         "Truncated",
         "Generation stopped at the token limit (finish_reason length).",
+        "–",
+    ),
+    (
+        "Prompt-cache hit",
+        "The server took part of the prompt from its cache (cached_tokens > 0, e.g. a shared "
+        "system prompt or a repeat): TTFT and prefill are then not cold figures. Such cells are "
+        "left out of TTFT, TTFA, E2E and prefill, counted and kept in the data; decode counts "
+        "them.",
+        "cells",
+    ),
+    (
+        "TTFT cold",
+        "TTFT p50 over the first cell of each prompt without a cache hit.",
+        "s",
+    ),
+    (
+        "Under load (c = N)",
+        "Measured with N requests in flight (concurrency > 1). A server that queues requests "
+        "internally starts one only when a slot is free: TTFT then includes the wait in its "
+        "queue, and each request shares compute with the others. Not comparable with "
+        "single-stream figures (c = 1); kept off the single-stream Pareto front.",
+        "–",
+    ),
+    (
+        "Prompt cut",
+        "The server saw far fewer prompt tokens than were sent (< 0.8 ×) or exactly the "
+        "context limit (input_truncated): the answer is to a cut prompt and stays unscored "
+        "(unscored_input_truncated).",
         "–",
     ),
 )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from touchstone_ray.aggregates import under_load
 from touchstone_ray.report import charts
 from touchstone_ray.report._data import ReportData, RowKey
 from touchstone_ray.report._doc import (
@@ -28,7 +29,7 @@ from touchstone_ray.report._doc import (
 from touchstone_ray.report._fmt import NONE, gb, num, pct
 from touchstone_ray.report._labels import levels
 from touchstone_ray.report._sections import links, row_label
-from touchstone_ray.report._speed import speed
+from touchstone_ray.report._speed import load_label, speed
 
 __all__ = ["ab", "categories", "master", "overview", "quality_speed"]
 
@@ -258,28 +259,8 @@ def ab(data: ReportData, t: dict[str, str]) -> list[Block]:
     return blocks
 
 
-def quality_speed(data: ReportData, t: dict[str, str]) -> list[Block]:
-    """Quality % against decode tok/s with the Pareto front, then latency and resources."""
-    points = []
-    for key in data.rows:
-        r = data.card_rows.get(key, {})
-        s = data.stats.get(key)
-        q = r.get("quality_pct")
-        tps = r.get("decode_tps_median", s.decode_tps_median if s else None)
-        if q is None or tps is None:
-            continue
-        delta = r.get("model_delta_mb", s.model_delta_mb if s else None)
-        points.append(
-            charts.QsPoint(
-                row_label(key),
-                float(q),
-                float(tps),
-                None if delta is None else float(delta) / 1024,
-                bool(r.get("ko_passed")),
-            )
-        )
-    front = {p.label for p in charts.pareto_front(points)}
-    svg = charts.quality_speed_svg(
+def _qs_svg(points: list[charts.QsPoint], t: dict[str, str], chart_id: str) -> str:
+    return charts.quality_speed_svg(
         points,
         labels={
             "x": f"{t['tps']} (median)",
@@ -288,7 +269,34 @@ def quality_speed(data: ReportData, t: dict[str, str]) -> list[Block]:
             "ko": t["ko"],
             "empty": t["none_found"],
         },
+        chart_id=chart_id,
     )
+
+
+def quality_speed(data: ReportData, t: dict[str, str]) -> list[Block]:
+    """Quality % against decode tok/s with the Pareto front, then latency and resources.
+
+    Rows measured under load (``concurrency`` > 1) are kept off the single-stream chart and
+    its Pareto front: they get their own chart, and the table says ``under load (c = N)``."""
+    single: list[charts.QsPoint] = []
+    loaded: list[charts.QsPoint] = []
+    for key in data.rows:
+        r = data.card_rows.get(key, {})
+        s = data.stats.get(key)
+        q = r.get("quality_pct")
+        tps = r.get("decode_tps_median", s.decode_tps_median if s else None)
+        if q is None or tps is None:
+            continue
+        delta = r.get("model_delta_mb", s.model_delta_mb if s else None)
+        point = charts.QsPoint(
+            row_label(key),
+            float(q),
+            float(tps),
+            None if delta is None else float(delta) / 1024,
+            bool(r.get("ko_passed")),
+        )
+        (loaded if under_load(data.concurrency(key[0])) else single).append(point)
+    front = {p.label for p in charts.pareto_front(single)}
     head = (
         t["model"],
         t["variant"],
@@ -300,9 +308,10 @@ def quality_speed(data: ReportData, t: dict[str, str]) -> list[Block]:
         t["pareto"],
     )
     body = []
-    for p in points:
+    for p in single + loaded:
         model, variant = p.label.split(" / ", 1)
         r = data.card_rows.get((model, variant), {})
+        c = data.concurrency(model)
         body.append(
             (
                 cell(model),
@@ -312,12 +321,17 @@ def quality_speed(data: ReportData, t: dict[str, str]) -> list[Block]:
                 num_cell(num(p.decode_tps, 1), p.decode_tps),
                 num_cell(num(r.get("ttft_p50_s"), 3), r.get("ttft_p50_s")),
                 num_cell(gb(None if p.delta_gb is None else p.delta_gb * 1024), p.delta_gb),
-                cell("★" if p.label in front else ""),
+                cell(load_label(c, t) if under_load(c) else "★" if p.label in front else ""),
             )
         )
-    return [
-        Heading(2, t["quality_speed"]),
-        Chart("quality-speed", t["qs_chart"], svg),
-        Table(head, tuple(body), sortable=True),
-        *speed(data, t, 3),
-    ]
+    blocks: list[Block] = [Heading(2, t["quality_speed"])]
+    if single or not loaded:
+        blocks.append(Chart("quality-speed", t["qs_chart"], _qs_svg(single, t, "quality-speed")))
+    if loaded:
+        blocks += [
+            Para((t["load_note"],)),
+            Chart(
+                "quality-speed-load", t["qs_load_chart"], _qs_svg(loaded, t, "quality-speed-load")
+            ),
+        ]
+    return [*blocks, Table(head, tuple(body), sortable=True), *speed(data, t, 3)]

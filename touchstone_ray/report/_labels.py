@@ -100,7 +100,7 @@ _DE: dict[str, str] = {
     "qs_chart": "Qualität % gegen Decode tok/s (Blase = Modell-Δ GB, Linie = Pareto-Front)",
     "pareto": "Pareto",
     "latency": "Latenz",
-    "ttft_chart": "TTFT-Verteilung je Modell (ok, ohne Kaltstart)",
+    "ttft_chart": "TTFT-Verteilung je Modell (ok, ohne Kaltstart und Cache-Treffer)",
     "resources": "Ressourcen",
     "speed": "Geschwindigkeit und Ressourcen",
     "judges_section": "Judges und Übereinstimmung",
@@ -187,6 +187,34 @@ _DE: dict[str, str] = {
     "scored": "bewertet",
     "failed_short": "Fehler",
     "key": "Schlüssel",
+    # speed measurement conditions (SPEC §9): prompt cache, load, cut prompts
+    "ttft_cold": "TTFT kalt p50 s",
+    "cached_short": "Cache-Treffer",
+    "cache_note": (
+        "{n} von {total} Zellen nahm der Server teilweise aus seinem Prompt-Cache: Sie fehlen "
+        "in TTFT, TTFA, E2E und Prefill (gezählt, nicht gelöscht); Decode zählt sie. TTFT kalt "
+        "= erste Zelle je Prompt ohne Cache-Treffer. Für durchweg kalte Werte: "
+        "scheduling.cache_bust: true oder scheduling.prompt_cache: off."
+    ),
+    "measured": "Gemessen",
+    "single_stream": "einzeln (c = 1)",
+    "under_load": "unter Last (c = {n})",
+    "load_note": (
+        "Unter Last (concurrency über 1) gemessene Zeilen stehen in einem eigenen Diagramm, "
+        "nicht auf der Pareto-Front der Einzelmessungen: Ihre Geschwindigkeit je Anfrage "
+        "enthält die Warteschlange des Servers und ist mit Einzelmessungen nicht vergleichbar."
+    ),
+    "qs_load_chart": "Qualität % gegen Decode tok/s, unter Last gemessen (nicht vergleichbar)",
+    "input_cut": "Prompt gekürzt",
+    "input_cut_note": (
+        "Der Server hat diese Prompts gekürzt (input_truncated): Die Antworten sind unbewertet "
+        "(unscored_input_truncated) und fehlen in allen Mittelwerten."
+    ),
+    "raise_context": "context_tokens auf ≥ {n} erhöhen",
+    "prompt_tokens_seen": "Prompt-Token (Server)",
+    "context_short": "Kontext",
+    "cut_mark": "✂ Prompt gekürzt",
+    "cached_mark": "⟲ Prompt-Cache",
 }
 
 _EN: dict[str, str] = {
@@ -276,7 +304,7 @@ _EN: dict[str, str] = {
     "qs_chart": "Quality % against decode tok/s (bubble = model delta GB, line = Pareto front)",
     "pareto": "Pareto",
     "latency": "Latency",
-    "ttft_chart": "TTFT distribution per model (ok, without cold start)",
+    "ttft_chart": "TTFT distribution per model (ok, without cold starts and cache hits)",
     "resources": "Resources",
     "speed": "Speed and resources",
     "judges_section": "Judges and agreement",
@@ -361,6 +389,34 @@ _EN: dict[str, str] = {
     "scored": "scored",
     "failed_short": "failed",
     "key": "Key",
+    # speed measurement conditions (SPEC §9): prompt cache, load, cut prompts
+    "ttft_cold": "TTFT cold p50 s",
+    "cached_short": "cache hits",
+    "cache_note": (
+        "The server took part of the prompt from its prompt cache on {n} of {total} cells: "
+        "they are left out of TTFT, TTFA, E2E and prefill (counted, not deleted); decode counts "
+        "them. TTFT cold = the first cell of each prompt without a cache hit. For cold figures "
+        "throughout: scheduling.cache_bust: true or scheduling.prompt_cache: off."
+    ),
+    "measured": "Measured",
+    "single_stream": "single stream (c = 1)",
+    "under_load": "under load (c = {n})",
+    "load_note": (
+        "Rows measured under load (concurrency above 1) have their own chart, off the "
+        "single-stream Pareto front: their per-request speed includes the server's own queue "
+        "and is not comparable with single-stream figures."
+    ),
+    "qs_load_chart": "Quality % against decode tok/s, measured under load (not comparable)",
+    "input_cut": "Prompt cut",
+    "input_cut_note": (
+        "The server cut these prompts (input_truncated): the answers are unscored "
+        "(unscored_input_truncated) and out of every mean."
+    ),
+    "raise_context": "raise context_tokens to ≥ {n}",
+    "prompt_tokens_seen": "prompt tokens (server)",
+    "context_short": "context",
+    "cut_mark": "✂ prompt cut",
+    "cached_mark": "⟲ prompt cache",
 }
 
 REPORT_LABELS: dict[str, dict[str, str]] = {"de": _DE, "en": _EN}

@@ -1,14 +1,27 @@
 """Speed and resources: the TTFT chart, the latency and resource tables (SPEC §9
-aggregates: seconds, tokens/s, MB) and each host's memory timeline."""
+aggregates: seconds, tokens/s, MB) and each host's memory timeline.
+
+Every speed figure says how it was measured: single stream or under load (``concurrency`` >
+1, its TTFT includes the server's queue), and how many cells were prompt-cache hits (left out
+of the prompt-side figures by :mod:`touchstone_ray.aggregates`)."""
 
 from __future__ import annotations
 
+from touchstone_ray.aggregates import counts_for_prompt, under_load
 from touchstone_ray.report import charts
+from touchstone_ray.report._context import cut_prompts
 from touchstone_ray.report._data import ReportData
-from touchstone_ray.report._doc import Block, Chart, Heading, Table, cell, num_cell
+from touchstone_ray.report._doc import Block, Chart, Heading, Para, Table, cell, num_cell
 from touchstone_ray.report._fmt import NONE, mb, num
 
-__all__ = ["memory_chart", "speed"]
+__all__ = ["load_label", "memory_chart", "speed"]
+
+
+def load_label(concurrency: int | None, t: dict[str, str]) -> str:
+    """``under load (c = N)`` for c > 1, ``single stream (c = 1)`` for 1, ``–`` unknown."""
+    if concurrency is None:
+        return NONE
+    return t["under_load"].format(n=concurrency) if under_load(concurrency) else t["single_stream"]
 
 
 def _memory_series(data: ReportData, host: str) -> charts.MemorySeries:
@@ -66,7 +79,9 @@ def _latency_table(data: ReportData, t: dict[str, str]) -> Table:
     head = (
         t["model"],
         t["variant"],
+        t["measured"],
         "TTFT p50 s",
+        t["ttft_cold"],
         "TTFT p95 s",
         "TTFA p50 s",
         "E2E p50 s",
@@ -86,7 +101,9 @@ def _latency_table(data: ReportData, t: dict[str, str]) -> Table:
             (
                 cell(row[0]),
                 cell(row[1]),
+                cell(load_label(data.concurrency(row[0]), t)),
                 num_cell(num(s.ttft_p50_s, 3), s.ttft_p50_s),
+                num_cell(num(s.ttft_cold_p50_s, 3), s.ttft_cold_p50_s),
                 num_cell(num(s.ttft_p95_s, 3), s.ttft_p95_s),
                 num_cell(num(s.ttfa_p50_s, 3), s.ttfa_p50_s),
                 num_cell(num(s.e2e_p50_s, 3), s.e2e_p50_s),
@@ -108,6 +125,7 @@ def _resource_table(data: ReportData, t: dict[str, str]) -> Table:
         t["cells"],
         t["failed_short"],
         t["cold_short"],
+        t["cached_short"],
         t["trunc_short"],
         t["peak_ram"],
         t["delta"],
@@ -128,6 +146,7 @@ def _resource_table(data: ReportData, t: dict[str, str]) -> Table:
                 num_cell(str(s.n_cells), s.n_cells),
                 num_cell(str(s.n_failed), s.n_failed),
                 num_cell(str(s.n_cold), s.n_cold),
+                num_cell(str(s.n_cached), s.n_cached),
                 num_cell(str(s.n_truncated), s.n_truncated),
                 num_cell(mb(s.peak_ram_mb), s.peak_ram_mb),
                 num_cell(mb(s.model_delta_mb), s.model_delta_mb),
@@ -143,16 +162,21 @@ def _resource_table(data: ReportData, t: dict[str, str]) -> Table:
 
 
 def speed(data: ReportData, t: dict[str, str], level: int) -> list[Block]:
-    """Latency (TTFT chart and table) and resources (table), as headings of ``level``."""
+    """Latency (TTFT chart and table, the cache-hit count), prompts the server cut, and
+    resources (table), as headings of ``level``."""
     groups: dict[str, list[float]] = {}
     for r in data.responses:
-        if r.ok and not r.is_cold_start and r.ttft_s is not None:
+        if counts_for_prompt(r) and r.ttft_s is not None:
             groups.setdefault(r.model, []).append(r.ttft_s)
     svg = charts.ttft_svg(groups, labels={"y": "TTFT (s)", "empty": t["none_found"]})
-    return [
+    blocks: list[Block] = [
         Heading(level, t["latency"]),
         Chart("ttft", t["ttft_chart"], svg),
         _latency_table(data, t),
-        Heading(level, t["resources"]),
-        _resource_table(data, t),
     ]
+    n_cached = sum(s.n_cached for s in data.stats.values())
+    if n_cached:
+        total = sum(s.n_cells for s in data.stats.values())
+        blocks.append(Para((t["cache_note"].format(n=n_cached, total=total),)))
+    blocks += cut_prompts(data, t, level)
+    return [*blocks, Heading(level, t["resources"]), _resource_table(data, t)]

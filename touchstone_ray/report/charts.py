@@ -114,16 +114,19 @@ def pareto_front(points: Sequence[QsPoint]) -> list[QsPoint]:
     return sorted(front, key=lambda p: (p.decode_tps, -p.quality_pct, p.label))
 
 
-def quality_speed_svg(points: Sequence[QsPoint], *, labels: Mapping[str, str]) -> str:
+def quality_speed_svg(
+    points: Sequence[QsPoint], *, labels: Mapping[str, str], chart_id: str = "quality-speed"
+) -> str:
     """Quality % (y) against median decode tok/s (x); bubble size = model delta GB; points
     numbered and named in a legend (no overlapping labels); the Pareto front outlined, starred
     and joined by a dashed line; K.-o.-failed points hollow. ``labels``: ``x``, ``y``,
-    ``pareto``, ``empty``."""
+    ``pareto``, ``empty``; ``chart_id`` prefixes the SVG's element ids (two charts in one
+    page must differ)."""
     with _figure(8.0, 4.2) as fig:
         ax = fig.add_subplot()
         if not points:
             _empty(ax, labels["empty"])
-            return _finish(fig, "quality-speed")
+            return _finish(fig, chart_id)
         deltas = [p.delta_gb for p in points if p.delta_gb is not None and p.delta_gb > 0]
         top = max(deltas) if deltas else 1.0
         front = pareto_front(points)
@@ -184,7 +187,7 @@ def quality_speed_svg(points: Sequence[QsPoint], *, labels: Mapping[str, str]) -
         ax.set_ylim(max(0.0, min(lo - 10.0, 50.0)), 102.0)
         ax.set_xlim(0.0, max(p.decode_tps for p in points) * 1.15)
         fig.tight_layout()
-        return _finish(fig, "quality-speed")
+        return _finish(fig, chart_id)
 
 
 def ttft_svg(groups: Mapping[str, Sequence[float]], *, labels: Mapping[str, str]) -> str:
