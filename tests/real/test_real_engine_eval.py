@@ -158,3 +158,21 @@ def test_context_check_then_allow_cut(small: LlamaServer, local_ray: None, tmp_p
     manifest = json.loads((outcome.bundle / "bundle.json").read_text())
     server = manifest["servers"][MODEL_ALIAS]
     assert server["engine_kind"] == "llamacpp" and server["server_facts"]["n_ctx"] == SLOT
+
+
+def test_hosts_names_the_engine_and_suggests_llamacpp(
+    small: LlamaServer, local_ray: None, tmp_path: Path
+) -> None:
+    from touchstone_ray.preflight import run_hosts
+
+    config = {"models": [{"id": MODEL_ALIAS, "engine": "openai", "base_url": small.base_url}]}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    out = io.StringIO()
+    assert run_hosts(path, None, out) == 0
+    text = out.getvalue()
+    assert "llama.cpp b0-unknown (engine: llamacpp)" in text
+    assert (
+        f"  suggestion: {MODEL_ALIAS}: set `engine: llamacpp` (uses the server's own "
+        "identity, context limit and tokenizer)\n"
+    ) in text
