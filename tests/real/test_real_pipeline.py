@@ -263,7 +263,9 @@ def test_timings_follow_the_spec_formulas(pipeline: Pipeline) -> None:
         timings = r.get("server_timings")
         if timings is not None:  # when the engine reports it
             server_rate = (timings["predicted_n"] - 1) / timings["predicted_ms"] * 1000
-            assert decode == pytest.approx(server_rate, rel=0.15), (decode, timings)
+            # both span the n - 1 gaps after the first token; the client's span adds its read
+            # jitter at both ends (ms on a quiet machine, more on a loaded one)
+            assert decode == pytest.approx(server_rate, rel=0.25), (decode, timings)
             assert timings["predicted_n"] == n
         cached = r.get("cached_tokens")
         if cached is not None:  # when the engine reports it
