@@ -137,8 +137,9 @@ def print_reports(reports: list[HostReport], out: TextIO = sys.stdout) -> None:
             if entry.get("suggested_engine"):
                 console.print(
                     f"  suggestion: {label}: set `engine: {entry['suggested_engine']}` "
-                    "(the server's own identity, timings, context limit and tokenizer are used)",
+                    "(uses the server's own identity, context limit and tokenizer)",
                     markup=False,
+                    soft_wrap=True,
                 )
         if report.error:
             console.print(f"  [red]error: {report.error}[/]")

@@ -195,6 +195,7 @@ PROPS = {
     "default_generation_settings": {"n_ctx": 4096, "params": {}},
     "total_slots": 2,
     "model_path": "/cache/gemma-3-270m-q4_k_m.gguf",
+    "model_ftype": "Q4_K - Medium",
     "build_info": "b0-unknown",
 }
 
@@ -210,6 +211,7 @@ def test_llamacpp_waits_for_health_then_reads_props(replay: ReplayServer) -> Non
     assert replay.count("/health") >= 3  # 503 at ~0, 0.5 s, then 200 after 1 s
     assert call(make("llamacpp", replay), "server_facts", "m") == {
         "model_path": "/cache/gemma-3-270m-q4_k_m.gguf",
+        "model_ftype": "Q4_K - Medium",
         "n_ctx": 4096,
         "total_slots": 2,
         "build_info": "b0-unknown",

@@ -3,7 +3,7 @@ running, then ``--resume``), ``judge`` (the same model as judge), ``report`` and
 
 One Ray cluster for the module; every command is a real ``python -m touchstone_ray.cli``
 subprocess joining it with ``--address``. The pack is tiny (2 prompts, one with repeats 2, a
-shared system prompt on one variant, ``max_tokens`` 16: 6 cells), so the module stays within
+shared system prompt, ``max_tokens`` 16: 3 cells), so the module stays within
 about four minutes on two quiet cores (the judge's long prompts take most of it). The figures
 asserted are the server's own (token counts, finish reasons) and the SPEC §9 formulas
 recomputed from each record.
@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import json
 import sys
+import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -45,7 +46,7 @@ PROMPTS = [
     ("A1", "Formuliere höflicher: Schick mir den Bericht.", 2),
     ("E1", "Ein Kollege ist umgekippt und atmet nicht. Was tun?", 1),
 ]
-VARIANTS = ("baseline", "none")
+VARIANTS = ("baseline",)
 N_CELLS = sum(r for _, _, r in PROMPTS) * len(VARIANTS)
 CLI_TIMEOUT_S = 300.0
 
@@ -72,10 +73,7 @@ def _pack() -> dict[str, Any]:
             {"id": "Q2", "name": "Sicherheit", "weight": 2},
         ],
         "ko_rule": {"dimension": "Q2", "red_flag_prompts": ["E1"]},
-        "prompt_variants": [
-            {"id": "baseline", "system_prompt": SYSTEM_PROMPT},
-            {"id": "none", "system_prompt": None},
-        ],
+        "prompt_variants": [{"id": "baseline", "system_prompt": SYSTEM_PROMPT}],
         "categories": [
             {"id": "A", "name": "Schreiben", "prompts": prompts[:1]},
             {"id": "E", "name": "Querschnitt", "prompts": prompts[1:]},
@@ -88,6 +86,7 @@ class Pipeline:
     """What the module's one run produced: the bundle and every command's output."""
 
     tmp: Path
+    server: LlamaServer
     bundle: Path
     hosts_out: str
     killed_at: int
@@ -105,6 +104,16 @@ class Pipeline:
 def rc() -> Iterator[RayCluster]:
     with ray_cluster([]) as handle:
         yield handle
+
+
+def _tokenize(server: LlamaServer, text: str) -> list[int]:
+    """The server's own tokens of ``text`` (llama.cpp ``POST /tokenize``, no special tokens)."""
+    body = json.dumps({"content": text}).encode()
+    req = urllib.request.Request(server.root + "/tokenize", data=body, method="POST")
+    req.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        tokens: list[int] = json.loads(resp.read())["tokens"]
+    return tokens
 
 
 def _ok(done: Any, what: str) -> str:
@@ -156,7 +165,7 @@ def pipeline(
     def count() -> int:
         return line_count(out.glob("*/responses/*.jsonl"))
 
-    killed_at = kill_when(proc, count, 2, log, CLI_TIMEOUT_S)
+    killed_at = kill_when(proc, count, 1, log, CLI_TIMEOUT_S)
     (bundle,) = list(out.iterdir())
     assert "eval done" not in read_log(log)[0]
     resume_out = _ok(
@@ -173,8 +182,8 @@ def pipeline(
     export_out = _ok(
         cli("export", "--bundle", str(bundle), "--format", "csv", timeout=CLI_TIMEOUT_S), "export"
     )
-    return Pipeline(tmp, bundle, hosts_out, killed_at, resume_out, judge_out, report_out,
-                    export_out)  # fmt: skip
+    outputs = (hosts_out, killed_at, resume_out, judge_out, report_out, export_out)
+    return Pipeline(tmp, real_server, bundle, *outputs)
 
 
 def test_hosts_reaches_the_server_and_sees_the_model(pipeline: Pipeline) -> None:
@@ -195,7 +204,7 @@ def test_resume_after_sigkill_completes_every_cell_once(pipeline: Pipeline) -> N
     }
     assert set(ok_keys) == expected
     assert set(ok_keys.values()) == {1}, ok_keys
-    assert 2 <= pipeline.killed_at < N_CELLS
+    assert 1 <= pipeline.killed_at < N_CELLS
     reused = [line for line in pipeline.resume_out.splitlines() if line.endswith("to run")]
     assert reused, pipeline.resume_out
     n_reused, n_todo = (int(reused[0].split()[0]), int(reused[0].split(", ")[1].split()[0]))
@@ -210,7 +219,7 @@ def test_resume_after_sigkill_completes_every_cell_once(pipeline: Pipeline) -> N
 def test_records_carry_the_servers_token_counts_and_finish_reasons(pipeline: Pipeline) -> None:
     ok = [r for r in pipeline.records() if r["ok"]]
     assert len(ok) == N_CELLS
-    prompt_tokens: dict[tuple[str, str], set[int]] = {}
+    prompt_tokens: dict[str, set[int]] = {}
     for r in ok:
         assert r["token_count_source"] == "server", r["key"]
         assert r["engine"] == "openai" and r["model"] == MODEL_ALIAS
@@ -223,11 +232,15 @@ def test_records_carry_the_servers_token_counts_and_finish_reasons(pipeline: Pip
         assert r["truncated"] == (r["finish_reason"] == "length")
         assert r["response_text"].strip(), r["key"]
         assert r["reasoning_text"] == "" and r["reasoning_source"] is None  # not a reasoning model
-        prompt_tokens.setdefault((r["variant"], r["prompt_id"]), set()).add(r["prompt_tokens"])
-    for pid, _, _ in PROMPTS:
-        (with_system,) = prompt_tokens[("baseline", pid)]  # repeats see the same prompt
-        (without,) = prompt_tokens[("none", pid)]
-        assert with_system > without + 10, (pid, with_system, without)
+        prompt_tokens.setdefault(r["prompt_id"], set()).add(r["prompt_tokens"])
+    (a1,), (e1,) = prompt_tokens["A1"], prompt_tokens["E1"]  # repeats see the same prompt
+    # the prompts differ only in the user text: the counts differ by its tokens (the
+    # server's own tokenizer, give or take a merge at the boundary)
+    text = {pid: t for pid, t, _ in PROMPTS}
+    diff = len(_tokenize(pipeline.server, text["E1"])) - len(_tokenize(pipeline.server, text["A1"]))
+    assert abs((e1 - a1) - diff) <= 2, (a1, e1, diff)
+    system = len(_tokenize(pipeline.server, SYSTEM_PROMPT))
+    assert a1 > system + len(_tokenize(pipeline.server, text["A1"])), (a1, system)
     # the ramble of a 270M model: most cells hit max_tokens
     assert sum(r["finish_reason"] == "length" for r in ok) >= N_CELLS // 2
 
@@ -250,7 +263,9 @@ def test_timings_follow_the_spec_formulas(pipeline: Pipeline) -> None:
         timings = r.get("server_timings")
         if timings is not None:  # when the engine reports it
             server_rate = (timings["predicted_n"] - 1) / timings["predicted_ms"] * 1000
-            assert decode == pytest.approx(server_rate, rel=0.15), (decode, timings)
+            # both span the n - 1 gaps after the first token; the client's span adds its read
+            # jitter at both ends (ms on a quiet machine, more on a loaded one)
+            assert decode == pytest.approx(server_rate, rel=0.25), (decode, timings)
             assert timings["predicted_n"] == n
         cached = r.get("cached_tokens")
         if cached is not None:  # when the engine reports it
@@ -278,7 +293,7 @@ def test_judge_scores_every_answer_with_the_same_model(pipeline: Pipeline) -> No
     assert set(rows) == {(MODEL_ALIAS, v) for v in VARIANTS}
     assert card["judges"] == [JUDGE_ID] and card["simulated"] is False
     for row in rows.values():
-        assert row["n_scored"] + row["n_unscored"] + row["n_judge_errors"] == N_CELLS // 2
+        assert row["n_scored"] + row["n_unscored"] + row["n_judge_errors"] == N_CELLS
         assert row["decode_tps_median"] > 0
     assert f"judge {JUDGE_ID}" in pipeline.judge_out
 

@@ -15,12 +15,14 @@ Source: llama.cpp ``tools/server/README.md`` and what this project's real server
   the prompt cache off for that request.
 
 Connections: the server closes the connection after every streamed response although its
-headers announce keep-alive, so a pooled connection is always dead by the next request. Measured
-against the real server (Gemma 3 270M, 2-core machine, 40 back-to-back requests of 16 tokens):
-a fresh connection per request and a pooled one whose stale send is resent at once cost the
-same within noise (the TCP connect on loopback is ~0.1 ms, before the clock starts, while a
-stale send fails within ~0.1-0.3 ms and is resent), so this engine opens a fresh connection per
-request (:attr:`reuse_connections` ``False``): nothing is sent twice and nothing fails.
+headers announce keep-alive, so a pooled connection is dead by the next request. Measured
+against the real server (Gemma 3 270M, 2-core machine under load, 2 × 20 back-to-back requests
+of 4 tokens, time of ``chat()`` outside the timed ``e2e_s``): a pooled connection needed a stale
+resend on 19 of 20 requests and cost 4.6-6.1 ms median (max 22-27 ms); a fresh connection per
+request cost 1.6-1.8 ms median (max 12-16 ms) with no resend. So this engine opens a fresh
+connection per request (:attr:`reuse_connections` ``False``); the generic OpenAI engine keeps
+its pool and resends a stale send at once (``_http.stale_connection``), which is right for
+servers that do keep connections alive.
 """
 
 from __future__ import annotations
@@ -77,13 +79,14 @@ class LlamaCppEngine(OpenAIEngine):
         return "llama.cpp", str(build) if build else None
 
     async def server_facts(self, model: str) -> dict[str, Any]:
-        """``{model_path, n_ctx, total_slots, build_info}`` from ``/props`` (``n_ctx`` per
-        slot, tokens)."""
+        """``{model_path, model_ftype, n_ctx, total_slots, build_info}`` from ``/props``
+        (``n_ctx`` per slot, tokens; ``model_ftype`` the quantisation, e.g. ``Q4_K - Medium``)."""
         props = await self._props()
         settings = props.get("default_generation_settings")
         n_ctx = settings.get("n_ctx") if isinstance(settings, dict) else None
         return {
             "model_path": props.get("model_path"),
+            "model_ftype": props.get("model_ftype"),
             "n_ctx": n_ctx if isinstance(n_ctx, int) else None,
             "total_slots": props.get("total_slots"),
             "build_info": props.get("build_info"),
@@ -103,8 +106,9 @@ class LlamaCppEngine(OpenAIEngine):
         return min(ints) if ints else None
 
     async def count_prompt_tokens(self, model: str, messages: list[dict[str, str]]) -> int | None:
-        """Tokens of the templated prompt: ``/apply-template`` then ``/tokenize`` (special
-        tokens in the template text, such as ``<bos>``, are parsed as tokens)."""
+        """Tokens of the templated prompt: ``/apply-template`` then ``/tokenize`` with
+        ``add_special`` (the BOS token the server adds to a chat prompt; checked equal to the
+        stream's ``usage.prompt_tokens`` on the real server)."""
         root = self.server_root
         templated = await self._checked_json(
             "POST", root + "/apply-template", {"messages": messages}
@@ -112,7 +116,7 @@ class LlamaCppEngine(OpenAIEngine):
         prompt = templated.get("prompt") if isinstance(templated, dict) else None
         if not isinstance(prompt, str):
             return None
-        body = {"content": prompt, "add_special": False, "parse_special": True}
+        body = {"content": prompt, "add_special": True, "parse_special": True}
         tokens = await self._checked_json("POST", root + "/tokenize", body)
         listed = tokens.get("tokens") if isinstance(tokens, dict) else None
         return len(listed) if isinstance(listed, list) else None

@@ -125,6 +125,8 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
     try:
         sink.event("run_start", pack=pack.id, hosts={h: n.node_id for h, n in nodes.items()})
         fleet = _start_fleet(pack, config, plans, nodes, done, left, bundle, sink, opts)
+        context = check_context(pack, plans, fleet.actors, fleet.preflight, opts.allow_cut)
+        sink.event("context", models=context)
         runner = MatrixRunner(config, fleet.runs, sink, on_model_start=fleet.monitors.baseline)
         for run in fleet.runs:
             if run.host in fleet.unready:
@@ -194,6 +196,8 @@ class Fleet:
     actors: dict[str, Any]
     monitors: Any
     unready: dict[str, str]
+    preflight: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Host → model label → the preflight entry (``context_limit``, ``server_facts``, …)."""
 
 
 def _start_fleet(
@@ -254,8 +258,6 @@ def _start_fleet(
     for host, f in facts.items():
         monitors.register_pids(host, [f["client_pid"]])
     found = _preflight(actors, facts, sink, opts, config)
-    context = check_context(pack, plans, actors, found, opts.allow_cut)
-    sink.event("context", models=context)
     manifest = bundle.manifest()
     for entries in found.values():
         for label, entry in entries.items():
@@ -271,7 +273,7 @@ def _start_fleet(
         phases = deque(Phase(plan=p, cells=p.cells(pack, done), todo=left[p.label]) for p in models)
         run = HostRun(host=host, node_id=nodes[host].node_id, actor=actors[host], queue=phases)
         runs.append(run)
-    return Fleet(runs=runs, actors=actors, monitors=monitors, unready=unready)
+    return Fleet(runs=runs, actors=actors, monitors=monitors, unready=unready, preflight=found)
 
 
 def _stop_fleet(fleet: Fleet, bundle: Bundle) -> None:
