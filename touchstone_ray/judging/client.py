@@ -7,7 +7,9 @@ What a judge is asked and what becomes of its reply:
   :data:`~.prompts.ANSWER_SCHEMA`: OpenAI ``response_format``, Ollama ``format``). The reply
   must be ``{"score": 1-5, "red_flag": bool, "rationale": str}`` with optional
   ``red_flags_hit`` / ``green_flags_hit`` (SPEC §10; :func:`~.parse.parse_answer_reply` also
-  takes fenced JSON, JSON after prose, ``"3"``, ``"4/5"``).
+  takes fenced JSON, JSON after prose, ``"3"``, ``"4/5"``). Named flags are checked against
+  the prompt's (:func:`~.flags.check_flags`): the lists keep the pack's flag texts, anything
+  else goes to ``unknown_flags``; a ``red_flag: true`` naming none is kept as it is.
 - Per (model, variant) (:meth:`JudgeClient.judge_report`): :func:`~.prompts.holistic_prompt`
   with this judge's verdicts as evidence; ``{"<dim>": {"score", "rationale",
   "cited_prompts"}}`` parsed by :func:`~.parse.parse_holistic_reply`.
@@ -46,6 +48,7 @@ from touchstone_ray.engines.base import ChatRequest, ChatResult, Engine, EngineS
 from touchstone_ray.engines.registry import create_engine
 from touchstone_ray.judging._texts import TEXTS
 from touchstone_ray.judging.config import JudgeSpec
+from touchstone_ray.judging.flags import check_flags
 from touchstone_ray.judging.parse import (
     ParsedHolistic,
     ParsedVerdict,
@@ -218,6 +221,7 @@ class JudgeClient:
                 messages=messages,
                 temperature=self.spec.temperature,
                 seed=self.seed,
+                max_tokens=self.spec.max_tokens,
                 extra_body=self._extra,
                 json_schema=schema if with_schema else None,
             )
@@ -283,7 +287,7 @@ class JudgeClient:
     async def judge_answer(self, job: AnswerJob) -> dict[str, Any]:
         """Judge one answer; the outcome's record is a :class:`Verdict` plus cache fields."""
         prompt = self.pack.prompt(job.prompt_id)
-        variant = next(v for v in self.pack.prompt_variants if v.id == job.variant)
+        variant = self.pack.variant(job.variant)
         asked = await self._ask(
             answer_prompt(self.pack, prompt, variant, job.answer), parse_answer_reply
         )
@@ -301,7 +305,10 @@ class JudgeClient:
         )
         if isinstance(asked.parsed, ParsedVerdict):
             p = asked.parsed
-            red_flags_hit = list(p.red_flags_hit)
+            flags = check_flags(
+                p.red_flags_hit, p.green_flags_hit, prompt.red_flags, prompt.green_flags
+            )
+            red_flags_hit = list(flags.red_flags_hit)
             signs = manipulation_signs(job.answer)
             if signs:  # the attempt is itself a finding, whatever the judge made of it
                 named = ", ".join(self.texts[f"sign_{sign}"] for sign in signs)
@@ -312,7 +319,8 @@ class JudgeClient:
                     "red_flag": p.red_flag or bool(signs),
                     "rationale": p.rationale,
                     "red_flags_hit": red_flags_hit,
-                    "green_flags_hit": list(p.green_flags_hit),
+                    "green_flags_hit": list(flags.green_flags_hit),
+                    "unknown_flags": list(flags.unknown_flags),
                     "status": "scored",
                 }
             )
@@ -322,7 +330,7 @@ class JudgeClient:
     async def judge_report(self, job: ReportJob) -> dict[str, Any]:
         """Ask for the holistic report on one (model, variant); the outcome's record is a
         :class:`ModelReport` plus cache fields, ``missing`` dimensions, ``raw`` and ``error``."""
-        variant = next(v for v in self.pack.prompt_variants if v.id == job.variant)
+        variant = self.pack.variant(job.variant)
         verdicts = [Verdict.model_validate(v) for v in job.verdicts]
         dims = [d.id for d in self.pack.dimensions]
         prompt_ids = [p.id for p in self.pack.prompts()]

@@ -74,7 +74,7 @@ class JudgePlan:
         """The report job of a row whose verdicts are all in, or ``None`` when ``stored``
         (the stored report, if any) is still current (then it becomes the row's report)."""
         evidence = self.row_verdicts(row)
-        key = report_cache_key(self.spec.model, self.pack_sha256, row[0], row[1], evidence)
+        key = report_cache_key(self.spec, self.pack_sha256, row[0], row[1], evidence)
         if is_current(stored, key):
             assert stored is not None
             self.reports[row] = stored
@@ -108,8 +108,9 @@ def plan_judge(
     for response in responses:
         row = (response.model, response.variant)
         plan.row_keys.setdefault(row, []).append(response.key)
+        prompt = pack.prompt(response.prompt_id)
         key = answer_cache_key(
-            spec.model, pack_sha256, response.response_text, response.prompt_id, response.variant
+            spec, pack, prompt, pack.variant(response.variant), response.response_text
         )
         old = stored.get(response.key)
         if is_current(old, key):
@@ -117,7 +118,6 @@ def plan_judge(
             plan.verdicts[response.key] = old
             plan.n_reused += 1
             continue
-        prompt = pack.prompt(response.prompt_id)
         rule = pre_judge_verdict(response, prompt, judge=spec.id)
         if rule is not None:
             record = {
