@@ -132,11 +132,30 @@ def judge(
         str | None, typer.Option(help="Ray address: 'auto' or 'ray://head:10001'.")
     ] = None,
     judges: Annotated[str | None, typer.Option(help="Comma-separated judge ids.")] = None,
+    repeats: Annotated[
+        int, typer.Option(help="Verdicts per answer and judge (median score, majority flag).")
+    ] = 1,
+    allow_unqualified: Annotated[
+        bool, typer.Option(help="Count judges that failed calibration in the scorecard.")
+    ] = False,
 ) -> None:
-    """Judge, score and write the scorecard; resumable. Prints the scorecard path last."""
+    """Judge, score and write the scorecard; resumable. Prints the scorecard path last.
+
+    Each judge first scores the pack's calibration answers; one that fails them is stored but
+    not counted (exit 1 when none is left) unless --allow-unqualified.
+    """
     from touchstone_ray.judging.runner import run_judge
 
-    raise typer.Exit(run_judge(bundle, judge_config, address=address, judges=_ids(judges)))
+    raise typer.Exit(
+        run_judge(
+            bundle,
+            judge_config,
+            address=address,
+            judges=_ids(judges),
+            repeats=repeats,
+            allow_unqualified=allow_unqualified,
+        )
+    )
 
 
 @app.command()

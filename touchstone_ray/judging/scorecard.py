@@ -4,8 +4,9 @@
 agreement}`` (the Contract) plus sections for the reports: ``language``, ``pack_title``,
 ``template_version``, ``generated_at``, ``dimensions``, ``categories`` (mean answer score per
 category), ``prompts`` (per prompt mean with a 95 % bootstrap CI over repeats and judges),
-``variant_ab``, ``details`` (per row: every judge's own view, missing dimensions) and
-``aborted_judges``.
+``variant_ab``, ``details`` (per row: every judge's own view, missing dimensions),
+``aborted_judges``, ``judge_checks`` (SPEC §7 *new*: per judge qualification and warnings,
+:mod:`.checks`) and ``unqualified_judges``.
 
 Per (model, variant) row (:class:`ScorecardRow`):
 
@@ -217,10 +218,14 @@ def build_scorecard(
     vote: RedFlagVote,
     simulated: bool,
     aborted_judges: Sequence[str] = (),
+    judge_checks: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The scorecard of ``judges`` (their verdicts and reports only) as a JSON-ready dict.
 
     ``responses`` fix the rows (every (model, variant) that has one, in their order).
+    ``judge_checks`` (judge id → :func:`~.checks.judge_check`) goes to the top-level
+    ``judge_checks``, for counted and uncounted judges alike; ``unqualified_judges`` lists
+    those of them that are not qualified.
     """
     judges = list(judges)
     verdicts = [v for v in verdicts if v.judge in judges]
@@ -313,6 +318,10 @@ def build_scorecard(
         "template_version": TEMPLATE_VERSION,
         "generated_at": time.time(),
         "aborted_judges": list(aborted_judges),
+        "judge_checks": {k: dict(v) for k, v in (judge_checks or {}).items()},
+        "unqualified_judges": [
+            k for k, v in (judge_checks or {}).items() if not v.get("qualified", True)
+        ],
         "dimensions": [{"id": d.id, "name": d.name, "weight": d.weight} for d in pack.dimensions],
         "categories": _categories(pack, verd_by_row, list(resp_by_row)),
         "prompts": [

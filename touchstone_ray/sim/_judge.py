@@ -27,7 +27,8 @@ What the values mean:
 - ``rationale`` strings are short German sentences naming a prompt id like ``[B3]`` if the
   request contains one.
 - ``constant_score`` (the ``judge_constant_score`` knob) makes a degenerate judge: every score
-  that value, every ``red_flag`` false, every flag list empty, every rationale ``"ok"``.
+  that value, every ``red_flag`` false, every array (flags, cited prompts) as short as the
+  schema allows, every rationale ``"ok"``.
 """
 
 from __future__ import annotations
@@ -261,7 +262,7 @@ def _gen(schema: Any, name: str, ctx: _Ctx, path: str) -> Any:
     if kind == "array":
         lo_n = int(schema.get("minItems", 0))
         hi_n = int(schema.get("maxItems", lo_n + 2))
-        n = lo_n if name == "red_flags_hit" and not ctx.red_flag else ctx.rng.randint(lo_n, hi_n)
+        n = ctx.rng.randint(lo_n, hi_n) if ctx.constant is None else lo_n
         return [_gen(schema.get("items", {}), name, ctx, f"{path}[{i}]") for i in range(n)]
     if kind == "null":
         return None
