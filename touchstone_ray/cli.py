@@ -182,15 +182,33 @@ def report(
         typer.Option(help="No judgements: a rating task for a person or an outside AI."),
     ] = False,
 ) -> None:
-    """Write report.md and report.html into the bundle (--unjudged: a rating task instead).
+    """Write report.md and report.html into the bundle (--unjudged: rating-task.md and
+    rating-task.html instead, report.md stays).
 
     The rating task replaces every judgement with instructions, the formula, both knock-out
-    checks and a fill-in table per model × variant, for a person or an outside AI.
+    checks and a fill-in table per model × variant, for a person or an outside AI; `ingest`
+    reads the filled reply back.
     """
     from touchstone_ray.report import write_report
 
     for path in write_report(bundle, fmt, unjudged=unjudged):
         typer.echo(str(path))
+
+
+@app.command()
+def ingest(
+    bundle: Annotated[Path, typer.Option("--bundle", help="Bundle folder.")],
+    reply: Annotated[Path, typer.Option("--reply", help="The filled rating task (YAML).")],
+    name: Annotated[str, typer.Option("--as", help="Judge name to store it under.")],
+) -> None:
+    """Store a filled rating task (a person or an outside AI) as judge NAME (holistic reports
+    only) and print its agreement with each local judge of the scorecard."""
+    from touchstone_ray.judging.ingest import agreement_json, ingest_reply
+
+    result = ingest_reply(bundle, reply, name)
+    typer.echo(f"ingested {result['rows']} rated rows as {name}")
+    if result["agreement"]:
+        typer.echo(agreement_json(result["agreement"]))
 
 
 @app.command()
