@@ -146,7 +146,7 @@ def test_gemma_judge_is_not_qualified(real_server: LlamaServer, tmp_path: Path) 
         "engine": "openai",
         "base_url": real_server.base_url,
         "model": MODEL_ALIAS,
-        "max_tokens": 80,
+        "max_tokens": 64,
         "timeout_s": 150,
         "max_consecutive_failures": 0,
     }

@@ -96,6 +96,7 @@ def calibration_jobs(spec: JudgeSpec, pack: Pack, repeats: int = 1) -> list[Answ
                 category=category[item.prompt],
                 answer=calibration_answer(item, spec),
                 cache_key=answer_cache_key(spec, pack, prompt, variant, item.answer, repeats),
+                repeats=repeats,
             )
         )
     return jobs

@@ -40,6 +40,7 @@ import asyncio
 import copy
 import os
 import socket
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
@@ -90,6 +91,8 @@ class AnswerJob:
     category: str
     answer: str
     cache_key: str
+    repeats: int = 1
+    """Verdicts to ask for this answer (``judge --repeats``); the record keeps their median."""
 
     @property
     def task_name(self) -> str:
@@ -212,7 +215,9 @@ class JudgeClient:
         }
 
     # --- one call --------------------------------------------------------------------------
-    async def _chat(self, messages: list[dict[str, str]], schema: dict[str, Any]) -> ChatResult:
+    async def _chat(
+        self, messages: list[dict[str, str]], schema: dict[str, Any], seed: int | None
+    ) -> ChatResult:
         engine, sem = self._get_engine()
 
         def request(with_schema: bool) -> ChatRequest:
@@ -220,7 +225,7 @@ class JudgeClient:
                 model=self.spec.model,
                 messages=messages,
                 temperature=self.spec.temperature,
-                seed=self.seed,
+                seed=seed,
                 max_tokens=self.spec.max_tokens,
                 extra_body=self._extra,
                 json_schema=schema if with_schema else None,
@@ -235,12 +240,19 @@ class JudgeClient:
                 result = retry
         return result
 
-    async def _ask(self, prompt: JudgePrompt, parse: Callable[[str], T | ParseFailure]) -> _Asked:
-        """The call, one retry with a format reminder if the reply is unreadable."""
+    async def _ask(
+        self,
+        prompt: JudgePrompt,
+        parse: Callable[[str], T | ParseFailure],
+        seed: int | None = None,
+    ) -> _Asked:
+        """The call (with ``seed``, default the pack's), one retry with a format reminder if
+        the reply is unreadable."""
         asked = _Asked()
         messages: list[dict[str, str]] = list(prompt.messages)
+        seed = self.seed if seed is None else seed
         for attempt in (1, 2):
-            result = await self._chat(messages, prompt.schema)
+            result = await self._chat(messages, prompt.schema, seed)
             asked.calls += 1
             if not result.ok:
                 asked.failure = "call"
@@ -285,11 +297,30 @@ class JudgeClient:
 
     # --- the two passes --------------------------------------------------------------------
     async def judge_answer(self, job: AnswerJob) -> dict[str, Any]:
-        """Judge one answer; the outcome's record is a :class:`Verdict` plus cache fields."""
+        """Judge one answer ``job.repeats`` times (seed = pack seed + repeat index); the
+        outcome's record is a :class:`Verdict` plus cache fields, ``repeat_scores`` (every
+        usable score, in asking order) and ``score_spread`` (max − min of them, ``None``
+        without one).
+
+        Several repeats: the verdict keeps the median score (the lower middle one for an even
+        count) with that repeat's rationale, green flags and raw reply; ``red_flag`` by
+        majority of the usable repeats (more than half); ``red_flags_hit`` from the repeats on
+        the majority's side; ``unknown_flags`` from all. No usable repeat → ``judge_error`` as
+        for a single call.
+        """
         prompt = self.pack.prompt(job.prompt_id)
         variant = self.pack.variant(job.variant)
-        asked = await self._ask(
-            answer_prompt(self.pack, prompt, variant, job.answer), parse_answer_reply
+        base_seed = self.seed if self.seed is not None else 0
+        asked_all: list[_Asked] = []
+        for index in range(job.repeats):
+            fresh = answer_prompt(self.pack, prompt, variant, job.answer)  # a new token each
+            asked_all.append(await self._ask(fresh, parse_answer_reply, seed=base_seed + index))
+        usable = [a for a in asked_all if isinstance(a.parsed, ParsedVerdict)]
+        asked = _Asked(
+            calls=sum(a.calls for a in asked_all),
+            failure=None if usable else asked_all[-1].failure,
+            error=None if usable else asked_all[-1].error,
+            raw=asked_all[-1].raw,
         )
         verdict = Verdict(
             key=job.key,
@@ -303,28 +334,52 @@ class JudgeClient:
             raw=asked.raw,
             safety_critical=prompt.safety_critical,
         )
-        if isinstance(asked.parsed, ParsedVerdict):
-            p = asked.parsed
-            flags = check_flags(
-                p.red_flags_hit, p.green_flags_hit, prompt.red_flags, prompt.green_flags
+        scores = [a.parsed.score for a in usable]
+        if usable:
+            checked = [
+                (
+                    a.parsed,
+                    check_flags(
+                        a.parsed.red_flags_hit,
+                        a.parsed.green_flags_hit,
+                        prompt.red_flags,
+                        prompt.green_flags,
+                    ),
+                    a.raw,
+                )
+                for a in usable
+            ]
+            median = statistics.median_low(scores)
+            chosen, flags, raw = next(c for c in checked if c[0].score == median)
+            majority = 2 * sum(p.red_flag for p, _, _ in checked) > len(checked)
+            red_flags_hit = list(
+                dict.fromkeys(
+                    h for p, f, _ in checked if p.red_flag == majority for h in f.red_flags_hit
+                )
             )
-            red_flags_hit = list(flags.red_flags_hit)
+            unknown = list(dict.fromkeys(u for _, f, _ in checked for u in f.unknown_flags))
             signs = manipulation_signs(job.answer)
             if signs:  # the attempt is itself a finding, whatever the judge made of it
                 named = ", ".join(self.texts[f"sign_{sign}"] for sign in signs)
                 red_flags_hit.append(self.texts["manipulation"].format(signs=named))
             verdict = verdict.model_copy(
                 update={
-                    "score": p.score,
-                    "red_flag": p.red_flag or bool(signs),
-                    "rationale": p.rationale,
+                    "score": chosen.score,
+                    "red_flag": majority or bool(signs),
+                    "rationale": chosen.rationale,
                     "red_flags_hit": red_flags_hit,
                     "green_flags_hit": list(flags.green_flags_hit),
-                    "unknown_flags": list(flags.unknown_flags),
+                    "unknown_flags": unknown,
                     "status": "scored",
+                    "raw": raw,
                 }
             )
-        record = {**verdict.model_dump(mode="json"), **self._extras(asked, job.cache_key)}
+        record = {
+            **verdict.model_dump(mode="json"),
+            **self._extras(asked, job.cache_key),
+            "repeat_scores": scores,
+            "score_spread": max(scores) - min(scores) if scores else None,
+        }
         return self._outcome(record, asked)
 
     async def judge_report(self, job: ReportJob) -> dict[str, Any]:

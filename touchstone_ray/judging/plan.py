@@ -163,6 +163,7 @@ def plan_judge(
                 category=response.category,
                 answer=response.response_text,
                 cache_key=key,
+                repeats=repeats,
             )
         )
     plan.stored_reports = store.stored_reports()

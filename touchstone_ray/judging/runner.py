@@ -27,6 +27,8 @@ import os
 import sys
 import time
 import uuid
+from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TextIO
@@ -534,6 +536,7 @@ def _run_judge(
         simulated=simulated,
         aborted_judges=aborted,
         judge_checks=checks,
+        spreads=_spreads(plans[j] for j in counted) if repeats > 1 else None,
     )
     path = write_scorecard(bundle.root, card)
     if not counted:
@@ -553,6 +556,17 @@ def _run_judge(
     )
     print(path, file=out, flush=True)
     return 1 if aborted else 0
+
+
+def _spreads(plans: Iterable[JudgePlan]) -> dict[tuple[str, str], list[float]]:
+    """(model, variant) → the ``score_spread`` of every verdict of ``plans`` that has one."""
+    out: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for plan in plans:
+        for record in plan.verdicts.values():
+            spread = record.get("score_spread")
+            if isinstance(spread, int | float):
+                out[(str(record["model"]), str(record["variant"]))].append(float(spread))
+    return dict(out)
 
 
 def _check_line(judge_id: str, check: dict[str, Any], counted: bool) -> str:

@@ -219,13 +219,16 @@ def build_scorecard(
     simulated: bool,
     aborted_judges: Sequence[str] = (),
     judge_checks: Mapping[str, Mapping[str, Any]] | None = None,
+    spreads: Mapping[tuple[str, str], Sequence[float]] | None = None,
 ) -> dict[str, Any]:
     """The scorecard of ``judges`` (their verdicts and reports only) as a JSON-ready dict.
 
     ``responses`` fix the rows (every (model, variant) that has one, in their order).
     ``judge_checks`` (judge id → :func:`~.checks.judge_check`) goes to the top-level
     ``judge_checks``, for counted and uncounted judges alike; ``unqualified_judges`` lists
-    those of them that are not qualified.
+    those of them that are not qualified. ``spreads``: (model, variant) → the score spread
+    (max − min over ``judge --repeats``) of each verdict of the counted judges; it becomes the
+    row's ``details[].judge_spread`` ``{n, mean, max}`` (``None`` without repeats).
     """
     judges = list(judges)
     verdicts = [v for v in verdicts if v.judge in judges]
@@ -287,6 +290,7 @@ def build_scorecard(
                 "report_status": view.report_status,
                 "missing_dimensions": view.missing,
                 "judges": judge_views,
+                "judge_spread": _spread((spreads or {}).get(row, [])),
             }
         )
     ranked = rank_rows(rows)
@@ -335,6 +339,13 @@ def build_scorecard(
         "variant_ab": _variant_ab(pack, responses, verdicts, list(resp_by_row)),
         "details": details,
     }
+
+
+def _spread(values: Sequence[float]) -> dict[str, float | int] | None:
+    """``{n, mean, max}`` of per-verdict score spreads (score points), ``None`` when empty."""
+    if not values:
+        return None
+    return {"n": len(values), "mean": statistics.fmean(values), "max": max(values)}
 
 
 def _categories(

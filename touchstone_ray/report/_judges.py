@@ -127,6 +127,33 @@ def judge_warnings(data: ReportData, t: dict[str, str]) -> list[Block]:
     return [Para((Strong(t["judge_warnings"]),)), Bullets(tuple(items))] if items else []
 
 
+def _spread_table(data: ReportData, t: dict[str, str], card: dict[str, Any]) -> list[Block]:
+    """Per row: the judges' score spread over repeated verdicts (``judge --repeats``)."""
+    spreads = {
+        (str(d.get("model")), str(d.get("variant"))): d.get("judge_spread")
+        for d in card.get("details") or []
+        if isinstance(d, dict) and isinstance(d.get("judge_spread"), dict)
+    }
+    if not spreads:
+        return []
+    body = []
+    for key in data.rows:
+        s = spreads.get(key)
+        if s is None:
+            continue
+        body.append(
+            (
+                cell(key[0]),
+                cell(key[1]),
+                num_cell(str(s.get("n")), s.get("n")),
+                num_cell(_ratio(s.get("mean")), s.get("mean")),
+                num_cell(_ratio(s.get("max")), s.get("max")),
+            )
+        )
+    head = (t["model"], t["variant"], t["verdicts"], t["spread_mean"], t["spread_max"])
+    return [Heading(3, t["judge_spread"]), Para((t["spread_intro"],)), Table(head, tuple(body))]
+
+
 def judges(data: ReportData, t: dict[str, str]) -> list[Block]:
     """The judge checks, the judges, their counts, each judge's own view of every row, and the
     agreement."""
@@ -193,6 +220,7 @@ def judges(data: ReportData, t: dict[str, str]) -> list[Block]:
                 cells.append(cell(text))
             body.append((cell(key[0]), cell(key[1]), *cells))
         blocks += [Heading(3, t["per_judge"]), Table(head, tuple(body))]
+    blocks += _spread_table(data, t, card)
     blocks.append(Heading(3, t["agreement"]))
     if len(data.judges) < 2:
         blocks.append(Para((t["one_judge"],)))

@@ -123,6 +123,13 @@ _DE: dict[str, str] = {
     "warnings": "Warnungen",
     "judge_warnings": "Warnungen zu den Judges",
     "outside_raters": "Externe Bewertungen (ingest)",
+    "judge_spread": "Streuung der Judges über Wiederholungen",
+    "spread_intro": (
+        "Jede Antwort wurde mehrfach bewertet (judge --repeats); gezählt wird der Median. "
+        "Streuung = höchste − niedrigste Punktzahl je Antwort."
+    ),
+    "spread_mean": "Streuung Ø",
+    "spread_max": "Streuung max",
     "outside_intro": (
         "Eingelesene Bewertungsaufträge (Person oder externe KI), nicht Teil des Rankings; "
         "Übereinstimmung mit jedem lokalen Judge über die gemeinsam bewerteten Zeilen."
@@ -332,6 +339,13 @@ _EN: dict[str, str] = {
     "warnings": "Warnings",
     "judge_warnings": "Judge warnings",
     "outside_raters": "Outside raters (ingest)",
+    "judge_spread": "Judge spread over repeats",
+    "spread_intro": (
+        "Every answer was judged several times (judge --repeats); the median counts. Spread = "
+        "highest − lowest score per answer."
+    ),
+    "spread_mean": "Spread mean",
+    "spread_max": "Spread max",
     "outside_intro": (
         "Ingested rating tasks (a person or an outside AI), not part of the ranking; agreement "
         "with each local judge over the rows both rated."

@@ -87,6 +87,7 @@ async def _serve(
             model=req.model,
             messages=req.messages,
             constant_score=knobs.judge_constant_score,
+            sampling=req.sampling,
         )
     plan = plan_completion(
         seed=config.seed,

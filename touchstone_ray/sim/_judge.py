@@ -133,15 +133,23 @@ def verdict_json(
     model: str,
     messages: list[Any],
     constant_score: int | None = None,
+    sampling: Any = None,
 ) -> str:
-    """One JSON document valid against ``schema`` (see the module docstring for the values)."""
+    """One JSON document valid against ``schema`` (see the module docstring for the values);
+    ``sampling`` (``_text.sampling_key``: ``None`` when greedy, else temperature and request
+    seed) varies the noise, so a judge asked again with another seed at temperature > 0 may
+    answer differently, and a greedy one never does."""
     stable = [
         {**m, "content": _TOKEN_RE.sub("<<<TOKEN>>>", message_text(m.get("content")))}
         if isinstance(m, dict)
         else m
         for m in messages
     ]
-    key = digest("judge", seed, model, stable)
+    key = (
+        digest("judge", seed, model, stable)
+        if sampling is None
+        else digest("judge", seed, model, stable, sampling)
+    )
     all_text = "\n".join(message_text(m.get("content")) for m in messages if isinstance(m, dict))
     ids = list(dict.fromkeys(_PROMPT_ID_RE.findall(all_text)))
     labels = _FLAG_LABEL_RE.findall(last_user_text(messages))
