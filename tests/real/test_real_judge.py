@@ -200,4 +200,3 @@ def test_gemma_judge_is_not_qualified(real_server: LlamaServer, tmp_path: Path) 
     assert card["judges"] == ["gemma"]
     row = card["rows"][0]
     assert row["n_scored"] + row["n_judge_errors"] == 1
-    print(json.dumps(check, ensure_ascii=False))

@@ -47,6 +47,7 @@ __all__ = [
     "NO_CALIBRATION",
     "calibration_answer",
     "calibration_jobs",
+    "check_line",
     "degenerate_warnings",
     "judge_check",
 ]
@@ -227,3 +228,24 @@ def judge_check(
         ),
         "calibration": items,
     }
+
+
+def check_line(judge_id: str, check: dict[str, Any], counted: bool) -> str:
+    """One line for the ``judge`` output: ``judge <id>: qualified (band accuracy 1.00, red-flag
+    recall 1.00, score gap 3.25, 8 calibration items)`` and the warnings; ``counted`` says
+    whether an unqualified judge was counted anyway (``--allow-unqualified``)."""
+
+    def fmt(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:.2f}"
+
+    state = "qualified" if check["qualified"] else "NOT qualified"
+    if not check["qualified"]:
+        state += ", counted anyway (--allow-unqualified)" if counted else ", not counted"
+    line = (
+        f"judge {judge_id}: {state} (band accuracy {fmt(check['band_accuracy'])}, red-flag "
+        f"recall {fmt(check['red_flag_recall'])}, score gap {fmt(check['score_gap'])}, "
+        f"{check['n_calibration']} calibration items)"
+    )
+    if check["warnings"]:
+        line += "; warnings: " + "; ".join(check["warnings"])
+    return line

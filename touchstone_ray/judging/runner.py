@@ -39,7 +39,7 @@ from pydantic import ValidationError
 from touchstone_ray.bundle import Bundle
 from touchstone_ray.config import LOCAL_HOST, FleetConfig, ModelSpec, RaySettings
 from touchstone_ray.errors import BundleError, ConfigError, RunError, UsageError
-from touchstone_ray.judging.checks import judge_check
+from touchstone_ray.judging.checks import check_line, judge_check
 from touchstone_ray.judging.client import AnswerJob, ReportJob, failed_outcome
 from touchstone_ray.judging.config import JudgeConfig, JudgeSpec, load_judge_config
 from touchstone_ray.judging.plan import JudgePlan, plan_judge
@@ -516,7 +516,7 @@ def _run_judge(
     }
     counted = [j for j in complete if allow_unqualified or checks[j]["qualified"]]
     for judge_id in complete:
-        print(_check_line(judge_id, checks[judge_id], judge_id in counted), file=out)
+        print(check_line(judge_id, checks[judge_id], judge_id in counted), file=out)
     verdicts: list[Verdict] = []
     reports: list[ModelReport] = []
     for judge_id in counted:
@@ -567,23 +567,3 @@ def _spreads(plans: Iterable[JudgePlan]) -> dict[tuple[str, str], list[float]]:
             if isinstance(spread, int | float):
                 out[(str(record["model"]), str(record["variant"]))].append(float(spread))
     return dict(out)
-
-
-def _check_line(judge_id: str, check: dict[str, Any], counted: bool) -> str:
-    """``judge <id>: qualified (band accuracy 1.00, red-flag recall 1.00, gap 3.2)`` and its
-    warnings, one line."""
-
-    def fmt(value: float | None) -> str:
-        return "n/a" if value is None else f"{value:.2f}"
-
-    state = "qualified" if check["qualified"] else "NOT qualified"
-    if not check["qualified"]:
-        state += ", counted anyway (--allow-unqualified)" if counted else ", not counted"
-    line = (
-        f"judge {judge_id}: {state} (band accuracy {fmt(check['band_accuracy'])}, red-flag "
-        f"recall {fmt(check['red_flag_recall'])}, score gap {fmt(check['score_gap'])}, "
-        f"{check['n_calibration']} calibration items)"
-    )
-    if check["warnings"]:
-        line += "; warnings: " + "; ".join(check["warnings"])
-    return line
