@@ -235,3 +235,10 @@ def test_cache_key_temperature_rejudges_all_base_url_none(
     assert "10 answers: 0 stored, 0 by rule, 10 to ask" in out.getvalue()
     assert (len(b.answer_bodies()), len(b.holistic_bodies())) == (10, 2)
     assert {body["temperature"] for body in b.answer_bodies()} == {0.3}
+
+
+def test_repeats_below_one_is_a_usage_error(tmp_path: Path) -> None:
+    from touchstone_ray.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"^--repeats: must be at least 1, got 0$"):
+        run_judge(tmp_path / "nowhere", tmp_path / "judge.yaml", repeats=0)
