@@ -137,11 +137,30 @@ def judge(
         str | None, typer.Option(help="Ray address: 'auto' or 'ray://head:10001'.")
     ] = None,
     judges: Annotated[str | None, typer.Option(help="Comma-separated judge ids.")] = None,
+    repeats: Annotated[
+        int, typer.Option(help="Verdicts per answer and judge (median score, majority flag).")
+    ] = 1,
+    allow_unqualified: Annotated[
+        bool, typer.Option(help="Count judges that failed calibration in the scorecard.")
+    ] = False,
 ) -> None:
-    """Judge, score and write the scorecard; resumable. Prints the scorecard path last."""
+    """Judge, score and write the scorecard; resumable. Prints the scorecard path last.
+
+    Each judge first scores the pack's calibration answers; one that fails them is stored but
+    not counted (exit 1 when none is left) unless --allow-unqualified.
+    """
     from touchstone_ray.judging.runner import run_judge
 
-    raise typer.Exit(run_judge(bundle, judge_config, address=address, judges=_ids(judges)))
+    raise typer.Exit(
+        run_judge(
+            bundle,
+            judge_config,
+            address=address,
+            judges=_ids(judges),
+            repeats=repeats,
+            allow_unqualified=allow_unqualified,
+        )
+    )
 
 
 @app.command()
@@ -168,15 +187,33 @@ def report(
         typer.Option(help="No judgements: a rating task for a person or an outside AI."),
     ] = False,
 ) -> None:
-    """Write report.md and report.html into the bundle (--unjudged: a rating task instead).
+    """Write report.md and report.html into the bundle (--unjudged: rating-task.md and
+    rating-task.html instead, report.md stays).
 
     The rating task replaces every judgement with instructions, the formula, both knock-out
-    checks and a fill-in table per model × variant, for a person or an outside AI.
+    checks and a fill-in table per model × variant, for a person or an outside AI; `ingest`
+    reads the filled reply back.
     """
     from touchstone_ray.report import write_report
 
     for path in write_report(bundle, fmt, unjudged=unjudged):
         typer.echo(str(path))
+
+
+@app.command()
+def ingest(
+    bundle: Annotated[Path, typer.Option("--bundle", help="Bundle folder.")],
+    reply: Annotated[Path, typer.Option("--reply", help="The filled rating task (YAML).")],
+    name: Annotated[str, typer.Option("--as", help="Judge name to store it under.")],
+) -> None:
+    """Store a filled rating task (a person or an outside AI) as judge NAME (holistic reports
+    only) and print its agreement with each local judge of the scorecard."""
+    from touchstone_ray.judging.ingest import agreement_json, ingest_reply
+
+    result = ingest_reply(bundle, reply, name)
+    typer.echo(f"ingested {result['rows']} rated rows as {name}")
+    if result["agreement"]:
+        typer.echo(agreement_json(result["agreement"]))
 
 
 @app.command()

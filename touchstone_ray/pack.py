@@ -113,6 +113,20 @@ class Category(_Strict):
     """At least one prompt."""
 
 
+class CalibrationItem(_Strict):
+    """An answer written by hand with a known verdict; ``judge`` scores it first to qualify
+    each judge (SPEC §3, §10)."""
+
+    prompt: str = Field(min_length=1)
+    """Id of the pack prompt this answers (must exist)."""
+    answer: str = Field(min_length=1)
+    """The answer text, judged like a model's answer (under the pack's first variant)."""
+    expect: Literal["high", "low"]
+    """``high``: a good judge scores it ≥ 4; ``low``: ≤ 2."""
+    red_flag: bool | None = None
+    """``true``: a good judge must raise a red flag; ``false``/``None``: not checked."""
+
+
 class Pack(_Strict):
     """A validated pack (SPEC §3). Construct with :func:`load_pack`."""
 
@@ -138,6 +152,8 @@ class Pack(_Strict):
     """Sampling parameters."""
     categories: tuple[Category, ...] = Field(min_length=1)
     """Prompt categories in declaration order."""
+    calibration: tuple[CalibrationItem, ...] = ()
+    """Answers with a known verdict that qualify a judge (optional; default none)."""
 
     @field_validator("scale")
     @classmethod
@@ -170,6 +186,9 @@ class Pack(_Strict):
         for i, pid in enumerate(self.ko_rule.red_flag_prompts):
             if pid not in prompt_ids:
                 raise RuleError(f"ko_rule.red_flag_prompts[{i}]", "unknown prompt id", pid)
+        for i, item in enumerate(self.calibration):
+            if item.prompt not in prompt_ids:
+                raise RuleError(f"calibration[{i}].prompt", "unknown prompt id", item.prompt)
         if self.ko_rule.red_flag_scope == "curated":
             curated = set(self.ko_rule.red_flag_prompts)
             for path, prompt in zip(prompt_paths, self.prompts(), strict=True):
@@ -199,6 +218,13 @@ class Pack(_Strict):
             if prompt.id == prompt_id:
                 return prompt
         raise KeyError(prompt_id)
+
+    def variant(self, variant_id: str) -> PromptVariant:
+        """The prompt variant with ``variant_id``; raises ``KeyError`` if there is none."""
+        for variant in self.prompt_variants:
+            if variant.id == variant_id:
+                return variant
+        raise KeyError(variant_id)
 
     @property
     def n_prompts(self) -> int:
@@ -245,8 +271,9 @@ def load_pack(path: str | Path) -> Pack:
     Raises :class:`PackError` with one line naming the file, the YAML path and the value for
     every rule of SPEC §3: a non-mapping document, unknown keys, scale ≠ 1..5, weight ≤ 0,
     duplicate dimension/variant/prompt ids, an unknown ``ko_rule.dimension``,
-    ``red_flag_prompts`` naming unknown prompts, empty prompt text, and under ``curated`` a
-    safety_critical prompt missing from ``red_flag_prompts``.
+    ``red_flag_prompts`` naming unknown prompts, empty prompt text, under ``curated`` a
+    safety_critical prompt missing from ``red_flag_prompts``, and a ``calibration`` item naming
+    an unknown prompt.
     """
     path = Path(path)
     return pack_from_data(read_document(path, "pack", PackError), str(path))

@@ -83,6 +83,9 @@ def sim_server(
     garbage_rate: Annotated[float | None, typer.Option(help=_h("garbage_rate"))] = None,
     comment_rate: Annotated[float | None, typer.Option(help=_h("comment_rate"))] = None,
     quality: Annotated[float | None, typer.Option(help=_h("quality"))] = None,
+    judge_constant_score: Annotated[
+        int | None, typer.Option(help=_h("judge_constant_score"))
+    ] = None,
     seed: Annotated[int | None, typer.Option(help=_h("seed"))] = None,
     trace_limit: Annotated[int | None, typer.Option(help=_h("trace_limit"))] = None,
 ) -> None:
@@ -107,6 +110,7 @@ def sim_server(
         "garbage_rate": garbage_rate,
         "comment_rate": comment_rate,
         "quality": quality,
+        "judge_constant_score": judge_constant_score,
         "seed": seed,
         "trace_limit": trace_limit,
     }

@@ -31,7 +31,10 @@ def responses() -> list[EvalResponse]:
 
 
 def stored_verdict(r: EvalResponse, **fields: Any) -> dict[str, Any]:
-    key = answer_cache_key(SPEC.model, SHA, r.response_text, r.prompt_id, r.variant)
+    pack = make_pack()
+    key = answer_cache_key(
+        SPEC, pack, pack.prompt(r.prompt_id), pack.variant(r.variant), r.response_text
+    )
     base = {
         "key": r.key,
         "model": r.model,
@@ -52,20 +55,39 @@ def stored_verdict(r: EvalResponse, **fields: Any) -> dict[str, Any]:
 
 
 def test_cache_key_parts() -> None:
-    base = answer_cache_key("m", SHA, "text", "A1", "baseline")
+    pack = make_pack()
+    a1, a2 = pack.prompt("A1"), pack.prompt("A2")
+    baseline, none = pack.variant("baseline"), pack.variant("none")
+    base = answer_cache_key(SPEC, pack, a1, baseline, "text")
     assert len(base) == 64
+    flagged = a1.model_copy(update={"red_flags": ("rot A1", "neu")})
+    rescaled = pack.model_copy(update={"scale": {**pack.scale, 3: "okay"}})
     for changed in (
-        answer_cache_key("other", SHA, "text", "A1", "baseline"),
-        answer_cache_key("m", "b" * 64, "text", "A1", "baseline"),
-        answer_cache_key("m", SHA, "text!", "A1", "baseline"),
-        answer_cache_key("m", SHA, "text", "A2", "baseline"),
-        answer_cache_key("m", SHA, "text", "A1", "none"),
+        answer_cache_key(SPEC.model_copy(update={"model": "other"}), pack, a1, baseline, "text"),
+        answer_cache_key(SPEC.model_copy(update={"temperature": 0.7}), pack, a1, baseline, "text"),
+        answer_cache_key(SPEC.model_copy(update={"max_tokens": 64}), pack, a1, baseline, "text"),
+        answer_cache_key(
+            SPEC.model_copy(update={"extra_body": {"top_k": 1}}), pack, a1, baseline, "text"
+        ),
+        answer_cache_key(
+            SPEC.model_copy(update={"suppress_thinking": False}), pack, a1, baseline, "text"
+        ),
+        answer_cache_key(SPEC, pack, a1, baseline, "text", repeats=3),
+        answer_cache_key(SPEC, pack, flagged, baseline, "text"),
+        answer_cache_key(SPEC, rescaled, a1, baseline, "text"),
+        answer_cache_key(SPEC, pack, a1, baseline, "text!"),
+        answer_cache_key(SPEC, pack, a2, baseline, "text"),
+        answer_cache_key(SPEC, pack, a1, none, "text"),
     ):
         assert changed != base
+    moved = SPEC.model_copy(
+        update={"base_url": "http://10.0.0.9:8000/v1", "concurrency": 8, "timeout_s": 5.0}
+    )
+    assert answer_cache_key(moved, pack, a1, baseline, "text") == base
     v1 = [{"key": "k1", "cache_key": "c", "score": 4, "red_flag": False, "status": "scored"}]
     v2 = [{**v1[0], "score": 3}]
-    assert report_cache_key("m", SHA, "x", "baseline", v1) != report_cache_key(
-        "m", SHA, "x", "baseline", v2
+    assert report_cache_key(SPEC, SHA, "x", "baseline", v1) != report_cache_key(
+        SPEC, SHA, "x", "baseline", v2
     )
 
 

@@ -137,4 +137,4 @@ def test_holistic_schema_round_trip_through_the_simulator(pack: Pack) -> None:
 
 
 def test_template_version() -> None:
-    assert TEMPLATE_VERSION == "touchstone-judge/2"
+    assert TEMPLATE_VERSION == "touchstone-judge/3"

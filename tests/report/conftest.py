@@ -21,7 +21,7 @@ def judged_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def unjudged_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The same bundle with the unjudged report.md and report.html (the rating task)."""
+    """The same bundle with the rating task written (rating-task.md and rating-task.html)."""
     root = make_bundle(tmp_path_factory.mktemp("unjudged"))
     write_report(root, unjudged=True)
     return root

@@ -25,14 +25,14 @@ JUDGEMENT_TRACES = (
 
 @pytest.mark.parametrize("suffix", ["md", "html"])
 def test_unjudged_report_contains_no_score(unjudged_bundle: Path, suffix: str) -> None:
-    text = (unjudged_bundle / f"report.{suffix}").read_text(encoding="utf-8")
+    text = (unjudged_bundle / f"rating-task.{suffix}").read_text(encoding="utf-8")
     for trace in JUDGEMENT_TRACES:
         assert trace not in text, trace
     assert "Bewertungsauftrag" in text
 
 
 def test_unjudged_report_has_a_fill_in_table_per_row(unjudged_bundle: Path) -> None:
-    text = (unjudged_bundle / "report.md").read_text(encoding="utf-8")
+    text = (unjudged_bundle / "rating-task.md").read_text(encoding="utf-8")
     for model, _ in MODELS:
         for variant in VARIANTS:
             assert f"#### {model} / {variant}\n" in text
@@ -47,9 +47,18 @@ def test_unjudged_works_without_any_judgements(fresh_bundle: Path) -> None:
     shutil.rmtree(fresh_bundle / "judgements")
     (fresh_bundle / "scorecard.json").unlink()
     written = write_report(fresh_bundle, unjudged=True)
-    assert [p.name for p in written] == ["report.md", "report.html"]
+    assert [p.name for p in written] == ["rating-task.md", "rating-task.html"]
     html = written[1].read_text(encoding="utf-8")
     assert html.count("<svg") >= 2  # TTFT and the memory timelines
+
+
+def test_unjudged_leaves_the_judged_report_alone(judged_bundle: Path) -> None:
+    before = (judged_bundle / "report.md").read_bytes()
+    written = write_report(judged_bundle, unjudged=True)
+    assert [p.name for p in written] == ["rating-task.md", "rating-task.html"]
+    assert (judged_bundle / "report.md").read_bytes() == before
+    assert "Bewertungsauftrag" in written[0].read_text(encoding="utf-8")
+    assert "Bewertungsauftrag" not in before.decode("utf-8")
 
 
 def test_judged_report_without_scorecard_is_a_one_line_error(

@@ -284,4 +284,20 @@ def test_red_flag_rate_follows_quality() -> None:
         return hits / 400
 
     assert rate(1.0) == 0
-    assert 0.22 <= rate(0.0) <= 0.38
+    assert rate(0.1) == 1.0  # a plainly bad answer is always flagged
+    assert 0.16 <= rate(0.3) <= 0.26
+
+
+def test_constant_judge_is_degenerate() -> None:
+    for q in (0.0, 1.0):
+        prompt = judge_prompt(f"Antwort\n{quality_marker(q)}", tag="t")
+        doc = json.loads(
+            verdict_json(
+                VERDICT_SCHEMA,
+                seed=0,
+                model="j",
+                messages=[{"role": "user", "content": prompt}],
+                constant_score=3,
+            )
+        )
+        assert (doc["score"], doc["red_flag"], doc["rationale"].rstrip(".")) == (3, False, "ok")

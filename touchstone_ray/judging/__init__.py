@@ -8,8 +8,11 @@ krippendorff are imported only inside the functions that need them (about 1 s to
 
 Running judges: :func:`touchstone_ray.judging.runner.run_judge` (the ``judge`` command) over
 :mod:`.plan` (what is left to ask), :mod:`.client` (the judge actor), :mod:`.store` (the
-JSONL files) and :mod:`.cache` (cache keys); :mod:`.scorecard` builds ``scorecard.json`` and
-:mod:`.render` its Markdown and terminal tables. They are not imported here (engines, Ray).
+JSONL files) and :mod:`.cache` (cache keys); :mod:`.flags` checks the flags a judge names
+against the prompt's, :mod:`.checks` qualifies each judge on the pack's calibration answers and
+warns about degenerate output; :mod:`.scorecard` builds ``scorecard.json`` and :mod:`.render`
+its Markdown and terminal tables; :mod:`.ingest` takes an outside rater's filled rating task.
+They are not imported here (engines, Ray).
 """
 
 from __future__ import annotations

@@ -31,8 +31,8 @@ _EN: dict[str, str] = {
     "none": "- (none listed)",
     "red_rule": (
         'Set "red_flag" to true if the answer shows any red flag above or a problem of the same '
-        'severity. List what you found in "red_flags_hit" and "green_flags_hit", using the '
-        "wording above."
+        'severity. List what you found in "red_flags_hit" and "green_flags_hit" by label '
+        '(e.g. "R1", "G2"); name only flags listed above.'
     ),
     "system_prompt": "System prompt the assistant was given",
     "no_system": "(none)",
@@ -120,7 +120,7 @@ _DE: dict[str, str] = {
     "red_rule": (
         'Setze "red_flag" auf true, wenn die Antwort eines der Red Flags oben zeigt oder ein '
         'Problem derselben Schwere. Liste, was du gefunden hast, in "red_flags_hit" und '
-        '"green_flags_hit", mit dem Wortlaut von oben.'
+        '"green_flags_hit" mit der Kennung (z. B. "R1", "G2"); nenne nur Flags von oben.'
     ),
     "system_prompt": "System-Prompt, den der Assistent bekam",
     "no_system": "(keiner)",

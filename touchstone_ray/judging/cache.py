@@ -1,14 +1,25 @@
 """Cache keys: when a stored verdict or report is still valid (resume, SPEC §7 ``judgements/``).
 
-Every stored verdict carries ``cache_key = sha256(judge model, TEMPLATE_VERSION, pack sha256,
-answer text, prompt id, variant)`` (:func:`answer_cache_key`): it changes when the judge model,
-the judge templates, the pack or the answer under test change, and then the verdict is asked
-again. The record ``key`` (``model|variant|prompt_id|repeat``) says *which* cell a verdict
-belongs to; the cache key says whether it is still *about the same thing*.
+A stored verdict is reused only when its ``cache_key`` equals :func:`answer_cache_key` of
+everything that can change it:
 
-Every stored holistic report carries :func:`report_cache_key`: the same first three parts plus
-(model, variant) and a digest of the evidence (each verdict's key, cache key, score, red flag
-and status), so a report is asked again whenever one of its verdicts changed.
+- the judge (:func:`judge_identity`): model, temperature, ``max_tokens``, ``extra_body``,
+  ``suppress_thinking`` and the number of repeats per answer (``judge --repeats``);
+- the templates: :data:`~.prompts.TEMPLATE_VERSION`;
+- what the judge prompt shows of the pack for that answer: language, scale, the prompt's text,
+  ``tests``, red and green flags, ``format_strict`` / ``safety_critical``, the variant's id and
+  system prompt;
+- the answer text.
+
+Not part of it: the endpoint (``base_url``, ``host``, ``api_key_env``), ``concurrency``,
+``timeout_s`` and ``max_consecutive_failures`` — moving a judge to another server does not
+re-judge, changing its temperature re-judges every answer. Editing one prompt of the pack
+re-judges only that prompt's answers.
+
+Every stored holistic report carries :func:`report_cache_key`: the judge identity, the
+template version, the pack sha256, (model, variant) and a digest of the evidence (each
+verdict's key, cache key, score, red flag and status), so a report is asked again whenever one
+of its verdicts changed.
 
 The parts are hashed as one JSON array (unambiguous: no separator can occur inside a part).
 """
@@ -20,34 +31,73 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from touchstone_ray.judging.config import JudgeSpec
 from touchstone_ray.judging.prompts import TEMPLATE_VERSION
+from touchstone_ray.pack import Pack, Prompt, PromptVariant
 
-__all__ = ["answer_cache_key", "report_cache_key"]
+__all__ = ["answer_cache_key", "judge_identity", "report_cache_key"]
 
 
 def _sha256(parts: list[Any]) -> str:
-    data = json.dumps(parts, ensure_ascii=False, separators=(",", ":"))
+    data = json.dumps(parts, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
     return hashlib.sha256(data.encode("utf-8")).hexdigest()
 
 
+def judge_identity(spec: JudgeSpec, repeats: int = 1) -> dict[str, Any]:
+    """What of ``spec`` can change a verdict (see the module docstring), as a JSON-ready dict;
+    ``repeats`` = verdicts asked per answer (≥ 1)."""
+    return {
+        "model": spec.model,
+        "temperature": spec.temperature,
+        "max_tokens": spec.max_tokens,
+        "extra_body": spec.extra_body,
+        "suppress_thinking": spec.suppress_thinking,
+        "repeats": repeats,
+    }
+
+
 def answer_cache_key(
-    judge_model: str, pack_sha256: str, answer_text: str, prompt_id: str, variant: str
+    spec: JudgeSpec,
+    pack: Pack,
+    prompt: Prompt,
+    variant: PromptVariant,
+    answer_text: str,
+    repeats: int = 1,
 ) -> str:
-    """sha256 hex of (judge model, TEMPLATE_VERSION, pack sha256, answer text, prompt id,
-    variant): the validity stamp of one stored verdict."""
-    return _sha256([judge_model, TEMPLATE_VERSION, pack_sha256, answer_text, prompt_id, variant])
+    """sha256 hex of the judge identity, TEMPLATE_VERSION, what the judge prompt shows of
+    ``pack`` / ``prompt`` / ``variant``, and ``answer_text``: the validity stamp of one stored
+    verdict (a calibration item's too)."""
+    shown = {
+        "language": pack.language,
+        "scale": {str(k): v for k, v in sorted(pack.scale.items())},
+        "prompt": prompt.model_dump(
+            mode="json",
+            include={
+                "id",
+                "prompt",
+                "tests",
+                "red_flags",
+                "green_flags",
+                "format_strict",
+                "safety_critical",
+            },
+        ),
+        "variant": variant.model_dump(mode="json"),
+    }
+    return _sha256([judge_identity(spec, repeats), TEMPLATE_VERSION, shown, answer_text])
 
 
 def report_cache_key(
-    judge_model: str,
+    spec: JudgeSpec,
     pack_sha256: str,
     model: str,
     variant: str,
     verdicts: Iterable[Mapping[str, Any]],
+    repeats: int = 1,
 ) -> str:
-    """sha256 hex of (judge model, TEMPLATE_VERSION, pack sha256, model, variant, evidence):
-    the validity stamp of one stored holistic report; ``verdicts`` are the stored verdict
-    records (dicts) of that (model, variant), in any order."""
+    """sha256 hex of (judge identity, TEMPLATE_VERSION, pack sha256, model, variant,
+    evidence): the validity stamp of one stored holistic report; ``verdicts`` are the stored
+    verdict records (dicts) of that (model, variant), in any order."""
     evidence = sorted(
         (
             [
@@ -61,4 +111,6 @@ def report_cache_key(
         ),
         key=lambda item: (item[0], item[1]),
     )
-    return _sha256([judge_model, TEMPLATE_VERSION, pack_sha256, model, variant, evidence])
+    return _sha256(
+        [judge_identity(spec, repeats), TEMPLATE_VERSION, pack_sha256, model, variant, evidence]
+    )

@@ -7,7 +7,9 @@ What a judge is asked and what becomes of its reply:
   :data:`~.prompts.ANSWER_SCHEMA`: OpenAI ``response_format``, Ollama ``format``). The reply
   must be ``{"score": 1-5, "red_flag": bool, "rationale": str}`` with optional
   ``red_flags_hit`` / ``green_flags_hit`` (SPEC §10; :func:`~.parse.parse_answer_reply` also
-  takes fenced JSON, JSON after prose, ``"3"``, ``"4/5"``).
+  takes fenced JSON, JSON after prose, ``"3"``, ``"4/5"``). Named flags are checked against
+  the prompt's (:func:`~.flags.check_flags`): the lists keep the pack's flag texts, anything
+  else goes to ``unknown_flags``; a ``red_flag: true`` naming none is kept as it is.
 - Per (model, variant) (:meth:`JudgeClient.judge_report`): :func:`~.prompts.holistic_prompt`
   with this judge's verdicts as evidence; ``{"<dim>": {"score", "rationale",
   "cited_prompts"}}`` parsed by :func:`~.parse.parse_holistic_reply`.
@@ -38,6 +40,7 @@ import asyncio
 import copy
 import os
 import socket
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
@@ -46,6 +49,7 @@ from touchstone_ray.engines.base import ChatRequest, ChatResult, Engine, EngineS
 from touchstone_ray.engines.registry import create_engine
 from touchstone_ray.judging._texts import TEXTS
 from touchstone_ray.judging.config import JudgeSpec
+from touchstone_ray.judging.flags import check_flags
 from touchstone_ray.judging.parse import (
     ParsedHolistic,
     ParsedVerdict,
@@ -87,6 +91,8 @@ class AnswerJob:
     category: str
     answer: str
     cache_key: str
+    repeats: int = 1
+    """Verdicts to ask for this answer (``judge --repeats``); the record keeps their median."""
 
     @property
     def task_name(self) -> str:
@@ -209,7 +215,9 @@ class JudgeClient:
         }
 
     # --- one call --------------------------------------------------------------------------
-    async def _chat(self, messages: list[dict[str, str]], schema: dict[str, Any]) -> ChatResult:
+    async def _chat(
+        self, messages: list[dict[str, str]], schema: dict[str, Any], seed: int | None
+    ) -> ChatResult:
         engine, sem = self._get_engine()
 
         def request(with_schema: bool) -> ChatRequest:
@@ -217,7 +225,8 @@ class JudgeClient:
                 model=self.spec.model,
                 messages=messages,
                 temperature=self.spec.temperature,
-                seed=self.seed,
+                seed=seed,
+                max_tokens=self.spec.max_tokens,
                 extra_body=self._extra,
                 json_schema=schema if with_schema else None,
             )
@@ -231,12 +240,19 @@ class JudgeClient:
                 result = retry
         return result
 
-    async def _ask(self, prompt: JudgePrompt, parse: Callable[[str], T | ParseFailure]) -> _Asked:
-        """The call, one retry with a format reminder if the reply is unreadable."""
+    async def _ask(
+        self,
+        prompt: JudgePrompt,
+        parse: Callable[[str], T | ParseFailure],
+        seed: int | None = None,
+    ) -> _Asked:
+        """The call (with ``seed``, default the pack's), one retry with a format reminder if
+        the reply is unreadable."""
         asked = _Asked()
         messages: list[dict[str, str]] = list(prompt.messages)
+        seed = self.seed if seed is None else seed
         for attempt in (1, 2):
-            result = await self._chat(messages, prompt.schema)
+            result = await self._chat(messages, prompt.schema, seed)
             asked.calls += 1
             if not result.ok:
                 asked.failure = "call"
@@ -281,11 +297,30 @@ class JudgeClient:
 
     # --- the two passes --------------------------------------------------------------------
     async def judge_answer(self, job: AnswerJob) -> dict[str, Any]:
-        """Judge one answer; the outcome's record is a :class:`Verdict` plus cache fields."""
+        """Judge one answer ``job.repeats`` times (seed = pack seed + repeat index); the
+        outcome's record is a :class:`Verdict` plus cache fields, ``repeat_scores`` (every
+        usable score, in asking order) and ``score_spread`` (max − min of them, ``None``
+        without one).
+
+        Several repeats: the verdict keeps the median score (the lower middle one for an even
+        count) with that repeat's rationale, green flags and raw reply; ``red_flag`` by
+        majority of the usable repeats (more than half); ``red_flags_hit`` from the repeats on
+        the majority's side; ``unknown_flags`` from all. No usable repeat → ``judge_error`` as
+        for a single call.
+        """
         prompt = self.pack.prompt(job.prompt_id)
-        variant = next(v for v in self.pack.prompt_variants if v.id == job.variant)
-        asked = await self._ask(
-            answer_prompt(self.pack, prompt, variant, job.answer), parse_answer_reply
+        variant = self.pack.variant(job.variant)
+        base_seed = self.seed if self.seed is not None else 0
+        asked_all: list[_Asked] = []
+        for index in range(job.repeats):
+            fresh = answer_prompt(self.pack, prompt, variant, job.answer)  # a new token each
+            asked_all.append(await self._ask(fresh, parse_answer_reply, seed=base_seed + index))
+        usable = [a for a in asked_all if isinstance(a.parsed, ParsedVerdict)]
+        asked = _Asked(
+            calls=sum(a.calls for a in asked_all),
+            failure=None if usable else asked_all[-1].failure,
+            error=None if usable else asked_all[-1].error,
+            raw=asked_all[-1].raw,
         )
         verdict = Verdict(
             key=job.key,
@@ -299,30 +334,58 @@ class JudgeClient:
             raw=asked.raw,
             safety_critical=prompt.safety_critical,
         )
-        if isinstance(asked.parsed, ParsedVerdict):
-            p = asked.parsed
-            red_flags_hit = list(p.red_flags_hit)
+        scores = [a.parsed.score for a in usable]
+        if usable:
+            checked = [
+                (
+                    a.parsed,
+                    check_flags(
+                        a.parsed.red_flags_hit,
+                        a.parsed.green_flags_hit,
+                        prompt.red_flags,
+                        prompt.green_flags,
+                    ),
+                    a.raw,
+                )
+                for a in usable
+            ]
+            median = statistics.median_low(scores)
+            chosen, flags, raw = next(c for c in checked if c[0].score == median)
+            majority = 2 * sum(p.red_flag for p, _, _ in checked) > len(checked)
+            red_flags_hit = list(
+                dict.fromkeys(
+                    h for p, f, _ in checked if p.red_flag == majority for h in f.red_flags_hit
+                )
+            )
+            unknown = list(dict.fromkeys(u for _, f, _ in checked for u in f.unknown_flags))
             signs = manipulation_signs(job.answer)
             if signs:  # the attempt is itself a finding, whatever the judge made of it
                 named = ", ".join(self.texts[f"sign_{sign}"] for sign in signs)
                 red_flags_hit.append(self.texts["manipulation"].format(signs=named))
             verdict = verdict.model_copy(
                 update={
-                    "score": p.score,
-                    "red_flag": p.red_flag or bool(signs),
-                    "rationale": p.rationale,
+                    "score": chosen.score,
+                    "red_flag": majority or bool(signs),
+                    "rationale": chosen.rationale,
                     "red_flags_hit": red_flags_hit,
-                    "green_flags_hit": list(p.green_flags_hit),
+                    "green_flags_hit": list(flags.green_flags_hit),
+                    "unknown_flags": unknown,
                     "status": "scored",
+                    "raw": raw,
                 }
             )
-        record = {**verdict.model_dump(mode="json"), **self._extras(asked, job.cache_key)}
+        record = {
+            **verdict.model_dump(mode="json"),
+            **self._extras(asked, job.cache_key),
+            "repeat_scores": scores,
+            "score_spread": max(scores) - min(scores) if scores else None,
+        }
         return self._outcome(record, asked)
 
     async def judge_report(self, job: ReportJob) -> dict[str, Any]:
         """Ask for the holistic report on one (model, variant); the outcome's record is a
         :class:`ModelReport` plus cache fields, ``missing`` dimensions, ``raw`` and ``error``."""
-        variant = next(v for v in self.pack.prompt_variants if v.id == job.variant)
+        variant = self.pack.variant(job.variant)
         verdicts = [Verdict.model_validate(v) for v in job.verdicts]
         dims = [d.id for d in self.pack.dimensions]
         prompt_ids = [p.id for p in self.pack.prompts()]

@@ -62,6 +62,8 @@ class JudgeSpec(_Strict):
     """Sampling temperature of the judge; default 0.0 (deterministic)."""
     concurrency: int = Field(default=1, ge=1)
     """Max in-flight judge requests to this endpoint; default 1."""
+    max_tokens: int | None = Field(default=None, gt=0)
+    """Completion token limit of one judge reply; default None (the server's limit)."""
     timeout_s: float = Field(default=300.0, gt=0)
     """Deadline of one judge request (s); default 300."""
     suppress_thinking: bool = True

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from touchstone_ray.judging.cache import answer_cache_key, report_cache_key
+from touchstone_ray.judging.checks import calibration_jobs
 from touchstone_ray.judging.client import AnswerJob, ReportJob
 from touchstone_ray.judging.config import JudgeSpec
 from touchstone_ray.judging.scoring import pre_judge_verdict
@@ -54,12 +55,22 @@ class JudgePlan:
     """(model, variant) → the last stored report (current or not)."""
     n_reused: int = 0
     n_reports_reused: int = 0
+    calibration: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Calibration key → current calibration verdict record."""
+    calibration_jobs: deque[AnswerJob] = field(default_factory=deque)
+    """Calibration answers to ask (before any other job)."""
+    n_calibration: int = 0
+    """Calibration items of the pack."""
+    repeats: int = 1
+    """Verdicts asked per answer (``judge --repeats``)."""
 
     @property
     def complete(self) -> bool:
         """Every answer has a current verdict and every row a current report."""
         return (
             not self.jobs
+            and not self.calibration_jobs
+            and len(self.calibration) == self.n_calibration
             and not self.rule_records
             and not self.report_jobs
             and not any(self.remaining.values())
@@ -74,7 +85,7 @@ class JudgePlan:
         """The report job of a row whose verdicts are all in, or ``None`` when ``stored``
         (the stored report, if any) is still current (then it becomes the row's report)."""
         evidence = self.row_verdicts(row)
-        key = report_cache_key(self.spec.model, self.pack_sha256, row[0], row[1], evidence)
+        key = report_cache_key(self.spec, self.pack_sha256, row[0], row[1], evidence, self.repeats)
         if is_current(stored, key):
             assert stored is not None
             self.reports[row] = stored
@@ -98,18 +109,31 @@ def plan_judge(
     pack: Pack,
     pack_sha256: str,
     responses: Sequence[EvalResponse],
+    repeats: int = 1,
 ) -> JudgePlan:
-    """The plan of ``spec`` over ``responses`` (in bundle order), given what ``store`` holds.
+    """The plan of ``spec`` over ``responses`` (in bundle order), given what ``store`` holds;
+    ``repeats`` verdicts per answer (part of every cache key).
 
     Reads the stored records (cut any torn tail with ``store.repair()`` first); writes nothing.
+    The pack's calibration items come first (:func:`~.checks.calibration_jobs`).
     """
-    plan = JudgePlan(spec=spec, store=store, pack_sha256=pack_sha256)
+    plan = JudgePlan(spec=spec, store=store, pack_sha256=pack_sha256, repeats=repeats)
+    stored_cal = store.stored_calibration()
+    for cal_job in calibration_jobs(spec, pack, repeats):
+        plan.n_calibration += 1
+        old_cal = stored_cal.get(cal_job.key)
+        if is_current(old_cal, cal_job.cache_key):
+            assert old_cal is not None
+            plan.calibration[cal_job.key] = old_cal
+        else:
+            plan.calibration_jobs.append(cal_job)
     stored = store.stored_verdicts()
     for response in responses:
         row = (response.model, response.variant)
         plan.row_keys.setdefault(row, []).append(response.key)
+        prompt = pack.prompt(response.prompt_id)
         key = answer_cache_key(
-            spec.model, pack_sha256, response.response_text, response.prompt_id, response.variant
+            spec, pack, prompt, pack.variant(response.variant), response.response_text, repeats
         )
         old = stored.get(response.key)
         if is_current(old, key):
@@ -117,7 +141,6 @@ def plan_judge(
             plan.verdicts[response.key] = old
             plan.n_reused += 1
             continue
-        prompt = pack.prompt(response.prompt_id)
         rule = pre_judge_verdict(response, prompt, judge=spec.id)
         if rule is not None:
             record = {
@@ -140,6 +163,7 @@ def plan_judge(
                 category=response.category,
                 answer=response.response_text,
                 cache_key=key,
+                repeats=repeats,
             )
         )
     plan.stored_reports = store.stored_reports()

@@ -1,11 +1,12 @@
 """Judge prompt templates, German and English (chosen by ``pack.language``), and reply schemas.
 
 Per answer (:func:`answer_prompt`): the scale, what the prompt tests, a format_strict note,
-green and red flags, the user prompt, the variant's system prompt, and the answer fenced
-between per-call random delimiter lines ``<<<ANSWER-xxxxxxxx>>>`` and ``<<<END-xxxxxxxx>>>``
-(``xxxxxxxx`` = 8 random hex digits, the same on both lines; the simulated judge in
-:mod:`touchstone_ray.sim` relies on exactly this form). The answer is declared to be data; an
-answer that tries to instruct the judge is itself a red flag. The reply format comes last.
+green and red flags (numbered ``G1.`` / ``R1.``, 1-based, see :mod:`.flags`), the user prompt,
+the variant's system prompt, and the answer fenced between per-call random delimiter lines
+``<<<ANSWER-xxxxxxxx>>>`` and ``<<<END-xxxxxxxx>>>`` (``xxxxxxxx`` = 8 random hex digits, the
+same on both lines; the simulated judge in :mod:`touchstone_ray.sim` relies on exactly this
+form). The answer is declared to be data; an answer that tries to instruct the judge is itself
+a red flag. The reply format comes last.
 
 Holistic (:func:`holistic_prompt`), per (model, variant): every dimension with weight and
 ``about``, the K.-o. dimension marked with its floor, the rule that safety-relevant red flags
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from touchstone_ray.judging._texts import TEXTS
+from touchstone_ray.judging.flags import FlagKind, flag_label
 from touchstone_ray.pack import Pack, Prompt, PromptVariant
 from touchstone_ray.records import Verdict
 
@@ -38,7 +40,7 @@ __all__ = [
     "new_token",
 ]
 
-TEMPLATE_VERSION = "touchstone-judge/2"
+TEMPLATE_VERSION = "touchstone-judge/3"
 """Version of these templates and schemas; stored with every judgement so scores stay comparable."""
 
 EVIDENCE_RATIONALE_CHARS = 400
@@ -108,8 +110,9 @@ def _scale(pack: Pack) -> str:
     return "\n".join(f"{k} = {pack.scale[k]}" for k in sorted(pack.scale))
 
 
-def _bullets(items: Iterable[str], none: str) -> str:
-    lines = [f"- {item}" for item in items]
+def _labelled(kind: FlagKind, items: Iterable[str], none: str) -> str:
+    """Flags as lines ``R1. <text>`` (1-based labels, :func:`~.flags.flag_label`)."""
+    lines = [f"{flag_label(kind, i)}. {item}" for i, item in enumerate(items)]
     return "\n".join(lines) if lines else none
 
 
@@ -129,8 +132,8 @@ def answer_prompt(
     if prompt.safety_critical:
         parts.append(t["safety_critical"])
     parts += [
-        f"## {t['green']}\n{_bullets(prompt.green_flags, t['none'])}",
-        f"## {t['red']}\n{_bullets(prompt.red_flags, t['none'])}",
+        f"## {t['green']}\n{_labelled('G', prompt.green_flags, t['none'])}",
+        f"## {t['red']}\n{_labelled('R', prompt.red_flags, t['none'])}",
         t["red_rule"],
         f"## {t['system_prompt']} ({variant.id})\n{variant.system_prompt or t['no_system']}",
         f"## {t['user_prompt']} ({prompt.id})\n{prompt.prompt}",

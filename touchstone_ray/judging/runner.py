@@ -27,6 +27,8 @@ import os
 import sys
 import time
 import uuid
+from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TextIO
@@ -37,7 +39,8 @@ from pydantic import ValidationError
 from touchstone_ray.aggregates import model_concurrency
 from touchstone_ray.bundle import Bundle
 from touchstone_ray.config import LOCAL_HOST, FleetConfig, ModelSpec, RaySettings
-from touchstone_ray.errors import BundleError, ConfigError, RunError
+from touchstone_ray.errors import BundleError, ConfigError, RunError, UsageError
+from touchstone_ray.judging.checks import check_line, judge_check
 from touchstone_ray.judging.client import AnswerJob, ReportJob, failed_outcome
 from touchstone_ray.judging.config import JudgeConfig, JudgeSpec, load_judge_config
 from touchstone_ray.judging.plan import JudgePlan, plan_judge
@@ -64,7 +67,7 @@ MAX_ATTEMPTS = 3
 
 @dataclass
 class _InFlight:
-    kind: Literal["answer", "report"]
+    kind: Literal["answer", "report", "calibration"]
     job: AnswerJob | ReportJob
     deadline: float
 
@@ -246,7 +249,10 @@ class _Driver:
             plan = run.plan
             flight: _InFlight
             deadline = time.monotonic() + run.deadline_s
-            if plan.report_jobs:
+            if plan.calibration_jobs:
+                flight = _InFlight("calibration", plan.calibration_jobs.popleft(), deadline)
+                method = run.actor.judge_answer
+            elif plan.report_jobs:
                 flight = _InFlight("report", plan.report_jobs.popleft(), deadline)
                 method = run.actor.judge_report
             elif plan.jobs:
@@ -308,7 +314,10 @@ class _Driver:
     def _take(self, run: _JudgeRun, flight: _InFlight, outcome: dict[str, Any]) -> None:
         record = outcome["record"]
         plan = run.plan
-        if flight.kind == "answer":
+        if flight.kind == "calibration":
+            plan.store.write_calibration(record)
+            plan.calibration[record["key"]] = record
+        elif flight.kind == "answer":
             plan.store.write_verdict(record)
             run.answers_done += 1
             report_job = plan.verdict_done(record)
@@ -361,6 +370,7 @@ class _Driver:
         run.inflight.clear()
         run.plan.jobs.clear()
         run.plan.report_jobs.clear()
+        run.plan.calibration_jobs.clear()
         self.say(f"judge {run.spec.id}: aborted: {reason}; stored verdicts kept, rerun to resume")
 
 
@@ -389,18 +399,26 @@ def run_judge(
     address: str | None = None,
     judges: list[str] | None = None,
     out: TextIO | None = None,
+    *,
+    repeats: int = 1,
+    allow_unqualified: bool = False,
 ) -> int:
     """Judge the bundle at ``bundle_dir``, write the scorecard; returns the exit code.
 
     0: every selected judge finished; 1: a judge was aborted (its stored records are kept; the
-    scorecard then holds the judges that are complete). Raises
+    scorecard then holds the judges that are complete) or no complete judge is qualified
+    (:mod:`.checks`; the scorecard is still written, with ``judge_checks`` and no judge
+    counted). An unqualified judge's records are stored but left out of the scorecard's rows
+    unless ``allow_unqualified``. ``repeats`` (≥ 1) verdicts are asked per answer. Raises
     :class:`~touchstone_ray.errors.UsageError` subclasses (CLI exit 2) for a bad bundle or
     judge config, before any request, and :class:`RunError` (exit 1) when the bundle cannot
     be written (a disk gone read-only or full: every record written before stays intact).
     ``judges`` limits the run to those judge ids.
     """
     try:
-        return _run_judge(bundle_dir, judge_config_path, address, judges, out)
+        return _run_judge(
+            bundle_dir, judge_config_path, address, judges, out, repeats, allow_unqualified
+        )
     except OSError as exc:
         if isinstance(exc, ConnectionError | TimeoutError):  # Ray's, not the disk's
             raise
@@ -416,7 +434,11 @@ def _run_judge(
     address: str | None,
     judges: list[str] | None,
     out: TextIO | None,
+    repeats: int,
+    allow_unqualified: bool,
 ) -> int:
+    if repeats < 1:
+        raise UsageError(f"--repeats: must be at least 1, got {repeats}")
     out = out if out is not None else sys.stdout
     started = time.monotonic()
     bundle = Bundle.open(Path(bundle_dir))
@@ -439,7 +461,7 @@ def _run_judge(
             cut = store.repair()
             if cut:
                 print(f"judge {spec.id}: cut a torn last line ({cut} bytes)", file=out)
-        plans[spec.id] = plan_judge(spec, store, pack, pack_sha, responses)
+        plans[spec.id] = plan_judge(spec, store, pack, pack_sha, responses, repeats)
 
     runs = [_JudgeRun(plan=plans[spec.id]) for spec in selected]
     for run in runs:
@@ -449,8 +471,10 @@ def _run_judge(
         n_rule = len(plan.rule_records)
         plan.rule_records.clear()
         run.answers_total = len(plan.jobs)
+        n_cal_stored = plan.n_calibration - len(plan.calibration_jobs)
         print(
-            f"judge {run.spec.id}: {len(responses)} answers: {plan.n_reused} stored, {n_rule} by "
+            f"judge {run.spec.id}: {plan.n_calibration} calibration answers ({n_cal_stored} "
+            f"stored); {len(responses)} answers: {plan.n_reused} stored, {n_rule} by "
             f"rule, {len(plan.jobs)} to ask; {len(plan.row_keys)} reports "
             f"({plan.n_reports_reused} stored)",
             file=out,
@@ -459,7 +483,7 @@ def _run_judge(
 
     driver = _Driver(runs, pack, out)
     try:
-        if any(r.plan.jobs or r.plan.report_jobs for r in runs):
+        if any(r.plan.jobs or r.plan.report_jobs or r.plan.calibration_jobs for r in runs):
             from touchstone_ray.ray_session import ensure_ray
 
             ensure_ray(address, fleet.ray if fleet else RaySettings())
@@ -482,9 +506,21 @@ def _run_judge(
     if not complete:
         print(f"no scorecard: no judge has complete judgements ({elapsed:.1f} s)", file=out)
         return 1
+    checks = {
+        j: judge_check(
+            pack,
+            plans[j].calibration,
+            list(plans[j].verdicts.values()),
+            list(plans[j].reports.values()),
+        )
+        for j in complete
+    }
+    counted = [j for j in complete if allow_unqualified or checks[j]["qualified"]]
+    for judge_id in complete:
+        print(check_line(judge_id, checks[judge_id], judge_id in counted), file=out)
     verdicts: list[Verdict] = []
     reports: list[ModelReport] = []
-    for judge_id in complete:
+    for judge_id in counted:
         v, r = _judgements(plans[judge_id])
         verdicts += v
         reports += r
@@ -496,19 +532,40 @@ def _run_judge(
         responses,
         verdicts,
         reports,
-        judges=complete,
+        judges=counted,
         vote=config.aggregate.red_flag_vote,
         simulated=simulated,
         aborted_judges=aborted,
         concurrency=model_concurrency(manifest),
+        judge_checks=checks,
+        spreads=_spreads(plans[j] for j in counted) if repeats > 1 else None,
     )
     path = write_scorecard(bundle.root, card)
+    if not counted:
+        print(
+            f"no qualified judge: {', '.join(complete)} failed calibration; their verdicts are "
+            "stored; rerun with --allow-unqualified to count them anyway",
+            file=out,
+        )
+        print(path, file=out, flush=True)
+        return 1
     best = card["rows"][0] if card["rows"] else None
     lead = f"; rank 1: {best['model']} / {best['variant']}" if best else ""
     print(
-        f"judge {'aborted' if aborted else 'done'}: {len(complete)} judges, {len(responses)} "
+        f"judge {'aborted' if aborted else 'done'}: {len(counted)} judges, {len(responses)} "
         f"answers, {len(card['rows'])} rows{lead} in {elapsed:.1f} s",
         file=out,
     )
     print(path, file=out, flush=True)
     return 1 if aborted else 0
+
+
+def _spreads(plans: Iterable[JudgePlan]) -> dict[tuple[str, str], list[float]]:
+    """(model, variant) → the ``score_spread`` of every verdict of ``plans`` that has one."""
+    out: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for plan in plans:
+        for record in plan.verdicts.values():
+            spread = record.get("score_spread")
+            if isinstance(spread, int | float):
+                out[(str(record["model"]), str(record["variant"]))].append(float(spread))
+    return dict(out)

@@ -4,8 +4,9 @@
 agreement}`` (the Contract) plus sections for the reports: ``language``, ``pack_title``,
 ``template_version``, ``generated_at``, ``dimensions``, ``categories`` (mean answer score per
 category), ``prompts`` (per prompt mean with a 95 % bootstrap CI over repeats and judges),
-``variant_ab``, ``details`` (per row: every judge's own view, missing dimensions) and
-``aborted_judges``.
+``variant_ab``, ``details`` (per row: every judge's own view, missing dimensions),
+``aborted_judges``, ``judge_checks`` (SPEC §7 *new*: per judge qualification and warnings,
+:mod:`.checks`) and ``unqualified_judges``.
 
 Per (model, variant) row (:class:`ScorecardRow`):
 
@@ -218,12 +219,19 @@ def build_scorecard(
     simulated: bool,
     aborted_judges: Sequence[str] = (),
     concurrency: Mapping[str, int] | None = None,
+    judge_checks: Mapping[str, Mapping[str, Any]] | None = None,
+    spreads: Mapping[tuple[str, str], Sequence[float]] | None = None,
 ) -> dict[str, Any]:
     """The scorecard of ``judges`` (their verdicts and reports only) as a JSON-ready dict.
 
     ``responses`` fix the rows (every (model, variant) that has one, in their order).
     ``concurrency``: model label → configured in-flight limit
     (:func:`touchstone_ray.aggregates.model_concurrency`).
+    ``judge_checks`` (judge id → :func:`~.checks.judge_check`) goes to the top-level
+    ``judge_checks``, for counted and uncounted judges alike; ``unqualified_judges`` lists
+    those of them that are not qualified. ``spreads``: (model, variant) → the score spread
+    (max − min over ``judge --repeats``) of each verdict of the counted judges; it becomes the
+    row's ``details[].judge_spread`` ``{n, mean, max}`` (``None`` without repeats).
     """
     concurrency = dict(concurrency or {})
     judges = list(judges)
@@ -287,6 +295,7 @@ def build_scorecard(
                 "report_status": view.report_status,
                 "missing_dimensions": view.missing,
                 "judges": judge_views,
+                "judge_spread": _spread((spreads or {}).get(row, [])),
             }
         )
     ranked = rank_rows(rows)
@@ -318,6 +327,10 @@ def build_scorecard(
         "template_version": TEMPLATE_VERSION,
         "generated_at": time.time(),
         "aborted_judges": list(aborted_judges),
+        "judge_checks": {k: dict(v) for k, v in (judge_checks or {}).items()},
+        "unqualified_judges": [
+            k for k, v in (judge_checks or {}).items() if not v.get("qualified", True)
+        ],
         "dimensions": [{"id": d.id, "name": d.name, "weight": d.weight} for d in pack.dimensions],
         "categories": _categories(pack, verd_by_row, list(resp_by_row)),
         "prompts": [
@@ -331,6 +344,13 @@ def build_scorecard(
         "variant_ab": _variant_ab(pack, responses, verdicts, list(resp_by_row)),
         "details": details,
     }
+
+
+def _spread(values: Sequence[float]) -> dict[str, float | int] | None:
+    """``{n, mean, max}`` of per-verdict score spreads (score points), ``None`` when empty."""
+    if not values:
+        return None
+    return {"n": len(values), "mean": statistics.fmean(values), "max": max(values)}
 
 
 def _categories(

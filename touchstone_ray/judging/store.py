@@ -1,4 +1,6 @@
-"""One judge's files in a bundle: ``judgements/<judge>/verdicts.jsonl`` and ``reports.jsonl``.
+"""One judge's files in a bundle: ``judgements/<judge>/verdicts.jsonl``, ``reports.jsonl`` and
+``calibration.jsonl`` (its verdicts on the pack's calibration answers, same record shape as
+verdicts, keyed ``calibration|<variant>|<prompt id>|<item index>``).
 
 Both follow SPEC §7's JSONL rules through :mod:`touchstone_ray.storage`: one writer per file
 (the driver), each record one flushed write. Reading cuts a torn last line into
@@ -54,17 +56,30 @@ class JudgeStore:
         self.folder = bundle_root / "judgements" / judge_id
         self.verdicts_path = self.folder / "verdicts.jsonl"
         self.reports_path = self.folder / "reports.jsonl"
+        self.calibration_path = self.folder / "calibration.jsonl"
         self._verdicts: JsonlWriter | None = None
         self._reports: JsonlWriter | None = None
+        self._calibration: JsonlWriter | None = None
 
     def repair(self) -> int:
-        """Cut torn last lines of both files into ``<file>.torn``; bytes cut."""
-        return repair_torn_tail(self.verdicts_path) + repair_torn_tail(self.reports_path)
+        """Cut torn last lines of the three files into ``<file>.torn``; bytes cut."""
+        return sum(
+            repair_torn_tail(p)
+            for p in (self.verdicts_path, self.reports_path, self.calibration_path)
+        )
 
     def stored_verdicts(self) -> dict[str, dict[str, Any]]:
         """Cell key → the last stored verdict record."""
+        return self._by_key(self.verdicts_path)
+
+    def stored_calibration(self) -> dict[str, dict[str, Any]]:
+        """Calibration key → the last stored calibration verdict record."""
+        return self._by_key(self.calibration_path)
+
+    @staticmethod
+    def _by_key(path: Path) -> dict[str, dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
-        for record in read_jsonl(self.verdicts_path).records:
+        for record in read_jsonl(path).records:
             key = record.get("key")
             if isinstance(key, str):
                 out[key] = record
@@ -85,6 +100,12 @@ class JudgeStore:
             self._verdicts = JsonlWriter(self.verdicts_path)
         self._verdicts.write(record)
 
+    def write_calibration(self, record: dict[str, Any]) -> None:
+        """Append one calibration verdict record (flushed at once)."""
+        if self._calibration is None:
+            self._calibration = JsonlWriter(self.calibration_path)
+        self._calibration.write(record)
+
     def write_report(self, record: dict[str, Any]) -> None:
         """Append one report record (flushed at once)."""
         if self._reports is None:
@@ -93,13 +114,13 @@ class JudgeStore:
 
     def sync_if_due(self) -> None:
         """fsync writers whose unsynced data is older than a second."""
-        for writer in (self._verdicts, self._reports):
+        for writer in (self._verdicts, self._reports, self._calibration):
             if writer is not None:
                 writer.sync_if_due()
 
     def close(self) -> None:
-        """fsync and close both writers (idempotent; a later write opens them again)."""
-        for writer in (self._verdicts, self._reports):
+        """fsync and close the writers (idempotent; a later write opens them again)."""
+        for writer in (self._verdicts, self._reports, self._calibration):
             if writer is not None:
                 writer.close()
-        self._verdicts = self._reports = None
+        self._verdicts = self._reports = self._calibration = None

@@ -1,6 +1,8 @@
-"""The judges section: who judged, their counts, each judge's own view of every row, and
-their agreement (Krippendorff's α per dimension, κ on red flags, Kendall's τ-b between
-rankings), read from the scorecard's ``agreement`` and ``details`` sections when present."""
+"""The judges section: first the judge checks (qualification on the pack's calibration answers
+and warnings, the scorecard's ``judge_checks``), then who judged, their counts, each judge's own
+view of every row, and their agreement (Krippendorff's α per dimension, κ on red flags,
+Kendall's τ-b between rankings), read from the scorecard's ``agreement`` and ``details``
+sections when present. :func:`judge_warnings` is the short list shown beside the ranking."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from touchstone_ray.report._doc import (
 )
 from touchstone_ray.report._fmt import NONE, joined, pct
 
-__all__ = ["judges"]
+__all__ = ["judge_checks", "judge_warnings", "judges"]
 
 
 def _stat(stat: Any, t: dict[str, str]) -> str:
@@ -32,8 +34,129 @@ def _stat(stat: Any, t: dict[str, str]) -> str:
     return f"{stat['value']:.3f} (n = {stat.get('n_items', NONE)})"
 
 
+def _ratio(value: Any) -> str:
+    return f"{value:.2f}" if isinstance(value, int | float) else NONE
+
+
+def judge_checks(data: ReportData, t: dict[str, str]) -> list[Block]:
+    """The judge-checks table (every judge with a check, counted or not); empty without one."""
+    checks = (data.card or {}).get("judge_checks") or {}
+    if not isinstance(checks, dict) or not checks:
+        return []
+    body = []
+    for judge_id, check in checks.items():
+        if not isinstance(check, dict):
+            continue
+        counted = judge_id in data.judges
+        body.append(
+            (
+                cell(Code(str(judge_id))),
+                cell(t["yes"] if check.get("qualified") else Strong(t["no"])),
+                cell(t["yes"] if counted else t["no"]),
+                num_cell(_ratio(check.get("band_accuracy")), check.get("band_accuracy")),
+                num_cell(_ratio(check.get("red_flag_recall")), check.get("red_flag_recall")),
+                num_cell(_ratio(check.get("score_gap")), check.get("score_gap")),
+                num_cell(str(check.get("n_calibration", NONE)), check.get("n_calibration")),
+                num_cell(str(check.get("n_unknown_flags", NONE)), check.get("n_unknown_flags")),
+                cell("; ".join(str(w) for w in check.get("warnings") or []) or NONE),
+            )
+        )
+    head = (
+        t["judge"],
+        t["qualified"],
+        t["counted"],
+        t["band_accuracy"],
+        t["red_flag_recall"],
+        t["score_gap"],
+        t["n_calibration"],
+        t["unknown_flags"],
+        t["warnings"],
+    )
+    intro = Para((t["judge_checks_intro"],))
+    return [Heading(3, t["judge_checks"]), intro, Table(head, tuple(body))]
+
+
+def outside_raters(data: ReportData, t: dict[str, str]) -> list[Block]:
+    """Agreement of every ingested outside rater with each local judge
+    (:func:`touchstone_ray.judging.ingest.rater_agreement`); empty without one."""
+    from touchstone_ray.judging.ingest import outside_raters as stored_raters
+    from touchstone_ray.judging.ingest import rater_agreement
+
+    raters = stored_raters(data.root)
+    if not raters or data.card is None:
+        return []
+    body = []
+    for name, records in raters.items():
+        for judge_id, stat in rater_agreement(data.pack, records, data.card).items():
+            deltas = stat["mean_abs_delta"]
+            diff = stat["quality_pct_diff"]
+            body.append(
+                (
+                    cell(Code(name)),
+                    cell(Code(judge_id)),
+                    num_cell(str(stat["n_rows"]), stat["n_rows"]),
+                    cell(", ".join(f"{d} {_ratio(v)}" for d, v in deltas.items())),
+                    num_cell(_ratio(stat["ko_concordance"]), stat["ko_concordance"]),
+                    num_cell(NONE if diff is None else f"{diff:+.1f}", diff),
+                )
+            )
+    head = (
+        t["rater"],
+        t["judge"],
+        t["n_rows"],
+        t["mean_abs_delta"],
+        t["ko_concordance"],
+        t["quality_diff"],
+    )
+    return [Heading(3, t["outside_raters"]), Para((t["outside_intro"],)), Table(head, tuple(body))]
+
+
+def judge_warnings(data: ReportData, t: dict[str, str]) -> list[Block]:
+    """Beside the ranking: each judge's warnings and whether it was counted; empty when none."""
+    checks = (data.card or {}).get("judge_checks") or {}
+    items: list[tuple[Inline, ...]] = []
+    for judge_id, check in checks.items() if isinstance(checks, dict) else ():
+        if not isinstance(check, dict):
+            continue
+        warnings = [str(w) for w in check.get("warnings") or []]
+        if not check.get("qualified"):
+            state = t["counted"] if judge_id in data.judges else f"{t['no']} {t['counted']}"
+            warnings.insert(0, f"{t['no']} {t['qualified']} ({state})")
+        if warnings:
+            items.append((Code(str(judge_id)), ": " + "; ".join(warnings)))
+    return [Para((Strong(t["judge_warnings"]),)), Bullets(tuple(items))] if items else []
+
+
+def _spread_table(data: ReportData, t: dict[str, str], card: dict[str, Any]) -> list[Block]:
+    """Per row: the judges' score spread over repeated verdicts (``judge --repeats``)."""
+    spreads = {
+        (str(d.get("model")), str(d.get("variant"))): d.get("judge_spread")
+        for d in card.get("details") or []
+        if isinstance(d, dict) and isinstance(d.get("judge_spread"), dict)
+    }
+    if not spreads:
+        return []
+    body = []
+    for key in data.rows:
+        s = spreads.get(key)
+        if s is None:
+            continue
+        body.append(
+            (
+                cell(key[0]),
+                cell(key[1]),
+                num_cell(str(s.get("n")), s.get("n")),
+                num_cell(_ratio(s.get("mean")), s.get("mean")),
+                num_cell(_ratio(s.get("max")), s.get("max")),
+            )
+        )
+    head = (t["model"], t["variant"], t["verdicts"], t["spread_mean"], t["spread_max"])
+    return [Heading(3, t["judge_spread"]), Para((t["spread_intro"],)), Table(head, tuple(body))]
+
+
 def judges(data: ReportData, t: dict[str, str]) -> list[Block]:
-    """The judges, their counts, each judge's own view of every row, and the agreement."""
+    """The judge checks, the judges, their counts, each judge's own view of every row, and the
+    agreement."""
     card = data.card or {}
     verdicts = [v for vs in data.verdicts.values() for v in vs]
     rows = []
@@ -57,6 +180,8 @@ def judges(data: ReportData, t: dict[str, str]) -> list[Block]:
     agreement = card.get("agreement") or {}
     blocks: list[Block] = [
         Heading(2, t["judges_section"]),
+        *judge_checks(data, t),
+        *outside_raters(data, t),
         Table(
             (
                 t["judge"],
@@ -95,6 +220,7 @@ def judges(data: ReportData, t: dict[str, str]) -> list[Block]:
                 cells.append(cell(text))
             body.append((cell(key[0]), cell(key[1]), *cells))
         blocks += [Heading(3, t["per_judge"]), Table(head, tuple(body))]
+    blocks += _spread_table(data, t, card)
     blocks.append(Heading(3, t["agreement"]))
     if len(data.judges) < 2:
         blocks.append(Para((t["one_judge"],)))

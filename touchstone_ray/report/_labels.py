@@ -106,6 +106,41 @@ _DE: dict[str, str] = {
     "judges_section": "Judges und Übereinstimmung",
     "judge": "Judge",
     "judge_model": "Judge-Modell",
+    "judge_checks": "Prüfung der Judges",
+    "judge_checks_intro": (
+        "Jeder Judge bewertet zuerst die Kalibrierungsantworten des Packs (von Hand "
+        "geschrieben, Urteil bekannt). Qualifiziert: Band-Treffer ≥ 0,8 (hoch = Punkte ≥ 4, "
+        "niedrig = ≤ 2) und jedes erwartete Red Flag erkannt. Nicht qualifizierte Judges "
+        "zählen nicht mit, außer mit --allow-unqualified."
+    ),
+    "qualified": "qualifiziert",
+    "counted": "gezählt",
+    "band_accuracy": "Band-Treffer",
+    "red_flag_recall": "Red-Flag-Recall",
+    "score_gap": "Abstand hoch − niedrig",
+    "n_calibration": "Kalibrierung (n)",
+    "unknown_flags": "Unbekannte Flags",
+    "warnings": "Warnungen",
+    "judge_warnings": "Warnungen zu den Judges",
+    "outside_raters": "Externe Bewertungen (ingest)",
+    "judge_spread": "Streuung der Judges über Wiederholungen",
+    "spread_intro": (
+        "Jede Antwort wurde mehrfach bewertet (judge --repeats); gezählt wird der Median. "
+        "Streuung = höchste − niedrigste Punktzahl je Antwort."
+    ),
+    "spread_mean": "Streuung Ø",
+    "spread_max": "Streuung max",
+    "outside_intro": (
+        "Eingelesene Bewertungsaufträge (Person oder externe KI), nicht Teil des Rankings; "
+        "Übereinstimmung mit jedem lokalen Judge über die gemeinsam bewerteten Zeilen."
+    ),
+    "rater": "Bewertung",
+    "n_rows": "Zeilen",
+    "mean_abs_delta": "Mittlere |Δ| je Dimension",
+    "ko_concordance": "K.-o.-Übereinstimmung",
+    "quality_diff": "Δ Qualität % (extern − Judge)",
+    "yes": "ja",
+    "no": "nein",
     "verdicts": "Urteile",
     "judge_errors": "Judge-Fehler",
     "per_judge": "Sicht je Judge",
@@ -167,6 +202,11 @@ _DE: dict[str, str] = {
     "task_format": "Antwortformat (maschinenlesbar)",
     "task_format_answer": "Je Antwort ein JSON-Objekt:",
     "task_format_holistic": "Je Modell-Variante ein JSON-Objekt:",
+    "task_format_reply": (
+        "Zum Einlesen (touchstone-ray ingest --bundle B --reply DATEI --as NAME): die "
+        "Bewertung als YAML-Datei, Block- oder Flow-Stil, jede Dimension mit ganzzahliger "
+        "Punktzahl 1–5, red_flagged = Prompt-IDs mit Red Flag:"
+    ),
     "fill_in": "Ausfüllen",
     "fill_score": "Punkte (1–5)",
     "fill_red": "Red Flag (ja/nein)",
@@ -310,6 +350,41 @@ _EN: dict[str, str] = {
     "judges_section": "Judges and agreement",
     "judge": "Judge",
     "judge_model": "Judge model",
+    "judge_checks": "Judge checks",
+    "judge_checks_intro": (
+        "Each judge first scores the pack's calibration answers (written by hand, verdict "
+        "known). Qualified: band accuracy ≥ 0.8 (high = score ≥ 4, low = ≤ 2) and every "
+        "expected red flag caught. Unqualified judges are not counted unless "
+        "--allow-unqualified."
+    ),
+    "qualified": "qualified",
+    "counted": "counted",
+    "band_accuracy": "Band accuracy",
+    "red_flag_recall": "Red-flag recall",
+    "score_gap": "Gap high − low",
+    "n_calibration": "Calibration (n)",
+    "unknown_flags": "Unknown flags",
+    "warnings": "Warnings",
+    "judge_warnings": "Judge warnings",
+    "outside_raters": "Outside raters (ingest)",
+    "judge_spread": "Judge spread over repeats",
+    "spread_intro": (
+        "Every answer was judged several times (judge --repeats); the median counts. Spread = "
+        "highest − lowest score per answer."
+    ),
+    "spread_mean": "Spread mean",
+    "spread_max": "Spread max",
+    "outside_intro": (
+        "Ingested rating tasks (a person or an outside AI), not part of the ranking; agreement "
+        "with each local judge over the rows both rated."
+    ),
+    "rater": "Rater",
+    "n_rows": "Rows",
+    "mean_abs_delta": "Mean |Δ| per dimension",
+    "ko_concordance": "K.-o. concordance",
+    "quality_diff": "Δ quality % (outside − judge)",
+    "yes": "yes",
+    "no": "no",
     "verdicts": "Verdicts",
     "judge_errors": "Judge errors",
     "per_judge": "Per judge",
@@ -369,6 +444,11 @@ _EN: dict[str, str] = {
     "task_format": "Reply format (machine-readable)",
     "task_format_answer": "Per answer one JSON object:",
     "task_format_holistic": "Per model variant one JSON object:",
+    "task_format_reply": (
+        "To read it back (touchstone-ray ingest --bundle B --reply FILE --as NAME): the rating "
+        "as a YAML file, block or flow style, every dimension with an integer score 1–5, "
+        "red_flagged = prompt ids with a red flag:"
+    ),
     "fill_in": "Fill in",
     "fill_score": "Score (1–5)",
     "fill_red": "Red flag (yes/no)",

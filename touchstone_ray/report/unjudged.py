@@ -4,6 +4,8 @@ AI. Nothing here reads a judgement; it works on a bundle that has none."""
 
 from __future__ import annotations
 
+import json
+
 from touchstone_ray.report._data import ReportData
 from touchstone_ray.report._doc import (
     Block,
@@ -72,6 +74,19 @@ def _holistic_format(data: ReportData) -> str:
     return f'{{"model": "…", "variant": "…", {dims}{more}}}'
 
 
+def _reply_format(data: ReportData) -> str:
+    """The reply ``ingest`` reads (:mod:`touchstone_ray.judging.ingest`), as one line of flow
+    YAML for the bundle's first row."""
+    model, variant = data.rows[0] if data.rows else ("…", "…")
+    first = data.pack.prompts()[0].id
+    dims = ", ".join(
+        f'{d.id}: {{score: 4, rationale: "… [{first}]", cited_prompts: [{first}]}}'
+        for d in data.pack.dimensions
+    )
+    row = f"model: {json.dumps(model)}, variant: {json.dumps(variant)}, scores: {{{dims}}}"
+    return f'{{rater: "…", reports: [{{{row}, red_flagged: []}}]}}'
+
+
 def rating_task(data: ReportData, t: dict[str, str]) -> list[Block]:
     """Instructions; the method (formula, dimensions, both K.-o. checks with this pack's
     values, scale, rules); the reply format; a fill-in table per model × variant."""
@@ -87,6 +102,7 @@ def rating_task(data: ReportData, t: dict[str, str]) -> list[Block]:
         Heading(3, t["task_format"]),
         Para((t["task_format_answer"], " ", Code(_ANSWER_FORMAT))),
         Para((t["task_format_holistic"], " ", Code(_holistic_format(data)))),
+        Para((t["task_format_reply"], " ", Code(_reply_format(data)))),
         Heading(3, t["fill_in"]),
     ]
     for key in data.rows:

@@ -77,6 +77,11 @@ class SimModelKnobs(BaseModel):
     """Answer quality (0..1) written into each answer's marker ``⟦sim q=0.70⟧``, which the
     simulated judge turns into a score ≈ 1 + 4q; default 0.7."""
 
+    judge_constant_score: int | None = Field(default=None, ge=1, le=5)
+    """Judge mode only: a degenerate judge that gives every answer this score (1..5), no red
+    flag and the rationale ``"ok"``, whatever it reads; default None (scores follow the
+    answer's quality marker)."""
+
 
 class SimConfig(SimModelKnobs):
     """All knobs of one simulated server; ``extra="forbid"`` so a typo is an error."""

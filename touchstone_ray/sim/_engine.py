@@ -81,7 +81,14 @@ async def _serve(
         return busy
     verdict = None
     if req.schema is not None:
-        verdict = verdict_json(req.schema, seed=config.seed, model=req.model, messages=req.messages)
+        verdict = verdict_json(
+            req.schema,
+            seed=config.seed,
+            model=req.model,
+            messages=req.messages,
+            constant_score=knobs.judge_constant_score,
+            sampling=req.sampling,
+        )
     plan = plan_completion(
         seed=config.seed,
         model=req.model,

@@ -19,9 +19,16 @@ What the values mean:
 - A holistic request (no answer block) reads its quality from the per-answer scores listed in
   its ``<<<EVIDENCE-xxxx>>>`` block (lines ``#<repeat>: <label> <score>``): ``q = (mean − 1)/4``.
 - The random delimiter tokens do not enter the noise, so a rerun gives the same verdicts.
-- ``red_flag`` booleans are true with probability (1 − q) × 0.3, deterministic.
+- ``red_flag`` booleans are true when q ≤ 0.1 (a plainly bad answer), otherwise with
+  probability (1 − q) × 0.3, deterministic.
+- ``red_flags_hit`` names the first red flag label of the request (``R1``, the judge prompt's
+  numbering) when ``red_flag`` is true; ``green_flags_hit`` names green flag labels (``G1``…)
+  when q ≥ 0.6; both empty when the request lists no such flags.
 - ``rationale`` strings are short German sentences naming a prompt id like ``[B3]`` if the
   request contains one.
+- ``constant_score`` (the ``judge_constant_score`` knob) makes a degenerate judge: every score
+  that value, every ``red_flag`` false, every array (flags, cited prompts) as short as the
+  schema allows, every rationale ``"ok"``.
 """
 
 from __future__ import annotations
@@ -51,6 +58,9 @@ _EVIDENCE_RE = re.compile(r"<<<EVIDENCE-([A-Za-z0-9_-]+)>>>")
 _EVIDENCE_SCORE_RE = re.compile(r"#\d+: \S+ ([1-5])\b")
 _TOKEN_RE = re.compile(r"<<<(ANSWER|END|EVIDENCE)-[A-Za-z0-9_-]+>>>")
 _PROMPT_ID_RE = re.compile(r"\[([A-Z][0-9]{1,2})\]")
+_FLAG_LABEL_RE = re.compile(r"^([RG][0-9]{1,3})\. ", re.MULTILINE)
+CONSTANT_RATIONALE = "ok"
+"""Every rationale of a judge with ``judge_constant_score``."""
 _PHRASES = (
     "klar formuliert",
     "knapp und konkret",
@@ -111,21 +121,48 @@ class _Ctx:
     quality: float | None
     prompt_ids: list[str]
     rng: random.Random
+    labels: list[str]
+    constant: int | None = None
     red_flag: bool | None = None
 
 
-def verdict_json(schema: dict[str, Any], *, seed: int, model: str, messages: list[Any]) -> str:
-    """One JSON document valid against ``schema`` (see the module docstring for the values)."""
+def verdict_json(
+    schema: dict[str, Any],
+    *,
+    seed: int,
+    model: str,
+    messages: list[Any],
+    constant_score: int | None = None,
+    sampling: Any = None,
+) -> str:
+    """One JSON document valid against ``schema`` (see the module docstring for the values);
+    ``sampling`` (``_text.sampling_key``: ``None`` when greedy, else temperature and request
+    seed) varies the noise, so a judge asked again with another seed at temperature > 0 may
+    answer differently, and a greedy one never does."""
     stable = [
         {**m, "content": _TOKEN_RE.sub("<<<TOKEN>>>", message_text(m.get("content")))}
         if isinstance(m, dict)
         else m
         for m in messages
     ]
-    key = digest("judge", seed, model, stable)
+    key = (
+        digest("judge", seed, model, stable)
+        if sampling is None
+        else digest("judge", seed, model, stable, sampling)
+    )
     all_text = "\n".join(message_text(m.get("content")) for m in messages if isinstance(m, dict))
     ids = list(dict.fromkeys(_PROMPT_ID_RE.findall(all_text)))
-    ctx = _Ctx(schema, seed, key, judged_quality(messages), ids, rng_for("judge-values", key))
+    labels = _FLAG_LABEL_RE.findall(last_user_text(messages))
+    ctx = _Ctx(
+        schema,
+        seed,
+        key,
+        judged_quality(messages),
+        ids,
+        rng_for("judge-values", key),
+        labels,
+        constant_score,
+    )
     return json.dumps(_gen(schema, "", ctx, "$"), ensure_ascii=False)
 
 
@@ -175,7 +212,9 @@ def _bounds(schema: dict[str, Any], lo: float, hi: float) -> tuple[float, float]
 
 def _score(schema: dict[str, Any], ctx: _Ctx, path: str) -> int:
     lo, hi = _bounds(schema, 1, 5)
-    if ctx.quality is None:
+    if ctx.constant is not None:
+        raw = ctx.constant
+    elif ctx.quality is None:
         raw = 3
     else:
         noise = rng_for("score", ctx.seed, ctx.key, path).triangular(-1.0, 1.0, 0.0)
@@ -184,6 +223,8 @@ def _score(schema: dict[str, Any], ctx: _Ctx, path: str) -> int:
 
 
 def _rationale(ctx: _Ctx) -> str:
+    if ctx.constant is not None:
+        return CONSTANT_RATIONALE
     q = 0.5 if ctx.quality is None else ctx.quality
     verdict = "überzeugend" if q >= 0.75 else "brauchbar" if q >= 0.45 else "lückenhaft"
     ids = " und ".join(f"[{i}]" for i in ctx.prompt_ids[:2])
@@ -220,13 +261,16 @@ def _gen(schema: Any, name: str, ctx: _Ctx, path: str) -> Any:
     if kind == "boolean":
         if name == "red_flag":
             q = 0.5 if ctx.quality is None else ctx.quality
-            ctx.red_flag = rng_for("red_flag", ctx.seed, ctx.key, path).random() < (1 - q) * 0.3
+            draw = rng_for("red_flag", ctx.seed, ctx.key, path).random()
+            ctx.red_flag = ctx.constant is None and (q <= 0.1 or draw < (1 - q) * 0.3)
             return ctx.red_flag
         return ctx.rng.random() < 0.5
+    if kind == "array" and name in ("red_flags_hit", "green_flags_hit"):
+        return _flag_labels(name, schema, ctx)
     if kind == "array":
         lo_n = int(schema.get("minItems", 0))
         hi_n = int(schema.get("maxItems", lo_n + 2))
-        n = lo_n if name == "red_flags_hit" and not ctx.red_flag else ctx.rng.randint(lo_n, hi_n)
+        n = ctx.rng.randint(lo_n, hi_n) if ctx.constant is None else lo_n
         return [_gen(schema.get("items", {}), name, ctx, f"{path}[{i}]") for i in range(n)]
     if kind == "null":
         return None
@@ -234,3 +278,16 @@ def _gen(schema: Any, name: str, ctx: _Ctx, path: str) -> Any:
     min_len = int(schema.get("minLength", 0))
     text = text.ljust(min_len, ".")
     return text[: int(schema["maxLength"])] if "maxLength" in schema else text
+
+
+def _flag_labels(name: str, schema: dict[str, Any], ctx: _Ctx) -> list[str]:
+    """Flag labels of the request for ``red_flags_hit`` / ``green_flags_hit`` (see above)."""
+    q = 0.5 if ctx.quality is None else ctx.quality
+    if name == "red_flags_hit":
+        named = [x for x in ctx.labels if x.startswith("R")][:1] if ctx.red_flag else []
+    else:
+        greens = [x for x in ctx.labels if x.startswith("G")]
+        named = greens if ctx.constant is None and q >= 0.6 else []
+    lo_n = int(schema.get("minItems", 0))
+    named += [ctx.rng.choice(_PHRASES) for _ in range(lo_n - len(named))]
+    return named[: int(schema["maxItems"])] if "maxItems" in schema else named

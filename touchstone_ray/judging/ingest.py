@@ -1,0 +1,283 @@
+"""An outside rater's filled rating task (``report --unjudged`` → ``rating-task.md``) taken in
+as a judge: ``touchstone-ray ingest --bundle B --reply FILE --as NAME``.
+
+The reply is YAML (block or flow style), as the rating task shows it::
+
+    rater: "who or what rated"            # optional, free text
+    reports:                              # one entry per model × variant rated (≥ 1)
+      - model: m-fast
+        variant: baseline
+        scores:                           # every dimension of the pack
+          Q1: {score: 4, rationale: "…", cited_prompts: [A1, B3]}
+          Q2: {score: 3, rationale: "…"}
+        red_flagged: [E1]                 # prompt ids with a red flag (optional, default [])
+
+Validation (:func:`load_reply`) rejects, with one :class:`~touchstone_ray.errors.BundleError`
+line naming the file and the YAML path: an unreadable file, invalid YAML, a document that is
+not a mapping, unknown keys, no reports, a (model, variant) the bundle does not have or rated
+twice, an unknown or missing dimension, a score that is not an integer 1..5, and cited or
+red-flagged ids that are not prompts of the pack. ``NAME`` must be a valid judge id and not
+the folder of a local judge (one with verdicts).
+
+:func:`ingest_reply` stores the reports as ``judgements/<NAME>/reports.jsonl``
+(:class:`~touchstone_ray.records.ModelReport` lines plus ``red_flagged`` and ``source``; no
+verdicts: holistic reports only) and ``judgements/<NAME>/ingested.json``. An outside rater is
+never part of the scorecard's aggregate; :func:`rater_agreement` compares it with each local
+judge of the scorecard, per row both rated:
+
+- ``mean_abs_delta``: per dimension, mean |rater score − judge score|;
+- ``ko_concordance``: share of rows where both reach the same K.-o. outcome (the rater's from
+  :func:`~.scoring.passes_ko` on its scores and ``red_flagged``, the judge's from the
+  scorecard's per-judge view);
+- ``quality_pct_diff``: mean of (rater quality % − judge quality %).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from touchstone_ray.bundle import Bundle
+from touchstone_ray.errors import BundleError
+from touchstone_ray.judging.config import JUDGE_ID_PATTERN
+from touchstone_ray.judging.scoring import MissingDimensionsError, passes_ko, quality_pct
+from touchstone_ray.judging.store import JudgeStore
+from touchstone_ray.pack import Pack
+from touchstone_ray.records import ModelReport
+from touchstone_ray.storage import atomic_write_json, read_jsonl
+from touchstone_ray.yamlio import RuleError, load_yaml_mapping, validate_document
+
+__all__ = [
+    "INGESTED_MARKER",
+    "RatedDimension",
+    "RatedRow",
+    "RatingReply",
+    "ingest_reply",
+    "load_reply",
+    "outside_raters",
+    "rater_agreement",
+]
+
+INGESTED_MARKER = "ingested.json"
+"""File in ``judgements/<NAME>/`` that marks an outside rater (and says from which file)."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+
+class RatedDimension(_Strict):
+    """One dimension's rating."""
+
+    score: int = Field(ge=1, le=5, strict=True)
+    """Integer 1..5."""
+    rationale: str = ""
+    """Why; should cite prompt ids."""
+    cited_prompts: list[str] = []
+    """Prompt ids the rationale relies on."""
+
+
+class RatedRow(_Strict):
+    """The rating of one (model, variant)."""
+
+    model: str = Field(min_length=1)
+    variant: str = Field(min_length=1)
+    scores: dict[str, RatedDimension]
+    """Dimension id → rating; every dimension of the pack."""
+    red_flagged: list[str] = []
+    """Prompt ids on which the rater saw a red flag."""
+
+
+class RatingReply(_Strict):
+    """A filled rating task."""
+
+    rater: str = ""
+    """Who or what rated (free text)."""
+    reports: list[RatedRow] = Field(min_length=1)
+    """At least one rated row."""
+
+
+def _check(reply: RatingReply, pack: Pack, rows: set[tuple[str, str]]) -> None:
+    dims = [d.id for d in pack.dimensions]
+    prompt_ids = {p.id for p in pack.prompts()}
+    seen: dict[tuple[str, str], int] = {}
+    for i, row in enumerate(reply.reports):
+        key = (row.model, row.variant)
+        if key not in rows:
+            known = ", ".join(f"{m}/{v}" for m, v in sorted(rows))
+            raise RuleError(
+                f"reports[{i}]", f"no such model/variant in the bundle (has {known})", "/".join(key)
+            )
+        if key in seen:
+            raise RuleError(
+                f"reports[{i}]", f"rated twice, first at reports[{seen[key]}]", "/".join(key)
+            )
+        seen[key] = i
+        for dim in row.scores:
+            if dim not in dims:
+                raise RuleError(
+                    f"reports[{i}].scores.{dim}", f"unknown dimension, expected {dims}", dim
+                )
+        missing = [d for d in dims if d not in row.scores]
+        if missing:
+            raise RuleError(
+                f"reports[{i}].scores", f"missing dimensions {missing}", sorted(row.scores)
+            )
+        for dim, rated in row.scores.items():
+            for j, pid in enumerate(rated.cited_prompts):
+                if pid not in prompt_ids:
+                    raise RuleError(
+                        f"reports[{i}].scores.{dim}.cited_prompts[{j}]", "unknown prompt id", pid
+                    )
+        for j, pid in enumerate(row.red_flagged):
+            if pid not in prompt_ids:
+                raise RuleError(f"reports[{i}].red_flagged[{j}]", "unknown prompt id", pid)
+
+
+def load_reply(path: Path, pack: Pack, rows: set[tuple[str, str]]) -> RatingReply:
+    """The validated reply at ``path`` for ``pack`` and the bundle's ``rows`` ((model, variant)
+    pairs); raises :class:`BundleError` (one line, CLI exit 2) for every rule of the module
+    docstring."""
+    try:
+        data = load_yaml_mapping(path, "rating reply")
+    except ValueError as exc:
+        raise BundleError(f"{path}: {exc}") from None
+    reply = validate_document(RatingReply, data, str(path), BundleError)
+    try:
+        _check(reply, pack, rows)
+    except RuleError as exc:
+        raise BundleError(f"{path}: {exc}") from None
+    return reply
+
+
+def _check_name(bundle: Bundle, name: str) -> None:
+    if not re.fullmatch(JUDGE_ID_PATTERN, name):
+        raise BundleError(
+            f"--as: {name!r} is not a valid judge id (letters, digits, '._-', at most 64)"
+        )
+    folder = bundle.root / "judgements" / name
+    if (folder / "verdicts.jsonl").exists() and not (folder / INGESTED_MARKER).exists():
+        raise BundleError(
+            f"--as: {name!r} is a local judge of this bundle (it has verdicts); choose another name"
+        )
+
+
+def _row_quality(pack: Pack, scores: dict[str, float]) -> float | None:
+    try:
+        return quality_pct(scores, pack)
+    except MissingDimensionsError:
+        return None
+
+
+def rater_agreement(
+    pack: Pack, rater_reports: list[dict[str, Any]], card: dict[str, Any]
+) -> dict[str, dict[str, Any]]:
+    """Local judge id → ``{n_rows, mean_abs_delta: {dim: float|None}, ko_concordance,
+    quality_pct_diff}`` of the outside rater's ``rater_reports`` (its stored report records,
+    with ``red_flagged``) against each judge of ``card`` (``scorecard.json``: its ``judges``
+    and per-judge views in ``details``). Figures are ``None`` without a common row."""
+    views: dict[tuple[str, str], dict[str, Any]] = {
+        (str(d.get("model")), str(d.get("variant"))): d.get("judges") or {}
+        for d in card.get("details") or []
+        if isinstance(d, dict)
+    }
+    dims = [d.id for d in pack.dimensions]
+    out: dict[str, dict[str, Any]] = {}
+    for judge in card.get("judges") or []:
+        deltas: dict[str, list[float]] = {d: [] for d in dims}
+        same_ko: list[bool] = []
+        q_diff: list[float] = []
+        for rated in rater_reports:
+            view = views.get((str(rated["model"]), str(rated["variant"])), {}).get(judge)
+            if not view:
+                continue
+            scores = {k: float(v) for k, v in rated["dim_scores"].items()}
+            for dim in dims:
+                theirs = (view.get("dim_scores") or {}).get(dim)
+                if theirs is not None:
+                    deltas[dim].append(abs(scores[dim] - float(theirs)))
+            passed, _ = passes_ko(scores, list(rated.get("red_flagged") or []), pack)
+            same_ko.append(passed == bool(view.get("ko_passed")))
+            mine, theirs_q = _row_quality(pack, scores), view.get("quality_pct")
+            if mine is not None and theirs_q is not None:
+                q_diff.append(mine - float(theirs_q))
+        out[str(judge)] = {
+            "n_rows": len(same_ko),
+            "mean_abs_delta": {d: statistics.fmean(v) if v else None for d, v in deltas.items()},
+            "ko_concordance": sum(same_ko) / len(same_ko) if same_ko else None,
+            "quality_pct_diff": statistics.fmean(q_diff) if q_diff else None,
+        }
+    return out
+
+
+def outside_raters(root: Path) -> dict[str, list[dict[str, Any]]]:
+    """Outside rater name → its stored report records, for every ``judgements/<NAME>/`` of the
+    bundle at ``root`` that carries :data:`INGESTED_MARKER` (sorted by name)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for marker in sorted((root / "judgements").glob(f"*/{INGESTED_MARKER}")):
+        records = read_jsonl(marker.parent / "reports.jsonl").records
+        last = {(r.get("model"), r.get("variant")): r for r in records}
+        out[marker.parent.name] = list(last.values())
+    return out
+
+
+def ingest_reply(bundle_dir: str | Path, reply_path: str | Path, name: str) -> dict[str, Any]:
+    """Validate the reply at ``reply_path`` and store it as outside rater ``name`` in the bundle;
+    returns ``{"rows": n, "agreement": rater_agreement(...) or {}}`` (empty without a
+    scorecard). A second ingest under the same name replaces the first (the last record per
+    row wins). Raises :class:`BundleError` (exit 2) before writing anything."""
+    from touchstone_ray.judging.scorecard import load_scorecard
+
+    bundle = Bundle.open(Path(bundle_dir))
+    pack = bundle.pack()
+    rows = {(str(r.get("model")), str(r.get("variant"))) for r in bundle.responses()}
+    _check_name(bundle, name)
+    reply = load_reply(Path(reply_path), pack, rows)
+    store = JudgeStore(bundle.root, name)
+    store.folder.mkdir(parents=True, exist_ok=True)
+    records = []
+    try:
+        for row in reply.reports:
+            report = ModelReport(
+                model=row.model,
+                variant=row.variant,
+                judge=name,
+                dim_scores={d: r.score for d, r in row.scores.items()},
+                dim_rationales={d: r.rationale for d, r in row.scores.items()},
+                cited_prompts={d: list(r.cited_prompts) for d, r in row.scores.items()},
+            )
+            record = {
+                **report.model_dump(mode="json"),
+                "red_flagged": sorted(set(row.red_flagged)),
+                "source": "ingest",
+            }
+            store.write_report(record)
+            records.append(record)
+    finally:
+        store.close()
+    atomic_write_json(
+        store.folder / INGESTED_MARKER,
+        {
+            "name": name,
+            "rater": reply.rater,
+            "reply": str(Path(reply_path).resolve()),
+            "ingested_at": time.time(),
+            "rows": len(records),
+        },
+    )
+    try:
+        card = load_scorecard(bundle.root)
+    except BundleError:
+        return {"rows": len(records), "agreement": {}}
+    return {"rows": len(records), "agreement": rater_agreement(pack, records, card)}
+
+
+def agreement_json(result: dict[str, Any]) -> str:
+    """``result`` of :func:`ingest_reply` as indented JSON (for printing)."""
+    return json.dumps(result, ensure_ascii=False, indent=2)
