@@ -33,6 +33,8 @@ CONTRACT_ROW = [
     "e2e_p50_s",
     "peak_ram_mb",
     "model_delta_mb",
+    "engine_rss_peak_mb",
+    "n_contended",
 ]
 
 

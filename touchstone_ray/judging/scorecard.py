@@ -16,9 +16,11 @@ Per (model, variant) row (:class:`ScorecardRow`):
   dimension (and no fatal red flag) the row fails with ``"<dim> nicht bewertet"``.
 - ``mean_answer_score``: mean of every scored verdict of every judge. ``n_scored``,
   ``n_unscored`` and ``n_judge_errors`` count verdicts (answers × judges).
-- Latency: ok, non-cold-start responses only; p50/p95 with linear interpolation; decode tok/s
+- Latency: ok, non-cold-start responses only, and none measured on a contended
+  (``host_contended``) or throttled host; p50/p95 with linear interpolation; decode tok/s
   median. ``peak_ram_mb`` = max ``sys_used_mb``, ``model_delta_mb`` = max
-  ``sys_used_delta_mb`` over the row's responses; ``None`` when unmeasured.
+  ``sys_used_delta_mb``, ``engine_rss_peak_mb`` = max ``engine_rss_mb`` over the row's
+  responses; ``None`` when unmeasured. ``n_contended`` counts the contended cells.
 
 Agreement: Krippendorff's α per dimension over the judges' reports, κ on the red flags the
 judges gave themselves, Kendall's τ-b between each pair of judges' own rankings (each ranked
@@ -112,6 +114,11 @@ class ScorecardRow(BaseModel):
     e2e_p50_s: float | None
     peak_ram_mb: float | None
     model_delta_mb: float | None
+    engine_rss_peak_mb: float | None = None
+    """Peak RSS of the serving process tree over the row's cells (MB); ``None`` not found."""
+    n_contended: int = 0
+    """Cells measured while other processes used > 25 % of the host's cores (left out of the
+    latency figures above)."""
 
 
 def row_id(model: str, variant: str) -> str:
@@ -182,7 +189,11 @@ def _max(values: Iterable[float | None]) -> float | None:
 
 
 def _latency(responses: Sequence[EvalResponse]) -> dict[str, float | None]:
-    timed = [r for r in responses if r.ok and not r.is_cold_start]
+    timed = [
+        r
+        for r in responses
+        if r.ok and not r.is_cold_start and not r.host_contended and not r.throttled
+    ]
     ttft = [r.ttft_s for r in timed if r.ttft_s is not None]
     e2e = [r.e2e_s for r in timed if r.e2e_s is not None]
     tps = [r.decode_tps for r in timed if r.decode_tps is not None]
@@ -193,6 +204,8 @@ def _latency(responses: Sequence[EvalResponse]) -> dict[str, float | None]:
         "e2e_p50_s": _percentile(e2e, 50),
         "peak_ram_mb": _max(r.sys_used_mb for r in responses),
         "model_delta_mb": _max(r.sys_used_delta_mb for r in responses),
+        "engine_rss_peak_mb": _max(r.engine_rss_mb for r in responses),
+        "n_contended": sum(1 for r in responses if r.host_contended),
     }
 
 

@@ -7,7 +7,8 @@ Sources: ``bundle.json`` (setup facts, hosts, footprint), ``pack.yaml`` (frozen 
 with ``judgements/<judge>/verdicts.jsonl`` and ``reports.jsonl`` of the scorecard's judges.
 
 Aggregates per (model, variant) follow SPEC §9: latency figures use ok, non-cold-start cells
-only (p50/p95 with linear interpolation, medians for tok/s); resource figures use every cell.
+not measured on a contended or throttled host only (p50/p95 with linear interpolation, medians
+for tok/s); resource figures use every cell.
 Times are seconds, memory MB, throughput tokens/s.
 """
 
@@ -72,6 +73,16 @@ class RowStats:
     hosts: tuple[str, ...]
     engines: tuple[str, ...]
     """``engine`` or ``engine engine_version`` as recorded."""
+    n_contended: int = 0
+    """Cells with ``host_contended`` true (left out of the latency figures)."""
+    engine_rss_peak_mb: float | None = None
+    """Peak RSS of the serving process tree (max ``engine_rss_mb``, MB)."""
+    engine_rss_delta_mb: float | None = None
+    """Max ``engine_rss_delta_mb``: the engine's growth over its baseline RSS (MB)."""
+    engine_gpu_mem_mb: float | None = None
+    """Peak GPU memory of the serving processes (MB, NVML per process)."""
+    engine_cpu_pct: float | None = None
+    """Mean of the cells' ``engine_cpu_pct`` (% of one core)."""
 
 
 def _pctl(values: Sequence[float], q: float) -> float | None:
@@ -88,9 +99,18 @@ def _max(values: Iterable[float | None]) -> float | None:
     return max(present) if present else None
 
 
+def _mean(values: Iterable[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.fmean(present) if present else None
+
+
 def row_stats(responses: Sequence[EvalResponse]) -> RowStats:
     """The SPEC §9 aggregates of one (model, variant) (see the module docstring)."""
-    timed = [r for r in responses if r.ok and not r.is_cold_start]
+    timed = [
+        r
+        for r in responses
+        if r.ok and not r.is_cold_start and not r.host_contended and not r.throttled
+    ]
     ttft = [r.ttft_s for r in timed if r.ttft_s is not None]
     ttfa = [r.ttfa_s for r in timed if r.ttfa_s is not None]
     e2e = [r.e2e_s for r in timed if r.e2e_s is not None]
@@ -131,6 +151,11 @@ def row_stats(responses: Sequence[EvalResponse]) -> RowStats:
         mem_pressure_max=max(levels, key=lambda lv: _PRESSURE_RANK.get(lv, 0)) if levels else None,
         hosts=tuple(sorted({r.host for r in responses})),
         engines=tuple(sorted(engines)),
+        n_contended=sum(1 for r in responses if r.host_contended),
+        engine_rss_peak_mb=_max(r.engine_rss_mb for r in responses),
+        engine_rss_delta_mb=_max(r.engine_rss_delta_mb for r in responses),
+        engine_gpu_mem_mb=_max(r.engine_gpu_mem_mb for r in responses),
+        engine_cpu_pct=_mean(r.engine_cpu_pct for r in responses),
     )
 
 
