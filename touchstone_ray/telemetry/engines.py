@@ -33,7 +33,9 @@ Foreign CPU (``HostSample.foreign_cpu_pct``, % of one core, since the previous t
     − the engines' ``cpu_pct`` (each process once, also when two endpoints share a server)
     − touchstone's own processes on this host (this monitor and the pids registered with it:
     the host's client actor), floored at 0. Short-lived processes and kernel time are
-    included, since it is measured from the host total rather than summed per process.
+    included, since it is measured from the host total rather than summed per process. The
+    driver process and Ray's own daemons (raylet, GCS, dashboard agent) count as foreign:
+    they are not per-host touchstone processes, and they use a few % of one core.
 """
 
 from __future__ import annotations
