@@ -146,3 +146,20 @@ def test_compare_uses_the_engine_footprint(tmp_path: Path) -> None:
     assert fast.memory_source == "engine" and fast.memory_mb == fast.engine_rss_peak_mb
     assert slow.memory_source == "system" and slow.memory_mb == slow.peak_ram_mb
     assert slow.engine_rss_peak_mb is None
+
+
+def test_variant_latency_difference_leaves_out_disturbed_cells(tmp_path: Path) -> None:
+    from touchstone_ray.judging.stats import compare_variants
+
+    data = load_report_data(make_bundle(tmp_path, judged=False), judged=False)
+    rs = [r for r in data.responses if r.model == "m-fast" and r.ok]
+    clean = compare_variants("m-fast", "baseline", "none", [], rs)
+    slow = [
+        r.model_copy(update={"key": f"m-fast|none|Z|{i}", "e2e_s": 99.0, **flag})
+        for i, flag in enumerate(({"host_contended": True}, {"throttled": True}) * 3)
+        for r in rs[:1]
+    ]
+    slow = [s.model_copy(update={"variant": "none", "is_cold_start": False}) for s in slow]
+    assert compare_variants("m-fast", "baseline", "none", [], rs + slow).e2e_median_diff_s == (
+        clean.e2e_median_diff_s
+    )

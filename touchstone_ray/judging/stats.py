@@ -77,7 +77,8 @@ class VariantComparison(_Result):
     sign_test_p: float | None
     """Two-sided exact sign test (``scipy.stats.binomtest``, ties dropped); ``None`` if all tie."""
     e2e_median_diff_s: float | None
-    """Median E2E latency B − A (s), ok and non-cold-start cells only."""
+    """Median E2E latency B − A (s), ok and non-cold-start cells not measured on a contended
+    or throttled host only."""
     completion_tokens_median_diff: float | None
     """Median completion tokens B − A (tokens), ok cells with a count."""
     answer_chars_median_a: float | None
@@ -214,7 +215,14 @@ def compare_variants(
     b_resp = [r for r in ok if r.variant == variant_b]
 
     def e2e(rs: list[EvalResponse]) -> float | None:
-        return _median(r.e2e_s for r in rs if r.e2e_s is not None and not r.is_cold_start)
+        return _median(
+            r.e2e_s
+            for r in rs
+            if r.e2e_s is not None
+            and not r.is_cold_start
+            and not r.host_contended
+            and not r.throttled
+        )
 
     def tokens(rs: list[EvalResponse]) -> float | None:
         return _median(float(r.completion_tokens) for r in rs if r.completion_tokens is not None)

@@ -162,7 +162,8 @@ def speed(data: ReportData, t: dict[str, str], level: int) -> list[Block]:
     """Latency (TTFT chart and table) and resources (table), as headings of ``level``."""
     groups: dict[str, list[float]] = {}
     for r in data.responses:
-        if r.ok and not r.is_cold_start and r.ttft_s is not None:
+        disturbed = r.host_contended or r.throttled
+        if r.ok and not r.is_cold_start and not disturbed and r.ttft_s is not None:
             groups.setdefault(r.model, []).append(r.ttft_s)
     svg = charts.ttft_svg(groups, labels={"y": "TTFT (s)", "empty": t["none_found"]})
     return [
