@@ -163,3 +163,17 @@ def test_variant_latency_difference_leaves_out_disturbed_cells(tmp_path: Path) -
     assert compare_variants("m-fast", "baseline", "none", [], rs + slow).e2e_median_diff_s == (
         clean.e2e_median_diff_s
     )
+
+
+def test_written_report_carries_the_footprint(tmp_path: Path) -> None:
+    from touchstone_ray.report import write_report
+
+    root = engine_bundle(tmp_path, models_per_host=2)
+    md_path, html_path = write_report(root, unjudged=True)
+    md, html = md_path.read_text(encoding="utf-8"), html_path.read_text(encoding="utf-8")
+    for text in (md, html):
+        assert "Engine-RSS-Peak MB" in text and "PID 4242 (per Port)" in text
+        assert "Mehrere Modelle je Host" not in text  # one model on each host here
+    charts = root / "report-charts"
+    assert "Engine-RSS" in (charts / "memory-gpu-a.svg").read_text(encoding="utf-8")
+    assert "Engine-RSS" not in (charts / "memory-local.svg").read_text(encoding="utf-8")
