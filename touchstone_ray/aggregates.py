@@ -12,6 +12,9 @@ A cell is left out of the speed aggregates (kept in the data and counted per rea
   A prompt cache shortens the prompt phase, not token generation, so this reason removes the
   cell from the *prompt-side* figures only: TTFT, TTFA, E2E and prefill tok/s. Decode tok/s,
   TPOT and ITL still count it.
+- ``contended``: other processes used much of the host's CPU during the cell
+  (``host_contended``, :mod:`touchstone_ray.telemetry.engines`);
+- ``throttled``: the host's CPU or GPU was throttled during the cell.
 
 Adding a reason: one more ``if`` in :func:`speed_exclusions`, one more name in
 :data:`ExclusionReason` (and in :data:`PROMPT_SIDE_ONLY` when it does not touch decoding).
@@ -45,7 +48,7 @@ __all__ = [
     "under_load",
 ]
 
-ExclusionReason = Literal["failed", "cold_start", "prompt_cached"]
+ExclusionReason = Literal["failed", "cold_start", "prompt_cached", "contended", "throttled"]
 """Why a cell is out of the speed aggregates (see the module docstring)."""
 
 PROMPT_SIDE_ONLY: frozenset[ExclusionReason] = frozenset({"prompt_cached"})
@@ -63,6 +66,10 @@ def speed_exclusions(r: EvalResponse) -> tuple[ExclusionReason, ...]:
         reasons.append("cold_start")
     if r.prompt_cached:
         reasons.append("prompt_cached")
+    if r.host_contended:
+        reasons.append("contended")
+    if r.throttled:
+        reasons.append("throttled")
     return tuple(reasons)
 
 
@@ -130,6 +137,16 @@ class RowStats:
     """Cells whose prompt the server partly took from its cache (``prompt_cached``)."""
     excluded: dict[str, int] = field(default_factory=dict)
     """Exclusion reason → cells with it (a cell may have several), only reasons that occur."""
+    n_contended: int = 0
+    """Cells with ``host_contended`` true (left out of the speed figures)."""
+    engine_rss_peak_mb: float | None = None
+    """Peak RSS of the serving process tree (max ``engine_rss_mb``, MB)."""
+    engine_rss_delta_mb: float | None = None
+    """Max ``engine_rss_delta_mb``: the engine's growth over its baseline RSS (MB)."""
+    engine_gpu_mem_mb: float | None = None
+    """Peak GPU memory of the serving processes (MB, NVML per process)."""
+    engine_cpu_pct: float | None = None
+    """Mean of the cells' ``engine_cpu_pct`` (% of one core)."""
 
 
 def _pctl(values: Sequence[float], q: float) -> float | None:
@@ -144,6 +161,11 @@ def _median(values: Iterable[float | None]) -> float | None:
 def _max(values: Iterable[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return max(present) if present else None
+
+
+def _mean(values: Iterable[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.fmean(present) if present else None
 
 
 def row_stats(responses: Sequence[EvalResponse]) -> RowStats:
@@ -196,6 +218,11 @@ def row_stats(responses: Sequence[EvalResponse]) -> RowStats:
         ttft_cold_p50_s=_pctl(cold, 50),
         n_cached=sum(r.prompt_cached for r in responses),
         excluded={reason: excluded[reason] for reason in sorted(excluded)},
+        n_contended=sum(1 for r in responses if r.host_contended),
+        engine_rss_peak_mb=_max(r.engine_rss_mb for r in responses),
+        engine_rss_delta_mb=_max(r.engine_rss_delta_mb for r in responses),
+        engine_gpu_mem_mb=_max(r.engine_gpu_mem_mb for r in responses),
+        engine_cpu_pct=_mean(r.engine_cpu_pct for r in responses),
     )
 
 

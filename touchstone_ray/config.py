@@ -100,7 +100,9 @@ class ModelSpec(_Strict):
     """Context the model gets (tokens; sent as Ollama ``options.num_ctx``; checked against the
     server's own limit at start). ``None``: the server's default."""
     engine_process: str | None = Field(default=None, min_length=1)
-    """Name substring of the serving process, when it is not found by its port (a proxy)."""
+    """Substring of the serving process's name or command line (e.g. ``llama-server`` or
+    ``--port 8081``), for a server behind a proxy that is not found by its port; it must match
+    exactly one process tree on the host."""
     sim: dict[str, Any] | None = None
     """Simulator knobs for ``engine: simulated`` (see ``touchstone-ray sim-server --help``)."""
 

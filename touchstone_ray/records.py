@@ -189,7 +189,11 @@ class HostSample(_Record):
     temp_c_max: float | None = None
     gpus: list[GpuSample] | None = None
     engines: list[EngineProcessSample] | None = None
-    """Per endpoint served from this host, its serving process tree (SPEC §7 new)."""
+    """Per endpoint served from this host, its serving process tree (SPEC §7 new); only the
+    endpoints whose process was found (``bundle.json`` ``hosts.<h>.engines`` says why not)."""
+    foreign_cpu_pct: float | None = None
+    """Host CPU since the previous tick used by processes other than the engines and
+    touchstone's own (% of one core; see :mod:`touchstone_ray.telemetry.engines`)."""
 
 
 class Verdict(_Record):

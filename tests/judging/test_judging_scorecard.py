@@ -36,6 +36,8 @@ CONTRACT_ROW = [
     "ttft_cold_p50_s",
     "n_cached",
     "concurrency",
+    "engine_rss_peak_mb",
+    "n_contended",
 ]
 
 

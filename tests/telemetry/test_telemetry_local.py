@@ -57,6 +57,7 @@ EXPECTED_NONE = {
     "cpu_throttle_count",
     "temp_c_max",
     "gpus",
+    "engines",  # no endpoints given to sample
 }
 
 
@@ -69,8 +70,12 @@ def test_exact_none_fields_and_reasons_here() -> None:
     sample = sampler.sample()
     dumped = sample.model_dump()
     assert {k for k, v in dumped.items() if v is None} == EXPECTED_NONE
-    unsupported = {k for k, c in caps.items() if not c["supported"] and not k.startswith("gpu.")}
-    assert unsupported == EXPECTED_NONE - {"model"}
+    unsupported = {
+        k for k, c in caps.items() if not c["supported"] and not k.startswith(("gpu.", "engine."))
+    }
+    assert unsupported == EXPECTED_NONE - {"model", "engines"}
+    assert caps["engine.gpu_mem_mb"]["reason"] == caps["gpus"]["reason"]
+    assert caps["foreign_cpu_pct"]["supported"] and sample.foreign_cpu_pct is not None
     assert caps["gpus"]["reason"] == "NVML Shared Library Not Found (NVMLError_LibraryNotFound)"
     assert caps["cgroup_mem_limit_mb"]["reason"] == "no cgroup memory limit set (cgroup v1)"
     assert "thermal_throttle" in caps["cpu_throttle_count"]["reason"]

@@ -12,6 +12,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 import ray
 from ray_env import isolated_ray_auth
@@ -146,3 +147,50 @@ def test_gauges_exported(node_id: str, tmp_path: Path) -> None:
         assert "ray_touchstone_host_mem_pressure{" in text
     finally:
         ms.stop()
+
+
+def test_monitor_samples_the_engine_process_of_each_endpoint(node_id: str, tmp_path: Path) -> None:
+    import socket
+    import subprocess
+    import sys
+
+    from touchstone_ray.telemetry import EngineTarget
+
+    srv = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import socket, time\ns = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n"
+            "print(s.getsockname()[1], flush=True)\ntime.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert srv.stdout is not None
+        url = f"http://localhost:{int(srv.stdout.readline())}/v1"
+        with socket.socket() as probe:  # a free port nobody listens on
+            probe.bind(("127.0.0.1", 0))
+            dead = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+        targets = [EngineTarget(url), EngineTarget(dead), EngineTarget("simulated:s", None, True)]
+        ms = MonitorSet(tmp_path, interval_s=INTERVAL_S)
+        try:
+            ms.start({"alpha": node_id}, {"alpha": targets})
+            status = ms.engines()["alpha"]
+            assert status[url] == {"pid": srv.pid, "found_by": "port", "reason": None}
+            assert status[dead]["pid"] is None and "nothing listens" in status[dead]["reason"]
+            assert status["simulated:s"]["reason"].startswith("simulated")
+            time.sleep(0.6)
+            base = ms.baseline("alpha", "m")
+        finally:
+            ms.stop()
+        assert base is not None and [e["endpoint"] for e in base["engines"]] == [url]
+        rows = read_jsonl(ms.path_for("alpha")).records
+        engines = [e for r in rows for e in r["engines"]]
+        assert len(engines) >= 5 and {e["pid"] for e in engines} == {srv.pid}
+        rss = psutil.Process(srv.pid).memory_info().rss / 2**20
+        assert engines[-1]["rss_mb"] == pytest.approx(rss, rel=0.05)
+        assert all(r["foreign_cpu_pct"] is not None for r in rows[1:])
+    finally:
+        srv.kill()
+        srv.wait()

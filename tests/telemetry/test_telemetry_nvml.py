@@ -79,6 +79,7 @@ def fake_pynvml(
         "nvmlDeviceGetTemperature": lambda h: 60 + h,
         "nvmlDeviceGetPowerUsage": lambda h: 250_500 + h * 1000,
         "nvmlDeviceGetCurrentClocksEventReasons": mask,
+        "nvmlDeviceGetComputeRunningProcesses": [],  # (pid, usedGpuMemory) entries per GPU
     }
     if old_api:
         funcs["nvmlDeviceGetCurrentClocksThrottleReasons"] = funcs.pop(

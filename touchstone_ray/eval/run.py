@@ -216,6 +216,7 @@ def _start_fleet(
     import ray
 
     from touchstone_ray.eval.client_actor import spawn_client
+    from touchstone_ray.telemetry.engines import EngineTarget
     from touchstone_ray.telemetry.monitor_set import MonitorSet
 
     actors = {
@@ -254,9 +255,14 @@ def _start_fleet(
     monitors = MonitorSet(
         bundle.root, config.monitor.interval_s, config.monitor.gpu, autodrain_s=1.0
     )
-    capabilities = monitors.start({h: nodes[h].node_id for h in facts})
+    targets = {
+        host: [EngineTarget.from_spec(p.label, p.spec.model_dump()) for p in plans[host]]
+        for host in facts
+    }
+    capabilities = monitors.start({h: nodes[h].node_id for h in facts}, targets)
     for host, f in facts.items():
         monitors.register_pids(host, [f["client_pid"]])
+    engines = monitors.engines()
     found = _preflight(actors, facts, sink, opts, config)
     manifest = bundle.manifest()
     for entries in found.values():
@@ -267,6 +273,7 @@ def _start_fleet(
     for host, f in facts.items():
         manifest["hosts"].setdefault(host, {}).update(f)
         manifest["hosts"][host]["capabilities"] = capabilities.get(host, {})
+        manifest["hosts"][host]["engines"] = engines.get(host, {})
     bundle.write_manifest(manifest)
     runs: list[HostRun] = []
     for host, models in plans.items():
@@ -281,6 +288,7 @@ def _stop_fleet(fleet: Fleet, bundle: Bundle) -> None:
     import ray
 
     footprint = fleet.monitors.footprint()
+    engines = fleet.monitors.engines()
     closing = [a.close.remote() for h, a in fleet.actors.items() if h not in fleet.unready]
     ray.wait(closing, num_returns=len(closing), timeout=10)
     for actor in fleet.actors.values():
@@ -291,6 +299,8 @@ def _stop_fleet(fleet: Fleet, bundle: Bundle) -> None:
     for host, entry in manifest["hosts"].items():
         if host in footprint:
             entry["touchstone_footprint"] = footprint[host]
+        if host in engines:  # how each endpoint's engine process was found, or why not
+            entry["engines"] = engines[host]
         if host in fleet.monitors.lost:
             entry["monitoring_lost_at"] = fleet.monitors.lost[host]
             entry["monitoring_lost_reason"] = fleet.monitors.lost_reason.get(host)

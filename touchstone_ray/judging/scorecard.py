@@ -17,12 +17,14 @@ Per (model, variant) row (:class:`ScorecardRow`):
   dimension (and no fatal red flag) the row fails with ``"<dim> nicht bewertet"``.
 - ``mean_answer_score``: mean of every scored verdict of every judge. ``n_scored``,
   ``n_unscored`` and ``n_judge_errors`` count verdicts (answers × judges).
-- Speed: :func:`touchstone_ray.aggregates.row_stats` (the cells that count for speed, SPEC §9;
-  p50/p95 with linear interpolation; decode tok/s median); ``ttft_cold_p50_s`` over the first
-  uncached cell of each prompt, ``n_cached`` prompt-cache hits. ``concurrency``: the model's
-  configured in-flight limit from the bundle's frozen fleet config (> 1: speed under load).
-  ``peak_ram_mb`` = max ``sys_used_mb``, ``model_delta_mb`` = max ``sys_used_delta_mb`` over
-  the row's responses; ``None`` when unmeasured.
+- Speed: :func:`touchstone_ray.aggregates.row_stats` (the cells that count for speed, SPEC §9:
+  not failed, cold-start, prompt-cached, contended or throttled; p50/p95 with linear
+  interpolation; decode tok/s median); ``ttft_cold_p50_s`` over the first uncached cell of each
+  prompt, ``n_cached`` prompt-cache hits, ``n_contended`` cells measured on a contended host.
+  ``concurrency``: the model's configured in-flight limit from the bundle's frozen fleet config
+  (> 1: speed under load). ``peak_ram_mb`` = max ``sys_used_mb``, ``model_delta_mb`` = max
+  ``sys_used_delta_mb``, ``engine_rss_peak_mb`` = max ``engine_rss_mb`` over the row's
+  responses; ``None`` when unmeasured.
 
 Agreement: Krippendorff's α per dimension over the judges' reports, κ on the red flags the
 judges gave themselves, Kendall's τ-b between each pair of judges' own rankings (each ranked
@@ -123,6 +125,11 @@ class ScorecardRow(BaseModel):
     concurrency: int | None = None
     """Requests in flight to the model's endpoint (fleet config); > 1 means its per-request
     speed was measured under load and includes the server's own queue. ``None`` unknown."""
+    engine_rss_peak_mb: float | None = None
+    """Peak RSS of the serving process tree over the row's cells (MB); ``None`` not found."""
+    n_contended: int = 0
+    """Cells measured while other processes used > 25 % of the host's cores (left out of the
+    latency figures above)."""
 
 
 def row_id(model: str, variant: str) -> str:
@@ -194,6 +201,8 @@ def _speed(responses: Sequence[EvalResponse]) -> dict[str, float | int | None]:
         "model_delta_mb": stats.model_delta_mb,
         "ttft_cold_p50_s": stats.ttft_cold_p50_s,
         "n_cached": stats.n_cached,
+        "engine_rss_peak_mb": stats.engine_rss_peak_mb,
+        "n_contended": stats.n_contended,
     }
 
 

@@ -93,6 +93,20 @@ _DE: tuple[tuple[str, str, str], ...] = (
         "MB",
     ),
     (
+        "Engine-RSS / Engine-Δ",
+        "RSS des Serverprozesses samt Kindprozessen (per Port oder engine_process gefunden), "
+        "Höchstwert im Zeitfenster; Engine-Δ = dieser Wert − sein RSS an der Baseline. Hängt "
+        "nicht davon ab, was sonst auf dem Host läuft.",
+        "MB",
+    ),
+    (
+        "Engine-CPU / fremde CPU",
+        "CPU-Zeit des Serverprozesses bzw. aller anderen Prozesse außer Engine und touchstone "
+        "je Sekunde; 100 = ein voll belegter Kern. Belastet: fremde CPU > 25 % aller Kerne; "
+        "solche Zellen zählen nicht in die Geschwindigkeitswerte.",
+        "% eines Kerns",
+    ),
+    (
         "GPU-Speicher",
         "Höchste Summe des belegten GPU-Speichers aller GPUs; GPU-Δ analog zur Baseline.",
         "MB",
@@ -297,6 +311,20 @@ _EN: tuple[tuple[str, str, str], ...] = (
         "Swap delta",
         "Highest swap use − baseline.",
         "MB",
+    ),
+    (
+        "Engine RSS / engine delta",
+        "RSS of the serving process and its children (found by port or engine_process), peak "
+        "in the cells' windows; engine delta = that peak − its RSS at the baseline. Does not "
+        "depend on what else runs on the host.",
+        "MB",
+    ),
+    (
+        "Engine CPU / foreign CPU",
+        "CPU time per second of the serving process, or of every process other than the "
+        "engine and touchstone; 100 = one busy core. Contended: foreign CPU > 25 % of all "
+        "cores; such cells are left out of the speed figures.",
+        "% of one core",
     ),
     (
         "GPU memory",

@@ -75,6 +75,26 @@ _DE: dict[str, str] = {
     "engine": "Engine",
     "models_on_host": "Modelle",
     "footprint": "Eigenbedarf von touchstone (RSS)",
+    "engine_process": "Engine-Prozess",
+    "engine_found_port": "per Port",
+    "engine_found_engine_process": "per engine_process",
+    "engine_found_None": "gefunden",
+    "engine_rss_peak": "Engine-RSS-Peak MB",
+    "engine_rss_delta": "Engine-Δ MB",
+    "engine_gpu_mem": "Engine-GPU MB",
+    "engine_cpu": "Engine-CPU % (1 Kern)",
+    "model_delta": "System-Δ MB",
+    "contended_cells": "belastet",
+    "engine_rss_line": "Engine-RSS",
+    "memory_mb": "Speicher MB",
+    "mem_engine": "Engine",
+    "mem_system": "System",
+    "multi_model_title": "Mehrere Modelle je Host",
+    "multi_model_note": (
+        "Mit models_per_host > 1 teilen sich Modelle einen Host und seine Baseline: "
+        "Systemspeicher und System-Δ mischen sie und gelten keinem einzelnen Modell. "
+        "Verlässlich sind die Engine-Zahlen (RSS, Δ, GPU je Prozess)."
+    ),
     "monitoring_lost": "Monitoring verloren",
     "memory_timeline": "Speicherverlauf",
     "fleet": "Modelle und Endpunkte",
@@ -319,6 +339,26 @@ _EN: dict[str, str] = {
     "engine": "Engine",
     "models_on_host": "Models",
     "footprint": "touchstone's own footprint (RSS)",
+    "engine_process": "Engine process",
+    "engine_found_port": "by port",
+    "engine_found_engine_process": "by engine_process",
+    "engine_found_None": "found",
+    "engine_rss_peak": "Engine RSS peak MB",
+    "engine_rss_delta": "Engine Δ MB",
+    "engine_gpu_mem": "Engine GPU MB",
+    "engine_cpu": "Engine CPU % (1 core)",
+    "model_delta": "System Δ MB",
+    "contended_cells": "contended",
+    "engine_rss_line": "Engine RSS",
+    "memory_mb": "Memory MB",
+    "mem_engine": "engine",
+    "mem_system": "system",
+    "multi_model_title": "Several models per host",
+    "multi_model_note": (
+        "With models_per_host > 1 models share a host and its baseline: system memory and "
+        "the system delta mix them and belong to no single model. The engine figures (RSS, "
+        "delta, GPU per process) are the ones to trust."
+    ),
     "monitoring_lost": "Monitoring lost",
     "memory_timeline": "Memory timeline",
     "fleet": "Models and endpoints",

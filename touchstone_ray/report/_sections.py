@@ -24,6 +24,7 @@ from touchstone_ray.report._doc import (
     num_cell,
 )
 from touchstone_ray.report._fmt import NONE, iso_utc, joined, utc
+from touchstone_ray.report._footprint import engine_footprint
 from touchstone_ray.report._glossary import GLOSSARY
 from touchstone_ray.report._speed import memory_chart
 
@@ -210,6 +211,7 @@ def hardware(data: ReportData, t: dict[str, str], level: int = 2) -> list[Block]
     blocks: list[Block] = [Heading(level, t["hardware"])]
     for host in hosts:
         blocks += [Heading(level + 1, f"{t['host']} {host}"), _host_table(data, host, t)]
+        blocks += engine_footprint(data, host, t)
         blocks.append(memory_chart(data, host, t))
     models = [m for m in data.manifest.get("models", []) if isinstance(m, dict)]
     rows = []

@@ -8,6 +8,7 @@ of the prompt-side figures by :mod:`touchstone_ray.aggregates`)."""
 from __future__ import annotations
 
 from touchstone_ray.aggregates import counts_for_prompt, under_load
+from touchstone_ray.records import HostSample
 from touchstone_ray.report import charts
 from touchstone_ray.report._context import cut_prompts
 from touchstone_ray.report._data import ReportData
@@ -55,7 +56,21 @@ def _memory_series(data: ReportData, host: str) -> charts.MemorySeries:
         phases=[(p.model, p.t_start - t0, (p.t_end or last) - t0) for p in phases],
         throttled_s=throttled,
         pressure_s=pressure,
+        engines_gb=_engine_series(samples),
     )
+
+
+def _engine_series(samples: list[HostSample]) -> dict[str, list[float | None]]:
+    """Per endpoint sampled on the host, its engine RSS (GB) at each sample."""
+    names = list(dict.fromkeys(e.endpoint for s in samples for e in s.engines or []))
+    out: dict[str, list[float | None]] = {}
+    for name in names:
+        series: list[float | None] = []
+        for s in samples:
+            e = next((e for e in s.engines or [] if e.endpoint == name), None)
+            series.append(None if e is None or e.rss_mb is None else e.rss_mb / 1024)
+        out[name] = series
+    return out
 
 
 def memory_chart(data: ReportData, host: str, t: dict[str, str]) -> Chart:
@@ -67,6 +82,7 @@ def memory_chart(data: ReportData, host: str, t: dict[str, str]) -> Chart:
         "throttled": t["throttled_mark"],
         "pressure": t["pressure_mark"],
         "empty": t["none_found"],
+        "engine": t["engine_rss_line"],
     }
     return Chart(
         "memory-" + "".join(c if c.isalnum() or c in "-_" else "_" for c in host),

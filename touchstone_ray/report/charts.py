@@ -16,7 +16,7 @@ import contextlib
 import io
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -224,12 +224,15 @@ class MemorySeries:
     throttled_s: Sequence[float]
     pressure_s: Sequence[float]
     """Times with memory pressure ``warn`` or ``critical``."""
+    engines_gb: Mapping[str, Sequence[float | None]] = field(default_factory=dict)
+    """Per endpoint, its engine process tree's RSS (GB) at each time (``None`` gaps)."""
 
 
 def memory_svg(host: str, series: MemorySeries, *, labels: Mapping[str, str]) -> str:
-    """RAM and GPU memory (GB) over time on ``host``, each model's phase shaded, throttling
-    (red ▼) and memory pressure (orange ▲) marked. ``labels``: ``x``, ``ram``, ``gpu``,
-    ``throttled``, ``pressure``, ``empty``."""
+    """RAM and GPU memory (GB) over time on ``host``, each engine's RSS as its own dashed line,
+    each model's phase shaded, throttling (red ▼) and memory pressure (orange ▲) marked.
+    ``labels``: ``x``, ``ram``, ``gpu``, ``throttled``, ``pressure``, ``empty``, optional
+    ``engine``."""
     name = "memory-" + re.sub(r"[^A-Za-z0-9_-]+", "_", host)
     with _figure(7.0, 3.4) as fig:
         ax = fig.add_subplot()
@@ -258,7 +261,20 @@ def memory_svg(host: str, series: MemorySeries, *, labels: Mapping[str, str]) ->
         if any(v is not None for v in series.gpu_gb):
             gpu = line(series.gpu_gb)
             ax.plot(series.t_s, gpu, color="#2ca02c", linewidth=1.2, label=_t(labels["gpu"]))
-        top = np.nanmax([*ram, *line(series.gpu_gb), 0.0])
+        engine_lines = [line(v) for v in series.engines_gb.values()]
+        for i, (endpoint, values) in enumerate(zip(series.engines_gb, engine_lines, strict=True)):
+            name = labels.get("engine", "engine") + (
+                f" {endpoint}" if len(series.engines_gb) > 1 else ""
+            )
+            ax.plot(
+                series.t_s,
+                values,
+                color=_PALETTE[(i + 3) % len(_PALETTE)],
+                linewidth=1.0,
+                linestyle="--",
+                label=_t(name),
+            )
+        top = np.nanmax([*ram, *line(series.gpu_gb), *(v for e in engine_lines for v in e), 0.0])
         if series.throttled_s:
             ax.scatter(
                 series.throttled_s,

@@ -1,10 +1,14 @@
 """``touchstone-ray compare``: one table across bundles, hardware × quality.
 
 One row per (bundle, model, variant): bundle, host(s) with their GPUs, model, variant,
-quality %, K.-o., TTFT p50 (s), median decode tok/s and peak RAM (MB). A judged bundle
+quality %, K.-o., TTFT p50 (s), median decode tok/s and memory (MB). A judged bundle
 (one with ``scorecard.json``) gives quality and K.-o. from its scorecard; an unjudged one
 shows ``–`` there. Speed and memory come from the scorecard row when present, else from
-the responses (SPEC §9: ok, non-cold-start cells).
+the responses (SPEC §9: ok, non-cold-start, uncontended, unthrottled cells).
+
+Memory across machines: the engine's own peak RSS (``engine_rss_peak_mb``) when its process
+was found, since it does not depend on what else the machine runs; else the system's peak
+RAM. ``memory_source`` (``engine`` | ``system``) says which, and the table marks it.
 
 Printed as an aligned table; with ``--out`` also written as ``compare.md`` and
 ``compare.csv`` (raw numbers, snake_case headers) into that folder.
@@ -45,6 +49,12 @@ class CompareRow:
     decode_tps_median: float | None
     peak_ram_mb: float | None
     simulated: bool
+    engine_rss_peak_mb: float | None = None
+    """Peak RSS of the serving process tree (MB), ``None`` where it was not found."""
+    memory_mb: float | None = None
+    """The cross-machine memory figure: ``engine_rss_peak_mb``, else ``peak_ram_mb`` (MB)."""
+    memory_source: str | None = None
+    """``engine`` | ``system`` | ``None`` (no memory figure)."""
 
 
 def _rows_of(data: ReportData) -> list[CompareRow]:
@@ -62,6 +72,9 @@ def _rows_of(data: ReportData) -> list[CompareRow]:
             value = card.get(field)
             return float(value) if isinstance(value, int | float) else fallback
 
+        peak_ram = pick("peak_ram_mb", stats.peak_ram_mb if stats else None)
+        engine = pick("engine_rss_peak_mb", stats.engine_rss_peak_mb if stats else None)
+        source = "engine" if engine is not None else "system" if peak_ram is not None else None
         out.append(
             CompareRow(
                 bundle=data.name,
@@ -76,8 +89,11 @@ def _rows_of(data: ReportData) -> list[CompareRow]:
                 decode_tps_median=pick(
                     "decode_tps_median", stats.decode_tps_median if stats else None
                 ),
-                peak_ram_mb=pick("peak_ram_mb", stats.peak_ram_mb if stats else None),
+                peak_ram_mb=peak_ram,
                 simulated=data.simulated,
+                engine_rss_peak_mb=engine,
+                memory_mb=engine if engine is not None else peak_ram,
+                memory_source=source,
             )
         )
     return out
@@ -114,7 +130,7 @@ def _cells(row: CompareRow, t: dict[str, str]) -> list[str]:
         ko,
         num(row.ttft_p50_s, 3),
         num(row.decode_tps_median, 1),
-        mb(row.peak_ram_mb),
+        mb(row.memory_mb) + (f" ({t['mem_' + row.memory_source]})" if row.memory_source else ""),
     ]
 
 
@@ -128,7 +144,7 @@ def _head(t: dict[str, str]) -> list[str]:
         t["ko"],
         t["ttft_p50"],
         t["tps"],
-        t["peak_ram"],
+        t["memory_mb"],
     ]
 
 

@@ -27,6 +27,21 @@ Definitions (memory MB = 2**20 bytes)
     ``gpu_power_w``          max over samples of Σ GPUs' ``power_w`` (the host's GPU draw, W)
     ``gpu_throttle_reasons`` sorted union of reason names (``gpu_idle`` included)
     ``n_samples``            samples the figures come from (1 for the nearest-sample fallback)
+
+Engine footprint (the record's endpoint: its model's ``base_url`` in ``bundle.json``; see
+:mod:`touchstone_ray.telemetry.engines` for how the process is found and sampled)
+    ``engine_rss_mb``        peak ``rss_mb`` of the endpoint's process tree in the window
+    ``engine_rss_delta_mb``  that peak − the tree's ``rss_mb`` in the model's baseline tick
+    ``engine_gpu_mem_mb``    peak ``gpu_mem_mb`` in the window
+    ``engine_cpu_pct``       mean ``cpu_pct`` (% of one core) over the CPU window
+    ``foreign_cpu_pct``      mean ``HostSample.foreign_cpu_pct`` (% of one core) over it
+    ``host_contended``       ``foreign_cpu_pct > CONTENDED_SHARE × cpu_count × 100``: other
+                             processes used more than a quarter of the host's cores; ``None``
+                             when either side is unknown
+    CPU figures of a tick describe the time since the previous tick, so the CPU window is the
+    samples with ``t_start < ts ≤ t_end + 0.5 s`` (the ticks that cover the cell), falling
+    back to the window above for a cell shorter than a tick. An endpoint whose process was not
+    found has no samples: these fields are ``None`` (the reason is in ``bundle.json``).
 """
 
 from __future__ import annotations
@@ -66,8 +81,18 @@ RESOURCE_FIELDS = (
     "gpu_power_w",
     "gpu_throttle_reasons",
     "n_samples",
+    "engine_rss_mb",
+    "engine_rss_delta_mb",
+    "engine_cpu_pct",
+    "engine_gpu_mem_mb",
+    "foreign_cpu_pct",
+    "host_contended",
 )
 """The EvalResponse fields finalize fills."""
+
+CONTENDED_SHARE = 0.25
+"""A cell is ``host_contended`` when foreign processes used more than this share of the
+host's cores (0.25 × cpu_count × 100 in % of one core: 50 on 2 cores, 200 on 8)."""
 
 
 class HostTimeline:
@@ -115,15 +140,57 @@ def _gpu_sum(s: HostSample, attr: str) -> float | None:
     return _sum(getattr(g, attr) for g in s.gpus or [])
 
 
+def _mean(values: Iterable[float | None]) -> float | None:
+    vals = [v for v in values if v is not None]
+    return sum(vals) / len(vals) if vals else None
+
+
+def _engine(s: HostSample, endpoint: str | None) -> Any:
+    if endpoint is None:
+        return None
+    return next((e for e in s.engines or [] if e.endpoint == endpoint), None)
+
+
+def engine_fields(
+    win: list[HostSample],
+    cpu_win: list[HostSample],
+    baseline: HostSample | None,
+    endpoint: str | None,
+    cpu_count: int | None,
+) -> dict[str, Any]:
+    """The engine footprint and contention fields from a window (module docstring)."""
+    engines = [e for e in (_engine(s, endpoint) for s in win) if e is not None]
+    cpu_engines = [e for e in (_engine(s, endpoint) for s in cpu_win) if e is not None]
+    peak = _max(e.rss_mb for e in engines)
+    base = _engine(baseline, endpoint) if baseline is not None else None
+    foreign = _mean(s.foreign_cpu_pct for s in cpu_win)
+    contended = None
+    if foreign is not None and cpu_count:
+        contended = foreign > CONTENDED_SHARE * cpu_count * 100.0
+    return {
+        "engine_rss_mb": peak,
+        "engine_rss_delta_mb": _diff(peak, base.rss_mb if base is not None else None),
+        "engine_cpu_pct": _mean(e.cpu_pct for e in cpu_engines),
+        "engine_gpu_mem_mb": _max(e.gpu_mem_mb for e in engines),
+        "foreign_cpu_pct": foreign,
+        "host_contended": contended,
+    }
+
+
 def resources_for(
     response: dict[str, Any],
     samples: list[HostSample] | HostTimeline,
     baseline: HostSample | None,
+    *,
+    endpoint: str | None = None,
+    cpu_count: int | None = None,
 ) -> dict[str, Any]:
     """The resource fields for one response from its host's samples (see module docstring).
 
     ``samples`` are the host's samples in any order (or a prebuilt :class:`HostTimeline`);
-    ``baseline`` the model's baseline tick on that host, or ``None``. Pure.
+    ``baseline`` the model's baseline tick on that host, or ``None``; ``endpoint`` the
+    record's engine endpoint (``None``: no engine figures); ``cpu_count`` the host's logical
+    CPUs (``None``: ``host_contended`` unknown). Pure.
     """
     tl = samples if isinstance(samples, HostTimeline) else HostTimeline(samples)
     t_start = response.get("t_start")
@@ -142,6 +209,9 @@ def resources_for(
         prev = None
 
     out = _empty()
+    cpu_hi = (t_end if isinstance(t_end, int | float) else t_start) + WINDOW_PAD_S
+    cpu_win = [s for s in win if t_start < s.ts <= cpu_hi] or win
+    out.update(engine_fields(win, cpu_win, baseline, endpoint, cpu_count))
     out["n_samples"] = len(win)
     out["sys_used_mb"] = _max(s.sys_used_mb for s in win)
     levels: list[MemPressure] = [s.mem_pressure for s in win if s.mem_pressure is not None]
@@ -227,6 +297,7 @@ def finalize_bundle(bundle_dir: Path, only_keys: set[str] | None = None) -> int:
     """
     bundle_dir = Path(bundle_dir)
     timelines, baselines = load_host_samples(bundle_dir)
+    endpoints, cpu_counts = manifest_endpoints(bundle_dir)
     empty = HostTimeline([])
     updated = 0
     for shard in sorted((bundle_dir / "responses").glob("*.jsonl")):
@@ -240,10 +311,40 @@ def finalize_bundle(bundle_dir: Path, only_keys: set[str] | None = None) -> int:
                     continue
                 host, model = str(rec.get("host")), str(rec.get("model"))
                 base = pick_baseline(baselines.get((host, model), []), rec.get("t_start"))
-                rec.update(resources_for(rec, timelines.get(host, empty), base))
+                found = resources_for(
+                    rec,
+                    timelines.get(host, empty),
+                    base,
+                    endpoint=endpoints.get(model),
+                    cpu_count=cpu_counts.get(host),
+                )
+                rec.update(found)
                 dst.write(to_json_line(rec).encode("utf-8"))
                 updated += 1
     return updated
+
+
+def manifest_endpoints(bundle_dir: Path) -> tuple[dict[str, str], dict[str, int]]:
+    """From ``bundle.json``: model label → endpoint, and host → logical CPU count.
+
+    A bundle without a readable manifest gives empty maps (no engine figures)."""
+    from touchstone_ray.telemetry.engines import endpoint_of
+
+    try:
+        manifest = json.loads((Path(bundle_dir) / "bundle.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}, {}
+    endpoints = {
+        str(m["model"]): endpoint_of(str(m["model"]), m)
+        for m in manifest.get("models") or []
+        if isinstance(m, dict) and "model" in m
+    }
+    cpus = {
+        str(h): int(f["cpu_count"])
+        for h, f in (manifest.get("hosts") or {}).items()
+        if isinstance(f, dict) and isinstance(f.get("cpu_count"), int)
+    }
+    return endpoints, cpus
 
 
 def _shard_has_keys(shard: Path, only_keys: set[str]) -> bool:

@@ -24,6 +24,7 @@ import psutil
 import ray
 
 from touchstone_ray.records import HostSample
+from touchstone_ray.telemetry.engines import EngineTarget
 from touchstone_ray.telemetry.linux import MB, PRESSURE_RANK, SysRoot
 from touchstone_ray.telemetry.nvml import GpuMode
 from touchstone_ray.telemetry.sampler import HostSampler
@@ -90,15 +91,24 @@ class HostMonitor:
         gpu_mode: GpuMode = "auto",
         buffer_size: int = DEFAULT_BUFFER,
         root: SysRoot | None = None,
+        engines: Iterable[EngineTarget] = (),
     ) -> None:
         self.host = host
         self.interval_s = max(0.05, interval_s)  # a 0 or negative interval must not spin
-        self._sampler = HostSampler(host, node_id, interval_s, gpu_mode, root or SysRoot())
+        self._pids: frozenset[int] = frozenset()
+        self._sampler = HostSampler(
+            host,
+            node_id,
+            interval_s,
+            gpu_mode,
+            root or SysRoot(),
+            engines=engines,
+            own_pids=lambda: {os.getpid(), *self._pids},
+        )
         self._buf: deque[dict[str, Any]] = deque(maxlen=max(1, buffer_size))
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._pids: set[int] = set()
         self._gauges = _Gauges(host)
         self.ticks = 0
         self.dropped = 0
@@ -155,8 +165,14 @@ class HostMonitor:
         return self._sampler.probe()
 
     def register_pids(self, pids: Iterable[int]) -> None:
-        """Count these pids (touchstone's other processes on this node) in :meth:`footprint`."""
-        self._pids.update(int(p) for p in pids)
+        """Count these pids (touchstone's other processes on this node) in :meth:`footprint`
+        and leave them out of the foreign CPU."""
+        self._pids = self._pids | {int(p) for p in pids}  # one reference swap: thread-safe
+
+    def engines(self) -> dict[str, dict[str, Any]]:
+        """Per endpoint of this host: ``{"pid", "found_by", "reason"}`` of its engine process
+        (:meth:`~touchstone_ray.telemetry.engines.EngineTracker.status`)."""
+        return self._sampler.engine_status()
 
     def footprint(self) -> dict[str, Any]:
         """RSS (MB) of touchstone's own processes here: this monitor plus registered pids.

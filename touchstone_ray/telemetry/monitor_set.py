@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -24,6 +24,7 @@ from ray.exceptions import RayActorError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from touchstone_ray.storage import JsonlWriter, repair_torn_tail, slug
+from touchstone_ray.telemetry.engines import EngineTarget
 from touchstone_ray.telemetry.monitor import DEFAULT_BUFFER, HostMonitor
 from touchstone_ray.telemetry.nvml import GpuMode
 
@@ -85,9 +86,14 @@ class MonitorSet:
             return sorted(self._actors)
 
     # -- lifecycle -------------------------------------------------------------------------
-    def start(self, hosts: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+    def start(
+        self,
+        hosts: Mapping[str, str],
+        engines: Mapping[str, Sequence[EngineTarget]] | None = None,
+    ) -> dict[str, dict[str, Any]]:
         """Start (and probe) one monitor per ``{host: node_id}``; returns capabilities per host.
 
+        ``engines``: per host the endpoints served from it, whose processes it samples.
         A monitor that cannot start within ``start_timeout_s`` is recorded in :attr:`lost`.
         """
         pending: dict[str, Any] = {}
@@ -99,7 +105,14 @@ class MonitorSet:
                     actor = (
                         cast(Any, HostMonitor)
                         .options(**monitor_options(host, node_id))
-                        .remote(host, node_id, self.interval_s, self.gpu_mode, self.buffer_size)
+                        .remote(
+                            host,
+                            node_id,
+                            self.interval_s,
+                            self.gpu_mode,
+                            self.buffer_size,
+                            engines=list((engines or {}).get(host, ())),
+                        )
                     )
                 except Exception as exc:  # e.g. the name is taken
                     self._mark_lost(host, f"cannot create monitor: {exc}")
@@ -167,6 +180,12 @@ class MonitorSet:
             actor = self._actors.get(host)
             if actor is not None:
                 self._gather({host: actor.register_pids.remote(list(pids))}, self.call_timeout_s)
+
+    def engines(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """host → endpoint → ``{"pid", "found_by", "reason"}`` of its engine process."""
+        with self._lock:
+            refs = {h: a.engines.remote() for h, a in self._actors.items()}
+            return self._gather(refs, self.call_timeout_s)
 
     def footprint(self) -> dict[str, dict[str, Any]]:
         """host → the monitor's :meth:`HostMonitor.footprint` (RSS of touchstone's processes)."""

@@ -9,7 +9,9 @@ sample period), temperature °C (``nvmlDeviceGetTemperature``, GPU die sensor), 
 Each field is probed once per GPU in :meth:`NvmlReader.probe`: an ``NVMLError`` there
 (``NVML_ERROR_NOT_SUPPORTED`` on consumer cards, no permission, ...) makes that field ``None``
 for the whole run with the reason in the capabilities. An error on a later tick makes the field
-``None`` for that tick only. No library (``NVMLError_LibraryNotFound``), no driver, an
+``None`` for that tick only. Per-process GPU memory (:meth:`NvmlReader.process_memory`,
+``nvmlDeviceGetComputeRunningProcesses``: ``usedGpuMemory`` bytes per pid) is probed the same
+way (capability ``engine.gpu_mem_mb``). No library (``NVMLError_LibraryNotFound``), no driver, an
 ``ImportError`` or zero GPUs disable GPU sampling with the reason; ``gpu: off`` disables it with
 "disabled by config". Nothing here raises into the caller.
 """
@@ -132,6 +134,8 @@ class NvmlReader:
         self._nv: Any = None
         self._devices: list[_Device] = []
         self._probed = False
+        self.process_reason: str | None = None
+        """Why per-process GPU memory is unknown (``None`` while it is known)."""
 
     @property
     def enabled(self) -> bool:
@@ -147,7 +151,8 @@ class NvmlReader:
             self._init()
         if self._nv is None:
             off = {"supported": False, "reason": self.reason, "source": None}
-            return {"gpus": off} | {f"gpu.{f}": dict(off) for f in GPU_FIELDS}
+            keys = [f"gpu.{f}" for f in GPU_FIELDS] + ["engine.gpu_mem_mb"]
+            return {"gpus": off} | {k: dict(off) for k in keys}
         caps: dict[str, dict[str, Any]] = {
             "gpus": {
                 "supported": True,
@@ -164,6 +169,11 @@ class NvmlReader:
             cap = {"supported": not reasons, "reason": "; ".join(reasons) or None, "source": "NVML"}
             for f in fields:
                 caps[f"gpu.{f}"] = dict(cap)
+        caps["engine.gpu_mem_mb"] = {
+            "supported": self.process_reason is None,
+            "reason": self.process_reason,
+            "source": "NVML nvmlDeviceGetComputeRunningProcesses",
+        }
         return caps
 
     def _init(self) -> None:
@@ -201,6 +211,34 @@ class NvmlReader:
                     if group == "name":
                         dev.name = values["name"]
         self._nv, self._devices = nv, devices
+        try:
+            self._read_processes()
+        except Exception as exc:
+            self.process_reason = nvml_reason(exc)
+
+    def _read_processes(self) -> dict[int, float]:
+        out: dict[int, float] = {}
+        for dev in self._devices:
+            for proc in self._nv.nvmlDeviceGetComputeRunningProcesses(dev.handle):
+                used = getattr(proc, "usedGpuMemory", None)
+                if used is None:  # NVML_VALUE_NOT_AVAILABLE (e.g. no permission, WDDM)
+                    raise ValueError("usedGpuMemory not available for pid " + str(proc.pid))
+                out[int(proc.pid)] = out.get(int(proc.pid), 0.0) + used / MB
+        return out
+
+    def process_memory(self) -> dict[int, float] | None:
+        """``{pid: MB}`` of GPU memory per process, summed over GPUs; ``None`` when GPU
+        sampling is off or per-process memory is unsupported (:attr:`process_reason`), or
+        this tick's reading failed. A pid absent from the map uses no GPU memory. Never
+        raises."""
+        if not self._probed:
+            self.probe()
+        if self._nv is None or self.process_reason is not None:
+            return None
+        try:
+            return self._read_processes()
+        except Exception:
+            return None
 
     def sample(self) -> list[GpuSample] | None:
         """One reading per GPU; ``None`` when GPU sampling is disabled. Never raises."""

@@ -14,6 +14,8 @@ Sources and units (SPEC §7 HostSample; memory MB = 2**20 bytes, epoch seconds):
 ``cpu_throttle_count`` Σ ``/sys/devices/system/cpu/cpu*/thermal_throttle/core_throttle_count``
 ``temp_c_max``         hottest psutil ``sensors_temperatures()`` entry (°C)
 ``gpus``               :mod:`touchstone_ray.telemetry.nvml`
+``engines``            :mod:`touchstone_ray.telemetry.engines` (per endpoint's process tree)
+``foreign_cpu_pct``    :mod:`touchstone_ray.telemetry.engines` (% of one core)
 =====================  =====================================================================
 
 Every field is probed once (:meth:`HostSampler.probe`); an unsupported field is ``None`` in
@@ -26,7 +28,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,7 @@ import psutil
 
 from touchstone_ray.records import HostSample, MemPressure
 from touchstone_ray.telemetry import linux
+from touchstone_ray.telemetry.engines import EngineTarget, EngineTracker
 from touchstone_ray.telemetry.linux import MB, SysRoot
 from touchstone_ray.telemetry.nvml import GpuMode, NvmlReader
 
@@ -49,6 +52,7 @@ HOST_FIELDS = (
     "cpu_throttle_count",
     "temp_c_max",
     "gpus",
+    "foreign_cpu_pct",
 )
 """The measured :class:`HostSample` fields (capability keys, with ``gpu.<field>``)."""
 
@@ -67,6 +71,8 @@ class HostSampler:
     """Samples one host. Cheap: a few small file reads and psutil calls per tick.
 
     ``temps`` overrides ``psutil.sensors_temperatures`` (tests), ``platform`` ``sys.platform``.
+    ``engines`` are the endpoints served from this host whose processes each tick samples;
+    ``own_pids`` returns touchstone's pids here (left out of the foreign CPU).
     """
 
     def __init__(
@@ -79,6 +85,8 @@ class HostSampler:
         *,
         temps: Callable[[], dict[str, Any]] | None = _UNSET,
         platform: str | None = None,
+        engines: Iterable[EngineTarget] = (),
+        own_pids: Callable[[], set[int]] | None = None,
     ) -> None:
         self.host = host
         self.node_id = node_id
@@ -92,6 +100,15 @@ class HostSampler:
         self._throttle: list[Path] = []
         self._darwin_sysctl = False
         self._lock = threading.Lock()
+        self._engine_targets = list(engines)
+        self._own_pids = own_pids or (lambda: set())
+        self._tracker: EngineTracker | None = None
+
+    def engine_status(self) -> dict[str, dict[str, Any]]:
+        """Per endpoint ``{"pid", "found_by", "reason"}`` (see :class:`EngineTracker`)."""
+        self.probe()
+        with self._lock:
+            return self._tracker.status() if self._tracker is not None else {}
 
     # -- probe -----------------------------------------------------------------------------
     def probe(self) -> dict[str, dict[str, Any]]:
@@ -130,6 +147,15 @@ class HostSampler:
         caps["cpu_throttle_count"] = self._probe_throttle()
         caps["temp_c_max"] = self._probe_temps()
         caps.update(self.nvml.probe())
+        try:
+            self._tracker = EngineTracker(
+                self._engine_targets, self._own_pids, self.nvml.process_memory
+            )
+            self._tracker.sample()  # primes the CPU counters: the first tick is meaningful
+            caps["foreign_cpu_pct"] = _cap(True, source="psutil.cpu_times − engines − own")
+        except Exception as exc:
+            self._tracker = None
+            caps["foreign_cpu_pct"] = _cap(False, _err(exc))
         return caps
 
     def _probe_psi(self) -> dict[str, Any]:
@@ -254,6 +280,12 @@ class HostSampler:
             v["gpus"] = self.nvml.sample()
         except Exception:
             v["gpus"] = None
+        if self._tracker is not None:
+            try:
+                engines, v["foreign_cpu_pct"] = self._tracker.sample(advance=not baseline)
+                v["engines"] = engines if self._engine_targets else None
+            except Exception:
+                pass
         return HostSample(
             ts=time.time(),
             host=self.host,

@@ -1,0 +1,230 @@
+"""Finding and sampling engine processes: real subprocesses listening on loopback ports."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+import types
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import psutil
+import pytest
+from test_telemetry_nvml import NVMLError_NotSupported, fake_pynvml
+
+from touchstone_ray.telemetry.engines import (
+    SIMULATED_REASON,
+    EngineTarget,
+    EngineTracker,
+    endpoint_of,
+)
+from touchstone_ray.telemetry.nvml import NvmlReader
+from touchstone_ray.telemetry.sampler import HostSampler
+
+MB = 2**20
+
+# A fake engine: listens on a free port, prints it, and (with an arg) starts a child that
+# holds 64 MB and spins, like an Ollama runner.
+SERVER = r"""
+import socket, subprocess, sys, time
+tag, with_child = sys.argv[1], sys.argv[2] == "1"
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
+if with_child:
+    subprocess.Popen([sys.executable, "-c",
+        "import time\nb = bytearray(64 * 2**20)\nfor i in range(0, len(b), 4096): b[i] = 1\n"
+        "end = time.time() + 120\nwhile time.time() < end: pass", tag])
+print(s.getsockname()[1], flush=True)
+time.sleep(120)
+"""
+
+
+class Engine:
+    def __init__(self, with_child: bool = False) -> None:
+        self.tag = f"fake-engine-{uuid.uuid4().hex[:12]}"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", SERVER, self.tag, "1" if with_child else "0"],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        self.port = int(self.proc.stdout.readline())
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+        if with_child:
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                kids = psutil.Process(self.proc.pid).children()
+                if kids and kids[0].memory_info().rss > 60 * MB:
+                    break
+                time.sleep(0.05)
+
+    def tree_rss_mb(self) -> float:
+        root = psutil.Process(self.proc.pid)
+        return sum(p.memory_info().rss for p in [root, *root.children(recursive=True)]) / MB
+
+    def stop(self) -> None:
+        for p in psutil.Process(self.proc.pid).children(recursive=True):
+            p.kill()
+        self.proc.kill()
+        self.proc.wait()
+
+
+@pytest.fixture
+def engine() -> Iterator[Engine]:
+    e = Engine(with_child=True)
+    yield e
+    e.stop()
+
+
+def test_found_by_port_with_children(engine: Engine) -> None:
+    tracker = EngineTracker([EngineTarget(engine.url)])
+    assert tracker.status() == {
+        engine.url: {"pid": engine.proc.pid, "found_by": "port", "reason": None}
+    }
+    tracker.sample()
+    time.sleep(0.5)
+    samples, foreign = tracker.sample()
+    (s,) = samples
+    assert s.endpoint == engine.url and s.pid == engine.proc.pid
+    assert s.rss_mb == pytest.approx(engine.tree_rss_mb(), rel=0.05)
+    assert s.rss_mb is not None and s.rss_mb > 64  # the child's 64 MB are counted
+    assert s.cpu_pct is not None and s.cpu_pct > 10  # the spinning child
+    assert s.gpu_mem_mb is None  # no NVML here
+    assert foreign is not None and foreign >= 0.0
+
+
+def test_found_by_engine_process_name(engine: Engine) -> None:
+    tracker = EngineTracker([EngineTarget("http://127.0.0.1:1/v1", process=engine.tag)])
+    st = tracker.status()["http://127.0.0.1:1/v1"]
+    # the child's command line carries the tag too, but it is part of the root's tree
+    assert st == {"pid": engine.proc.pid, "found_by": "engine_process", "reason": None}
+    (s,) = tracker.sample()[0]
+    assert s.rss_mb == pytest.approx(engine.tree_rss_mb(), rel=0.05)
+
+
+def test_not_found_reasons() -> None:
+    a, b = Engine(), Engine()
+    try:
+        dead_port = a.port
+        tracker = EngineTracker(
+            [
+                EngineTarget("http://127.0.0.1:9/v1"),
+                EngineTarget("http://192.0.2.1:8080/v1"),
+                EngineTarget("http://x:1/v1", process="no-such-engine-" + uuid.uuid4().hex),
+                EngineTarget("http://y:1/v1", process="fake-engine-"),
+                EngineTarget("simulated:m", simulated=True),
+            ]
+        )
+        st = {ep: v["reason"] for ep, v in tracker.status().items()}
+        assert st["http://127.0.0.1:9/v1"] == (
+            "nothing listens on port 9 on this host (another container or host?)"
+        )
+        assert st["http://192.0.2.1:8080/v1"] == "192.0.2.1 is not this host"
+        assert st["http://x:1/v1"].startswith("no process matches engine_process 'no-such-engine-")
+        assert st["http://y:1/v1"].startswith("engine_process 'fake-engine-' matches ")
+        assert st["simulated:m"] == SIMULATED_REASON
+        assert tracker.sample()[0] == []
+        assert dead_port != 9
+    finally:
+        a.stop()
+        b.stop()
+
+
+def test_re_resolves_when_the_process_dies() -> None:
+    a = Engine()
+    tag = a.tag
+    tracker = EngineTracker([EngineTarget("http://h:1/v1", process=tag)], resolve_every=1000)
+    assert tracker.status()["http://h:1/v1"]["pid"] == a.proc.pid
+    a.stop()
+    assert tracker.sample()[0] == []
+    assert (
+        tracker.status()["http://h:1/v1"]["reason"] == f"no process matches engine_process {tag!r}"
+    )
+
+
+def test_endpoint_names() -> None:
+    assert endpoint_of("m", {"base_url": "http://a:1/v1"}) == "http://a:1/v1"
+    assert endpoint_of("m", {"base_url": None, "engine": "simulated"}) == "simulated:m"
+    t = EngineTarget.from_spec("m", {"base_url": None, "engine": "simulated"})
+    assert t == EngineTarget("simulated:m", None, True)
+
+
+def test_foreign_cpu_counts_a_burner_but_not_own_pids() -> None:
+    burner = subprocess.Popen(
+        [sys.executable, "-c", "import time\nend = time.time() + 20\nwhile time.time() < end: pass"]
+    )
+    try:
+        bp = psutil.Process(burner.pid)
+        own: set[int] = set()
+        tracker = EngineTracker([], own_pids=lambda: set(own))
+        tracker.sample()
+        c0, t0 = bp.cpu_times(), time.time()
+        time.sleep(1.0)
+        c1, t1 = bp.cpu_times(), time.time()
+        _, foreign = tracker.sample()
+        burner_pct = (c1.user + c1.system - c0.user - c0.system) / (t1 - t0) * 100
+        assert burner_pct > 5  # it ran
+        assert foreign is not None and foreign >= 0.8 * burner_pct
+    finally:
+        burner.kill()
+        burner.wait()
+
+
+# -- per-process GPU memory through a fake pynvml ----------------------------------------------
+
+
+def _fake_nvml(monkeypatch: pytest.MonkeyPatch, procs: Any) -> types.ModuleType:
+    mod = fake_pynvml(n_gpus=2)
+    mod.nvmlDeviceGetComputeRunningProcesses = procs  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pynvml", mod)
+    return mod
+
+
+def test_gpu_memory_per_process(monkeypatch: pytest.MonkeyPatch, engine: Engine) -> None:
+    child = psutil.Process(engine.proc.pid).children()[0].pid
+    per_gpu = {0: [(engine.proc.pid, 100 * MB)], 1: [(child, 412 * MB), (1, 7 * MB)]}
+    _fake_nvml(
+        monkeypatch,
+        lambda h: [types.SimpleNamespace(pid=p, usedGpuMemory=b) for p, b in per_gpu[h]],
+    )
+    sampler = HostSampler("h", None, engines=[EngineTarget(engine.url)])
+    caps = sampler.probe()
+    assert caps["engine.gpu_mem_mb"]["supported"]
+    (e,) = sampler.sample().engines or []
+    assert e.gpu_mem_mb == 512.0
+    per_gpu[1] = [(1, 7 * MB)]  # pid 1 (init) exists here: same pid namespace, engine uses none
+    (e,) = sampler.sample().engines or []
+    assert e.gpu_mem_mb == 100.0
+    per_gpu[0] = [(2**22 + 12345, MB)]  # a pid that does not exist here: another namespace
+    (e,) = sampler.sample().engines or []
+    assert e.gpu_mem_mb is None
+    sampler.close()
+
+
+def test_gpu_memory_per_process_not_supported(
+    monkeypatch: pytest.MonkeyPatch, engine: Engine
+) -> None:
+    def raise_ns(h: int) -> Any:
+        raise NVMLError_NotSupported()
+
+    _fake_nvml(monkeypatch, raise_ns)
+    reader = NvmlReader()
+    caps = reader.probe()
+    assert caps["gpus"]["supported"] and not caps["engine.gpu_mem_mb"]["supported"]
+    assert caps["engine.gpu_mem_mb"]["reason"] == (
+        "not supported by this GPU/driver (NVML_ERROR_NOT_SUPPORTED)"
+    )
+    assert reader.process_memory() is None
+    sampler = HostSampler("h", None, engines=[EngineTarget(engine.url)])
+    (e,) = sampler.sample().engines or []
+    assert e.rss_mb is not None and e.gpu_mem_mb is None
+    sampler.close()
+
+
+def test_gpu_memory_unavailable_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_nvml(monkeypatch, lambda h: [types.SimpleNamespace(pid=1, usedGpuMemory=None)])
+    reader = NvmlReader()
+    assert reader.probe()["engine.gpu_mem_mb"]["reason"] == (
+        "usedGpuMemory not available for pid 1 (ValueError)"
+    )
