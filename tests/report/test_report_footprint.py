@@ -174,6 +174,6 @@ def test_written_report_carries_the_footprint(tmp_path: Path) -> None:
     for text in (md, html):
         assert "Engine-RSS-Peak MB" in text and "PID 4242 (per Port)" in text
         assert "Mehrere Modelle je Host" not in text  # one model on each host here
-    charts = root / "report-charts"
+    charts = root / "rating-task-charts"  # unjudged: the rating task's charts
     assert "Engine-RSS" in (charts / "memory-gpu-a.svg").read_text(encoding="utf-8")
     assert "Engine-RSS" not in (charts / "memory-local.svg").read_text(encoding="utf-8")

@@ -18,7 +18,9 @@ from touchstone_ray.telemetry.engines import (
     SIMULATED_REASON,
     EngineTarget,
     EngineTracker,
+    HarnessPids,
     endpoint_of,
+    is_harness,
 )
 from touchstone_ray.telemetry.nvml import NvmlReader
 from touchstone_ray.telemetry.sampler import HostSampler
@@ -169,6 +171,55 @@ def test_foreign_cpu_counts_a_burner_but_not_own_pids() -> None:
     finally:
         burner.kill()
         burner.wait()
+
+
+@pytest.mark.parametrize(
+    ("argv", "harness"),
+    [
+        (["ray::ClientActor.chat"], True),
+        (["/usr/lib/python3/site-packages/ray/core/src/ray/raylet/raylet", "--node"], True),
+        (["/usr/bin/python", "/x/site-packages/ray/dashboard/agent.py", "--a"], True),
+        (["/usr/bin/python", "/root/.local/bin/touchstone-ray", "eval"], True),
+        (["llama-server", "-m", "/root/.cache/touchstone-ray/model.gguf"], False),
+        (["/usr/bin/python", "-m", "pytest"], False),
+        ([], False),
+    ],
+)
+def test_is_harness(argv: list[str], harness: bool) -> None:
+    assert is_harness(argv) is harness
+
+
+def test_harness_pids_counts_a_ray_worker_not_a_burner() -> None:
+    spin = "import time\nend = time.time() + 20\nwhile time.time() < end: pass"
+    worker = subprocess.Popen(["ray::FakeWorker", "-c", spin], executable=sys.executable)
+    burner = subprocess.Popen([sys.executable, "-c", spin])
+    try:
+        time.sleep(0.2)
+        pids = HarnessPids(lambda: {4242})()
+        assert worker.pid in pids and burner.pid not in pids
+        assert 4242 in pids
+        tracker = EngineTracker([], own_pids=HarnessPids(refresh_s=0.0))
+        tracker.sample()
+        b0, w0, t0 = (
+            psutil.Process(burner.pid).cpu_times(),
+            psutil.Process(worker.pid).cpu_times(),
+            time.time(),
+        )
+        time.sleep(1.0)
+        _, foreign = tracker.sample()
+        b1, w1, t1 = (
+            psutil.Process(burner.pid).cpu_times(),
+            psutil.Process(worker.pid).cpu_times(),
+            time.time(),
+        )
+        burner_pct = (b1.user + b1.system - b0.user - b0.system) / (t1 - t0) * 100
+        worker_pct = (w1.user + w1.system - w0.user - w0.system) / (t1 - t0) * 100
+        assert burner_pct > 5 and worker_pct > 5  # both ran
+        assert foreign is not None and foreign >= 0.8 * burner_pct
+    finally:
+        for proc in (worker, burner):
+            proc.kill()
+            proc.wait()
 
 
 # -- per-process GPU memory through a fake pynvml ----------------------------------------------

@@ -31,11 +31,13 @@ Units (per endpoint, :class:`~touchstone_ray.records.EngineProcessSample`)
 Foreign CPU (``HostSample.foreign_cpu_pct``, % of one core, since the previous tick)
     host busy CPU (``psutil.cpu_times()`` summed over CPUs: everything but idle and iowait)
     − the engines' ``cpu_pct`` (each process once, also when two endpoints share a server)
-    − touchstone's own processes on this host (this monitor and the pids registered with it:
-    the host's client actor), floored at 0. Short-lived processes and kernel time are
-    included, since it is measured from the host total rather than summed per process. The
-    driver process and Ray's own daemons (raylet, GCS, dashboard agent) count as foreign:
-    they are not per-host touchstone processes, and they use a few % of one core.
+    − the harness on this host (:class:`HarnessPids`: this monitor and the pids registered
+    with it, every Ray daemon and worker process on the machine — raylet, GCS, dashboard,
+    agents, ``ray::`` workers of any node started here — and a ``touchstone-ray`` driver),
+    floored at 0. Short-lived processes and kernel time are included, since it is measured
+    from the host total rather than summed per process. So the other simulated hosts of a
+    one-machine demo cluster are harness, not contention; a second, unrelated Ray session on
+    the same machine would count as harness too.
 """
 
 from __future__ import annotations
@@ -174,6 +176,52 @@ def resolve_name(needle: str, exclude: set[int]) -> tuple[int | None, str | None
         shown = ", ".join(map(str, roots[:5]))
         return None, f"engine_process {needle!r} matches {len(roots)} processes ({shown})"
     return roots[0], None
+
+
+HARNESS_REFRESH_S = 5.0
+"""How long one scan of the process table for harness pids is reused (s)."""
+
+_RAY_DAEMONS = frozenset({"raylet", "gcs_server"})
+_RAY_MODULE_DIRS = ("/ray/dashboard/", "/ray/_private/", "/ray/autoscaler/")
+
+
+def is_harness(argv: list[str]) -> bool:
+    """Whether a command line is Ray's or touchstone's own: a ``ray::`` worker title, the
+    raylet or GCS binary, a Python daemon from Ray's package (dashboard, agents, log monitor,
+    idle workers), or the ``touchstone-ray`` console script."""
+    if not argv:
+        return False
+    if argv[0].startswith("ray::") or os.path.basename(argv[0]) in _RAY_DAEMONS:
+        return True
+    return any(
+        os.path.basename(arg) == "touchstone-ray" or any(d in arg for d in _RAY_MODULE_DIRS)
+        for arg in argv[:4]
+    )
+
+
+class HarnessPids:
+    """Pids of the measuring harness on this host (:func:`is_harness`), plus ``extra`` ones.
+
+    Calling it returns the set; the process table is scanned at most every ``refresh_s``
+    (a worker that starts in between counts as foreign until the next scan)."""
+
+    def __init__(
+        self, extra: Callable[[], Iterable[int]] = tuple, refresh_s: float = HARNESS_REFRESH_S
+    ) -> None:
+        self._extra = extra
+        self.refresh_s = refresh_s
+        self._scanned_at = -float("inf")
+        self._pids: frozenset[int] = frozenset()
+
+    def __call__(self) -> set[int]:
+        now = time.monotonic()
+        if now - self._scanned_at >= self.refresh_s:
+            found = set()
+            for p in psutil.process_iter(["cmdline"]):
+                if is_harness(p.info.get("cmdline") or []):
+                    found.add(p.pid)
+            self._pids, self._scanned_at = frozenset(found), now
+        return {os.getpid(), *self._pids, *self._extra()}
 
 
 def _cpu_s(p: psutil.Process) -> float:

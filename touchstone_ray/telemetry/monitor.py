@@ -24,7 +24,7 @@ import psutil
 import ray
 
 from touchstone_ray.records import HostSample
-from touchstone_ray.telemetry.engines import EngineTarget
+from touchstone_ray.telemetry.engines import EngineTarget, HarnessPids
 from touchstone_ray.telemetry.linux import MB, PRESSURE_RANK, SysRoot
 from touchstone_ray.telemetry.nvml import GpuMode
 from touchstone_ray.telemetry.sampler import HostSampler
@@ -103,7 +103,7 @@ class HostMonitor:
             gpu_mode,
             root or SysRoot(),
             engines=engines,
-            own_pids=lambda: {os.getpid(), *self._pids},
+            own_pids=HarnessPids(lambda: self._pids),
         )
         self._buf: deque[dict[str, Any]] = deque(maxlen=max(1, buffer_size))
         self._lock = threading.Lock()
@@ -166,7 +166,8 @@ class HostMonitor:
 
     def register_pids(self, pids: Iterable[int]) -> None:
         """Count these pids (touchstone's other processes on this node) in :meth:`footprint`
-        and leave them out of the foreign CPU."""
+        and leave them out of the foreign CPU (with every Ray and touchstone process here,
+        :class:`~touchstone_ray.telemetry.engines.HarnessPids`)."""
         self._pids = self._pids | {int(p) for p in pids}  # one reference swap: thread-safe
 
     def engines(self) -> dict[str, dict[str, Any]]:
