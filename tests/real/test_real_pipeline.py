@@ -292,9 +292,15 @@ def test_judge_scores_every_answer_with_the_same_model(pipeline: Pipeline) -> No
     rows = {(r["model"], r["variant"]): r for r in card["rows"]}
     assert set(rows) == {(MODEL_ALIAS, v) for v in VARIANTS}
     assert card["judges"] == [JUDGE_ID] and card["simulated"] is False
+    ok = [r for r in pipeline.records() if r["ok"]]
     for row in rows.values():
         assert row["n_scored"] + row["n_unscored"] + row["n_judge_errors"] == N_CELLS
-        assert row["decode_tps_median"] > 0
+        assert row["decode_tps_median"] > 0  # decode counts prompt-cache hits too
+        assert row["concurrency"] == 1
+        assert row["n_cached"] == sum(bool(r.get("prompt_cached")) for r in ok)
+        fair = [r["ttft_s"] for r in ok if not r.get("prompt_cached") and not r["is_cold_start"]]
+        assert (row["ttft_p50_s"] is None) == (not fair)
+        assert (row["ttft_cold_p50_s"] is None) == (not fair)
     assert f"judge {JUDGE_ID}" in pipeline.judge_out
 
 
