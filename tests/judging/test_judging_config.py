@@ -76,7 +76,7 @@ def test_defaults_and_simulated_without_base_url(tmp_path: Path) -> None:
     ("data", "expected"),
     [
         ({"judges": [judge(temprature=0.1)]}, "judges[0].temprature: unknown key (got 0.1)"),
-        ({"judges": [judge(engine="vllm")]}, "judges[0].engine: Input should be 'openai', "),
+        ({"judges": [judge(engine="tgi")]}, "judges[0].engine: Input should be 'openai', "),
         ({"judges": [judge(base_url=None)]}, "judges[0].base_url: required for engine openai"),
         (
             {"judges": [judge(base_url="localhost:8000")]},
