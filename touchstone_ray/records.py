@@ -47,7 +47,8 @@ class EvalResponse(_Record):
     pack_version: int
     model: str
     engine: str
-    """``ollama`` | ``openai`` | ``simulated`` (as configured)."""
+    """``ollama`` | ``openai`` | ``llamacpp`` | ``vllm`` | ``lmstudio`` | ``simulated`` (as
+    configured)."""
     engine_version: str | None = None
     """What the server reported (e.g. ``ollama 0.5.7``, ``vllm 0.8.1``), else ``None``."""
     host: str

@@ -13,7 +13,7 @@ from engine_helpers import REQ, ReplayServer, Reply, run, settings
 from touchstone_ray.engines import ChatRequest, ChatResult, Engine, EngineSettings, create_engine
 from touchstone_ray.engines.llamacpp import LlamaCppEngine
 from touchstone_ray.engines.openai import OpenAIEngine
-from touchstone_ray.engines.vllm import TTFT_METRIC, histogram_totals
+from touchstone_ray.engines.vllm import TTFT_METRIC, histogram_totals, ttft_check
 
 RECORDINGS = Path(__file__).parent / "recordings"
 CHAT = "/v1/chat/completions"
@@ -148,8 +148,13 @@ def test_vllm_metrics_snapshots_diff_to_the_servers_mean_ttft(replay: ReplayServ
     before_snap, after_snap = run(go())
     assert before_snap == {"ttft_count": 4.0, "ttft_sum_s": 0.52}
     assert after_snap == {"ttft_count": 6.0, "ttft_sum_s": 0.82}
-    mean = (after_snap["ttft_sum_s"] - before_snap["ttft_sum_s"]) / 2
-    assert mean == pytest.approx(0.15)
+    check = ttft_check(before_snap, after_snap)
+    assert check["metric"] == TTFT_METRIC and check["requests"] == 2
+    assert check["server_ttft_mean_s"] == pytest.approx((0.82 - 0.52) / 2)
+    # a missing snapshot, or counters reset by a restart: nothing to compare
+    empty = {"metric": TTFT_METRIC, "requests": None, "server_ttft_mean_s": None}
+    assert ttft_check(None, after_snap) == empty
+    assert ttft_check(after_snap, before_snap) == empty
     replay.set("/metrics", Reply(404, [(0, b"not found")], content_type="text/plain"))
     assert call(make("vllm", replay), "server_metrics", "Qwen/Qwen3-8B") is None
 

@@ -62,6 +62,22 @@ def histogram_totals(text: str, metric: str, model: str | None = None) -> dict[s
     return {"count": count, "sum_s": total} if found else None
 
 
+def ttft_check(before: dict[str, Any] | None, after: dict[str, Any] | None) -> dict[str, Any]:
+    """The server-side cross-check of a model's cells from two :meth:`VllmEngine.
+    server_metrics` snapshots: ``{metric, requests, server_ttft_mean_s}`` (requests the server
+    counted in between, their mean TTFT in s; ``None`` when a snapshot is missing or no request
+    was counted, e.g. after a server restart reset the counters)."""
+    out: dict[str, Any] = {"metric": TTFT_METRIC, "requests": None, "server_ttft_mean_s": None}
+    if not before or not after:
+        return out
+    count = after["ttft_count"] - before["ttft_count"]
+    total = after["ttft_sum_s"] - before["ttft_sum_s"]
+    if count > 0 and total >= 0:
+        out["requests"] = int(count)
+        out["server_ttft_mean_s"] = total / count
+    return out
+
+
 class VllmEngine(OpenAIEngine):
     """``engine: vllm``; ``base_url`` ends in ``/v1``."""
 

@@ -125,6 +125,8 @@ class HostClient:
         """Model label → the context a cell has (tokens), set by :meth:`count_prompts`."""
         self._counts: dict[str, dict[str, PromptCount]] = {}
         """Model label → ``variant|prompt_id`` → the prompt's tokens counted before the run."""
+        self._before: dict[str, dict[str, Any] | None] = {}
+        """Model label → the server-metrics snapshot taken before its cells."""
 
     def _engine(self, label: str) -> Engine:
         if label not in self._engines:
@@ -213,6 +215,17 @@ class HostClient:
         except Exception:
             return None
 
+    async def mark_cells_start(self, label: str) -> None:
+        """Take the "before" server-metrics snapshot of the model (after its warm-up)."""
+        self._before[label] = await self.server_metrics(label)
+
+    async def server_check(self, label: str) -> dict[str, Any]:
+        """vLLM's own mean TTFT over the model's cells (:func:`~touchstone_ray.engines.vllm.
+        ttft_check` of the snapshot taken by :meth:`mark_cells_start` and one now)."""
+        from touchstone_ray.engines.vllm import ttft_check
+
+        return ttft_check(self._before.get(label), await self.server_metrics(label))
+
     def _request(
         self, label: str, max_tokens: int | None, messages: list[dict[str, str]]
     ) -> ChatRequest:
@@ -229,12 +242,14 @@ class HostClient:
         )
 
     async def warmup(self, label: str) -> dict[str, Any]:
-        """One untimed request; returns ``{"ok", "error", "load_duration_s"}``."""
+        """One untimed request; returns ``{"ok", "error", "load_duration_s"}``. Then takes the
+        model's "before" server-metrics snapshot (:meth:`mark_cells_start`)."""
         engine = self._engine(label)
         async with self._sems[label]:
             result = await engine.chat(
                 self._request(label, 16, [{"role": "user", "content": WARMUP_PROMPT}])
             )
+        await self.mark_cells_start(label)
         return {"ok": result.ok, "error": result.error, "load_duration_s": result.load_duration_s}
 
     async def run_cell(self, cell: Cell, is_cold_start: bool) -> dict[str, Any]:

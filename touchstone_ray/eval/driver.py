@@ -1,7 +1,10 @@
 """The eval driver: one bounded window of pinned cells per host, results written as they land.
 
 Flow (SPEC §8): per host, models one after another (``models_per_host`` at once), each with
-warm-up, baseline tick, its cells, then unload; different hosts in parallel. Per endpoint at
+warm-up, baseline tick, its cells, then unload (vLLM: instead, its own mean TTFT over the
+cells from ``/metrics``, stored under ``server_checks`` in ``bundle.json``; the "before"
+snapshot is taken after the warm-up, or, without one, alongside the first cells, so it may
+count one of them); different hosts in parallel. Per endpoint at
 most ``concurrency`` requests are in flight (plus :data:`QUEUE_AHEAD` cells queued in the
 actor); results are consumed with ``ray.wait`` (timeout) and written at once. Every wait has
 a deadline: a cell past its deadline is cancelled and recorded ``timeout``; a host whose node
@@ -50,7 +53,7 @@ class Phase:
     plan: ModelPlan
     cells: Iterator[Cell]
     todo: int
-    stage: str = "queued"  # queued | warmup | run | unload | done
+    stage: str = "queued"  # queued | warmup | run | unload | check | done
     inflight: dict[Any, InFlight] = field(default_factory=dict)
     control_ref: Any = None
     cold_pending: bool = False
@@ -114,6 +117,8 @@ class MatrixRunner:
             else:
                 phase.stage = "run"
                 phase.cold_pending = True
+                if self.engines[phase.plan.label] == "vllm":
+                    run.actor.mark_cells_start.remote(phase.plan.label)  # before the cells
             run.active.append(phase)
 
     def _top_up(self, run: HostRun, phase: Phase) -> None:
@@ -131,7 +136,12 @@ class MatrixRunner:
             self._finish_phase(run, phase)
 
     def _finish_phase(self, run: HostRun, phase: Phase) -> None:
-        if phase.plan.spec.engine == "ollama":
+        if phase.plan.spec.engine == "vllm":  # the server's own TTFT over the cells
+            phase.stage = "check"
+            phase.control_ref = run.actor.server_check.options(
+                name=f"check:{phase.plan.label}"
+            ).remote(phase.plan.label)
+        elif phase.plan.spec.engine == "ollama":
             phase.stage = "unload"
             phase.control_ref = run.actor.unload.options(name=f"unload:{phase.plan.label}").remote(
                 phase.plan.label
@@ -205,6 +215,13 @@ class MatrixRunner:
             phase.control_ref = None
         elif kind == "unload":
             self.sink.event("unload", host=run.host, model=phase.plan.label, error=value)
+            self._drop_phase(run, phase)
+        elif kind == "check":
+            check = value if isinstance(value, dict) else {"error": str(value)}
+            self.sink.event("server_check", host=run.host, model=phase.plan.label, check=check)
+            manifest = self.sink.bundle.manifest()
+            manifest.setdefault("server_checks", {})[phase.plan.label] = check
+            self.sink.bundle.write_manifest(manifest)
             self._drop_phase(run, phase)
 
     def _check_deadlines(self) -> None:

@@ -1,0 +1,230 @@
+"""Client overhead against the real llama.cpp server: touchstone's engine vs a bare client.
+
+One ``llama-server`` (Gemma 3 270M Q4_K_M, ``--parallel 4``) serves both tools in turn at
+concurrency 1, 2 and 4. Every request is cache-busted (a unique nonce line first, and
+``cache_prompt: false``), so the server processes the whole prompt each time. For every
+request the server's own ``timings`` are the ground truth:
+
+* TTFT error = the tool's TTFT − ``prompt_ms`` (the server's prompt processing; what is left is
+  the client's send, the first token's sampling and delivery, and parsing);
+* E2E error = the tool's E2E − (``prompt_ms`` + ``predicted_ms``).
+
+Tools: ``touchstone`` (:class:`~touchstone_ray.engines.llamacpp.LlamaCppEngine`, one asyncio
+loop) and ``bare`` (the standard library's ``http.client``, one thread per in-flight request,
+the clock started right before ``request()``, lines read with ``readline()``). GuideLLM was
+not measured: see ``docs/benchmarks.md``.
+
+    python bench/bench_real_fidelity.py [--n 8] [--reps 3] [--max-tokens 16] [--levels 1,2,4]
+
+Prints one JSON summary on stdout: per tool and level, the per-repetition median and p99 of
+both errors (ms) as ``{min, median, max, n}`` over repetitions, and the load average at the
+start of each. At concurrency > 1 both errors also hold the server's own scheduling that its
+per-slot ``prompt_ms`` leaves out (a slot waits while another slot's prompt is processed), so
+the tools are compared with each other there, not with zero. About 3–6 minutes on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import http.client
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "real"))
+
+from _common import dump, log, machine, scratch, spread
+from llama_server import MODEL_ALIAS, llama_server
+
+from touchstone_ray.engines import ChatRequest, EngineSettings
+from touchstone_ray.engines.llamacpp import LlamaCppEngine
+from touchstone_ray.engines.normalize import percentile
+
+SYSTEM = "Du bist ein hilfreicher Assistent. Antworte auf Deutsch."
+
+
+def prompts(tool: str, level: int, n: int) -> list[list[dict[str, str]]]:
+    """``n`` cache-busted message lists, unique per tool and level."""
+    return [
+        [
+            {"role": "system", "content": f"[{tool}-{level}-{i}]\n{SYSTEM}"},
+            {"role": "user", "content": f"Nenne drei Dinge, die man im Büro braucht ({i})."},
+        ]
+        for i in range(n)
+    ]
+
+
+def row(ttft_s: float | None, e2e_s: float | None, timings: dict[str, Any] | None) -> dict:
+    """The two errors of one request (ms), or ``None`` values when something was missing."""
+    if ttft_s is None or e2e_s is None or not timings:
+        return {"ttft_err_ms": None, "e2e_err_ms": None}
+    prompt_ms, predicted_ms = timings["prompt_ms"], timings["predicted_ms"]
+    return {
+        "ttft_err_ms": ttft_s * 1000 - prompt_ms,
+        "e2e_err_ms": e2e_s * 1000 - (prompt_ms + predicted_ms),
+    }
+
+
+def run_touchstone(base_url: str, level: int, batch: list[list[dict[str, str]]], cap: int) -> list:
+    settings = EngineSettings(base_url=base_url, max_attempts=1, timeout_s=300, prompt_cache=False)
+
+    async def go() -> list[dict]:
+        engine = LlamaCppEngine(settings, version_label="bench")
+        sem = asyncio.Semaphore(level)
+
+        async def one(messages: list[dict[str, str]]) -> dict:
+            req = ChatRequest(model=MODEL_ALIAS, messages=messages, temperature=0.0, max_tokens=cap)
+            async with sem:
+                r = await engine.chat(req)
+            return row(r.ttft_s, r.e2e_s, r.server_timings) if r.ok else {"error": r.error}
+
+        try:
+            return list(await asyncio.gather(*(one(m) for m in batch)))
+        finally:
+            await engine.aclose()
+
+    return asyncio.run(go())
+
+
+def bare_request(root: str, messages: list[dict[str, str]], cap: int) -> dict:
+    """One streamed request with http.client; TTFT at the first non-empty delta line."""
+    url = urlparse(root)
+    body = json.dumps(
+        {
+            "model": MODEL_ALIAS,
+            "messages": messages,
+            "temperature": 0.0,
+            "max_tokens": cap,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "cache_prompt": False,
+        }
+    ).encode()
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=300)
+    conn.connect()
+    headers = {"Content-Type": "application/json"}
+    t0 = time.perf_counter()
+    conn.request("POST", "/v1/chat/completions", body=body, headers=headers)
+    resp = conn.getresponse()
+    ttft = e2e = None
+    timings = None
+    while True:
+        line = resp.readline()
+        if not line:
+            break
+        if not line.startswith(b"data:"):
+            continue
+        data = line[5:].strip()
+        if data == b"[DONE]":
+            e2e = time.perf_counter() - t0
+            break
+        chunk = json.loads(data)
+        if ttft is None:
+            for choice in chunk.get("choices") or []:
+                delta = choice.get("delta") or {}
+                if delta.get("content") or delta.get("reasoning_content"):
+                    ttft = time.perf_counter() - t0
+        if chunk.get("timings"):
+            timings = chunk["timings"]
+    conn.close()
+    return row(ttft, e2e, timings)
+
+
+def run_bare(root: str, level: int, batch: list[list[dict[str, str]]], cap: int) -> list:
+    out: list[dict] = [{} for _ in batch]
+    lock = threading.Lock()
+    todo = list(enumerate(batch))
+
+    def worker() -> None:
+        while True:
+            with lock:
+                if not todo:
+                    return
+                i, messages = todo.pop(0)
+            out[i] = bare_request(root, messages, cap)
+
+    threads = [threading.Thread(target=worker) for _ in range(level)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
+
+
+def stats(rows: list[dict], key: str) -> dict[str, Any]:
+    vals = [r[key] for r in rows if r.get(key) is not None]
+    p50, p99 = percentile(vals, 50), percentile(vals, 99)
+    return {
+        "median_ms": round(p50, 2) if p50 is not None else None,
+        "p99_ms": round(p99, 2) if p99 is not None else None,
+        "n": len(vals),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--n", type=int, default=8, help="requests per tool, level and rep")
+    parser.add_argument("--reps", type=int, default=3, help="repetitions (tool order alternates)")
+    parser.add_argument("--max-tokens", type=int, default=16)
+    parser.add_argument("--levels", default="1,2,4")
+    args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the server on a kill too
+    levels = [int(x) for x in args.levels.split(",")]
+    per_rep: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    with scratch("tsf") as tmp, llama_server(tmp, ctx_size=8192, parallel=max(levels)) as server:
+        for rep in range(args.reps):
+            for level in levels:
+                tools = ("touchstone", "bare") if rep % 2 == 0 else ("bare", "touchstone")
+                for tool in tools:
+                    log(f"rep {rep + 1}: {tool} at concurrency {level}")
+                    batch = prompts(f"{tool}{rep}", level, args.n)
+                    load = os.getloadavg()[0]
+                    if tool == "touchstone":
+                        rows = run_touchstone(server.base_url, level, batch, args.max_tokens)
+                    else:
+                        rows = run_bare(server.root, level, batch, args.max_tokens)
+                    per_rep.setdefault(f"c={level}", {}).setdefault(tool, []).append(
+                        {
+                            "ttft_minus_prompt_ms": stats(rows, "ttft_err_ms"),
+                            "e2e_minus_server_total_ms": stats(rows, "e2e_err_ms"),
+                            "errors": [r["error"] for r in rows if "error" in r],
+                            "loadavg_1m": round(load, 2),
+                        }
+                    )
+    results: dict[str, Any] = {}
+    for level_key, tools_reps in per_rep.items():
+        for tool, reps in tools_reps.items():
+            results.setdefault(level_key, {})[tool] = {
+                metric: {
+                    q: spread([r[metric][q] for r in reps], 2) for q in ("median_ms", "p99_ms")
+                }
+                for metric in ("ttft_minus_prompt_ms", "e2e_minus_server_total_ms")
+            } | {
+                "errors": sum(len(r["errors"]) for r in reps),
+                "loadavg_1m": [r["loadavg_1m"] for r in reps],
+            }
+    dump(
+        {
+            "bench": "real_fidelity",
+            "server": "llama.cpp llama-server, Gemma 3 270M Q4_K_M, --parallel "
+            f"{max(levels)}, cache_prompt false + nonce",
+            "n_per_level_and_rep": args.n,
+            "reps": args.reps,
+            "max_tokens": args.max_tokens,
+            "results": results,
+            "guidellm": "not measured (see docs/benchmarks.md)",
+            "machine": machine(),
+        }
+    )
+
+
+if __name__ == "__main__":
+    main()
