@@ -8,7 +8,8 @@ A cell is left out of the speed aggregates (kept in the data and counted per rea
 
 - ``failed``: the generation failed (``ok`` false);
 - ``cold_start``: the first timed request of a model on its host in a run (SPEC §9);
-- ``prompt_cached``: the server took part of the prompt from its cache (``cached_tokens > 0``).
+- ``prompt_cached``: the server took part of the prompt from its cache
+  (:func:`touchstone_ray.engines.normalize.is_prompt_cached`).
   A prompt cache shortens the prompt phase, not token generation, so this reason removes the
   cell from the *prompt-side* figures only: TTFT, TTFA, E2E and prefill tok/s. Decode tok/s,
   TPOT and ITL still count it.

@@ -99,7 +99,9 @@ class EvalResponse(_Record):
     """Prompt tokens the server took from its prompt cache (``usage.prompt_tokens_details.
     cached_tokens`` or llama.cpp ``timings.cache_n``); ``None`` = the server did not say."""
     prompt_cached: bool = False
-    """``cached_tokens > 0``: TTFT and prefill of this cell are not cold figures."""
+    """The server took a real part of the prompt from its cache (at least 2 tokens and 5 % of
+    the prompt: llama.cpp reports the one start token it always keeps): TTFT and prefill of
+    this cell are not cold figures."""
     server_timings: dict[str, float | int | None] | None = None
     """The server's own timings as sent (``{prompt_n, prompt_ms, predicted_n, predicted_ms,
     cache_n}``; ms and token counts), or ``None`` when the server sends none."""

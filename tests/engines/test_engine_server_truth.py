@@ -8,7 +8,7 @@ import pytest
 from engine_helpers import delta, ndjson, odone, omsg, sse
 
 from touchstone_ray.engines._stream import StreamParser
-from touchstone_ray.engines.normalize import StreamNormalizer
+from touchstone_ray.engines.normalize import StreamNormalizer, is_prompt_cached
 from touchstone_ray.engines.ollama import OllamaStreamParser
 from touchstone_ray.engines.openai import OpenAIStreamParser
 
@@ -108,3 +108,22 @@ def test_ollama_durations_become_server_timings_in_ms() -> None:
     }
     assert (out["cached_tokens"], out["prompt_cached"]) == (None, False)
     assert out["decode_tps"] == pytest.approx((3 - 1) / (0.3 - 0.1))
+
+
+@pytest.mark.parametrize(
+    ("cached", "prompt", "hit"),
+    [
+        (None, 300, False),
+        (0, 300, False),
+        (1, 31, False),
+        (1, None, False),
+        (2, 40, True),
+        (2, 41, False),
+        (15, 300, True),
+        (14, 300, False),
+        (106, 300, True),
+        (16, None, True),
+    ],
+)
+def test_is_prompt_cached(cached: int | None, prompt: int | None, hit: bool) -> None:
+    assert is_prompt_cached(cached, prompt) is hit

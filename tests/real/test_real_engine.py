@@ -116,6 +116,14 @@ def test_prompt_cache_on_and_off(real_server: LlamaServer) -> None:
     assert off[0].request["cache_prompt"] is False and "cache_prompt" not in on[0].request
 
 
+def test_a_prompt_that_shares_nothing_is_not_a_cache_hit(real_server: LlamaServer) -> None:
+    # llama.cpp keeps the start token of a slot and reports it as cached (cache_n = 1)
+    unique = [request(f"[{i}-qz{i * 7919}] Zähle bis drei.", max_tokens=2) for i in (1, 2)]
+    results = chats(engine("llamacpp", real_server), unique)
+    for r in results:
+        assert r.ok and r.cached_tokens in (0, 1) and r.prompt_cached is False
+
+
 def test_prompt_beyond_the_slot_is_a_context_error_not_retried(real_server: LlamaServer) -> None:
     eng = engine("llamacpp", real_server, max_attempts=3)
     [r] = chats(eng, [request("Wort " * 5000, max_tokens=4)])

@@ -74,7 +74,8 @@ class ChatResult(BaseModel):
     """Prompt tokens the server took from its prompt cache (``usage.prompt_tokens_details.
     cached_tokens`` or llama.cpp ``timings.cache_n``); ``None`` = the server did not say."""
     prompt_cached: bool = False
-    """``cached_tokens > 0``: TTFT and prefill of this call are not cold figures."""
+    """A real part of the prompt came from the server's cache (:func:`~touchstone_ray.engines.
+    normalize.is_prompt_cached`): TTFT and prefill of this call are not cold figures."""
     server_timings: dict[str, float | int | None] | None = None
     """The server's own timings (``{prompt_n, prompt_ms, predicted_n, predicted_ms,
     cache_n}``; ms and token counts), or ``None`` when the server sends none."""

@@ -26,7 +26,7 @@ Protocol parsers (:mod:`.ollama`, :mod:`.openai`) turn wire chunks into two kind
 
 Server truth is kept beside the measurement: ``cached_tokens`` (prompt tokens served from the
 server's prompt cache; ``None`` when the server does not say, never 0 by default),
-``prompt_cached`` (``cached_tokens > 0``) and ``server_timings`` (the server's own
+``prompt_cached`` (:func:`is_prompt_cached`) and ``server_timings`` (the server's own
 ``{prompt_n, prompt_ms, predicted_n, predicted_ms, cache_n}``, ms and tokens, or ``None``).
 
 ``<think>…</think>`` inside content is split on the whole text at the end, so tags split across
@@ -97,6 +97,24 @@ def split_think(text: str) -> tuple[str, str, int | None, bool]:
     answer = text[after:].lstrip()
     offset = len(text) - len(answer) if answer else None
     return reasoning.strip(), answer, offset, True
+
+
+CACHE_HIT_MIN_SHARE = 0.05
+"""Share of the prompt that must come from the server's cache for a cell to be a cache hit."""
+
+
+def is_prompt_cached(cached_tokens: int | None, prompt_tokens: int | None) -> bool:
+    """Whether a cell's prompt phase was shortened by the server's prompt cache.
+
+    ``cached_tokens ≥ 2`` and ``≥ CACHE_HIT_MIN_SHARE × prompt_tokens`` (when the prompt count
+    is known). A single cached token is no hit: llama.cpp keeps the start token of every slot
+    and reports ``cache_n = 1`` for a prompt that shares nothing else (measured on the real
+    server), also for a cache-busted one. ``cached_tokens`` itself is kept as the server sent
+    it; ``prefill_tps`` subtracts it either way.
+    """
+    if not cached_tokens or cached_tokens < 2:
+        return False
+    return prompt_tokens is None or cached_tokens >= CACHE_HIT_MIN_SHARE * prompt_tokens
 
 
 class StreamNormalizer:
@@ -244,6 +262,6 @@ class StreamNormalizer:
             "token_count_source": "estimated" if estimated else "server",
             "load_duration_s": self.load_duration_s,
             "cached_tokens": self.cached_tokens,
-            "prompt_cached": bool(self.cached_tokens),
+            "prompt_cached": is_prompt_cached(self.cached_tokens, prompt),
             "server_timings": self.server_timings,
         }

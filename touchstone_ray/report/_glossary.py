@@ -196,7 +196,8 @@ _DE: tuple[tuple[str, str, str], ...] = (
     ),
     (
         "Prompt-Cache-Treffer",
-        "Der Server nahm einen Teil des Prompts aus seinem Cache (cached_tokens > 0, z. B. ein "
+        "Der Server nahm einen Teil des Prompts aus seinem Cache (mindestens 2 Token und 5 % des "
+        "Prompts; llama.cpp meldet immer 1 Token, sein Start-Token; z. B. ein "
         "gemeinsamer System-Prompt oder eine Wiederholung): TTFT und Prefill sind dann keine "
         "kalten Werte. Solche Zellen fehlen in TTFT, TTFA, E2E und Prefill, werden gezählt und "
         "bleiben in den Daten; Decode zählt sie.",
@@ -416,7 +417,8 @@ _EN: tuple[tuple[str, str, str], ...] = (
     ),
     (
         "Prompt-cache hit",
-        "The server took part of the prompt from its cache (cached_tokens > 0, e.g. a shared "
+        "The server took part of the prompt from its cache (at least 2 tokens and 5 % of the "
+        "prompt; llama.cpp always reports 1, its start token; e.g. a shared "
         "system prompt or a repeat): TTFT and prefill are then not cold figures. Such cells are "
         "left out of TTFT, TTFA, E2E and prefill, counted and kept in the data; decode counts "
         "them.",
