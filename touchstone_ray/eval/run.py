@@ -260,8 +260,11 @@ def _start_fleet(
         for host in facts
     }
     capabilities = monitors.start({h: nodes[h].node_id for h in facts}, targets)
+    driver_node = ray.get_runtime_context().get_node_id()
     for host, f in facts.items():
-        monitors.register_pids(host, [f["client_pid"]])
+        # the driver is harness too where it shares the host (its pid means nothing elsewhere)
+        driver = [os.getpid()] if nodes[host].node_id == driver_node else []
+        monitors.register_pids(host, [f["client_pid"], *driver])
     engines = monitors.engines()
     found = _preflight(actors, facts, sink, opts, config)
     manifest = bundle.manifest()
