@@ -12,14 +12,16 @@ from aiohttp import web
 
 CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; script-src 'self'; connect-src 'self'; "
-    "img-src data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+    "img-src data:; base-uri 'none'; form-action 'self'"
 )
-"""As strict as ``report.html``'s; scripts only from this server, fetch/SSE only to it."""
+"""As strict as ``report.html``'s; scripts only from this server, fetch/SSE only to it. The
+header adds ``frame-ancestors 'none'`` (browsers ignore it in a ``<meta>``)."""
 
 HEADERS = {
-    "Content-Security-Policy": CSP,
+    "Content-Security-Policy": CSP + "; frame-ancestors 'none'",
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
+    # not no-referrer: under it Chromium sends ``Origin: null`` with a form post
+    "Referrer-Policy": "same-origin",
     "X-Frame-Options": "DENY",
     "Cache-Control": "no-store",
 }

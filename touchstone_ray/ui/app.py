@@ -164,6 +164,10 @@ async def pack_validate(request: web.Request) -> web.Response:
     return page("Packs", packs.packs_html(request.app[PACKS], text, outcome))
 
 
+async def favicon(request: web.Request) -> web.Response:
+    return web.Response(status=204, headers=HEADERS)
+
+
 async def static(request: web.Request) -> web.Response:
     script = SCRIPTS.get(request.match_info["name"])
     if script is None:
@@ -191,6 +195,7 @@ def make_app(settings: UiSettings) -> web.Application:
             web.post("/packs/validate", pack_validate),
             web.get("/packs/{name}", pack_view),
             web.get("/static/{name}", static),
+            web.get("/favicon.ico", favicon),
         ]
     )
     return app

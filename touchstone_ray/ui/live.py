@@ -76,8 +76,12 @@ def _series(samples: list[HostSample]) -> dict[str, list[float]]:
 
 
 def _host_of(data: ReportData) -> dict[str, str]:
+    """Model → host: the manifest's pin, else the host whose ``model_start`` ran it."""
+    ran_on = {p.model: host for host, phases in data.phases.items() for p in phases}
     return {
-        str(m.get("model")): str(m.get("host") or "(any host)")
+        str(m.get("model")): str(
+            m.get("host") or ran_on.get(str(m.get("model"))) or "(not started)"
+        )
         for m in data.manifest.get("models", [])
         if isinstance(m, dict)
     }

@@ -1,0 +1,72 @@
+"""Fixtures of the UI tests: one runs folder with four bundles, a packs folder, the UI
+serving them, and one headless Chromium page per test."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from ui_helpers import (
+    UiServer,
+    crashed_bundle,
+    make_bundle,
+    packs_folder,
+    perf_bundle,
+    renamed_pack_bundle,
+    ui_server,
+)
+
+JUDGED = "lab/2026-01-02_030000_eval_mini"
+OTHER = "2026-01-03_030000_eval_mini2"
+CRASHED = "old/2026-01-01_030000_eval_mini"
+PERF = "2026-01-04_030000_perf_speed"
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UiServer]:
+    """The UI over a runs folder holding a judged ``mini`` bundle (in a sub-folder), an
+    unjudged ``mini2`` bundle, a crashed ``mini`` bundle and a perf bundle."""
+    base = tmp_path_factory.mktemp("ui")
+    runs = base / "runs"
+    make_bundle(runs / "lab")
+    renamed_pack_bundle(runs, OTHER, "mini2")
+    crashed_bundle(runs / "old", CRASHED.split("/")[1])
+    perf_bundle(runs, PERF)
+    with ui_server(runs, packs_folder(base)) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """Headless Chromium from the system package (``apt-get install chromium``)."""
+    from playwright.sync_api import sync_playwright
+
+    exe = shutil.which("chromium")
+    assert exe, "chromium is not installed: apt-get install -y chromium (scripts/dev-setup.sh)"
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=exe, args=["--no-sandbox"])
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A fresh page that fails the test on any console error (a CSP violation included)."""
+    context = browser.new_context(viewport={"width": 1300, "height": 900})
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    yield pg
+    context.close()
+    assert errors == []
+
+
+def shot(page: Any, name: str) -> None:
+    """With ``UI_SCREENSHOTS=<folder>`` set, save a PNG of ``page`` there (docs/ui.md)."""
+    folder = os.environ.get("UI_SCREENSHOTS")
+    if folder:
+        page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=False)
