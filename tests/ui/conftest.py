@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import os
 import shutil
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest

@@ -22,7 +22,7 @@ import httpx
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "report"))
-from report_factories import T0, make_bundle  # noqa: E402
+from report_factories import T0, make_bundle
 
 REPO = Path(__file__).resolve().parents[2]
 
