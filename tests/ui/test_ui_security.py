@@ -63,9 +63,9 @@ def test_headers_carry_the_strict_csp(site: UiServer) -> None:
 
 def test_all_interfaces_without_a_token_is_refused_with_one_line(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "TOUCHSTONE_UI_TOKEN"}
+    args = ["ui", "--runs", str(tmp_path), "--host", "0.0.0.0", "--port", str(free_port())]
     proc = subprocess.run(
-        [sys.executable, "-m", "touchstone_ray.cli", "ui", "--runs", str(tmp_path)]
-        + ["--host", "0.0.0.0", "--port", str(free_port())],
+        [sys.executable, "-m", "touchstone_ray.cli", *args],
         capture_output=True,
         text=True,
         timeout=60,
