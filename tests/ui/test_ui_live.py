@@ -78,9 +78,9 @@ def test_live_page_follows_a_running_eval(tmp_path: Path, page: Any) -> None:
     for name in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_ADDRESS"):
         env.pop(name, None)
     with ui_server(runs, packs_folder(tmp_path)) as server:
+        args = ["eval", "--pack", str(pack), "--config", str(fleet)]
         run = subprocess.Popen(
-            [sys.executable, "-m", "touchstone_ray.cli", "eval", "--pack", str(pack)]
-            + ["--config", str(fleet)],
+            [sys.executable, "-m", "touchstone_ray.cli", *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
