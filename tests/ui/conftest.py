@@ -3,6 +3,7 @@ serving them, and one headless Chromium page per test."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -20,6 +21,22 @@ from ui_helpers import (
     ui_server,
 )
 
+JUDGE_CHECKS = {
+    "j1": {"qualified": True, "band_accuracy": 0.9, "red_flag_recall": 1.0, "score_gap": 0.3},
+    "j2": {"qualified": True, "band_accuracy": 0.8, "red_flag_recall": 1.0, "score_gap": 0.2},
+}
+
+
+def add_judge_checks(root: Path) -> None:
+    """Give the bundle's scorecard SPEC §7 ``judge_checks`` for both judges."""
+    path = root / "scorecard.json"
+    card = json.loads(path.read_text(encoding="utf-8"))
+    card["judge_checks"] = {
+        j: {**c, "n_calibration": 6, "warnings": []} for j, c in JUDGE_CHECKS.items()
+    }
+    path.write_text(json.dumps(card), encoding="utf-8")
+
+
 JUDGED = "lab/2026-01-02_030000_eval_mini"
 OTHER = "2026-01-03_030000_eval_mini2"
 CRASHED = "old/2026-01-01_030000_eval_mini"
@@ -32,7 +49,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UiServer]:
     unjudged ``mini2`` bundle, a crashed ``mini`` bundle and a perf bundle."""
     base = tmp_path_factory.mktemp("ui")
     runs = base / "runs"
-    make_bundle(runs / "lab")
+    add_judge_checks(make_bundle(runs / "lab"))
     renamed_pack_bundle(runs, OTHER, "mini2")
     crashed_bundle(runs / "old", CRASHED.split("/")[1])
     perf_bundle(runs, PERF)

@@ -2,7 +2,8 @@
 
 Routes: ``/`` overview (``/fragment/overview`` its tables), ``/run/<bundle>`` result page,
 ``/live/<bundle>`` live page with ``/events/<bundle>`` (server-sent events), ``/packs``,
-``/packs/<file>``, ``POST /packs/validate``, ``/static/<script>``. ``<bundle>`` is the
+``/packs/<file>``, ``POST /packs/validate``, ``/compare`` (with ``/compare.csv`` and
+``/compare.md``), ``/judges``, ``/static/<script>``. ``<bundle>`` is the
 bundle's path relative to ``--runs``; anything that resolves outside it, or is not a bundle
 :func:`~touchstone_ray.bundle.find_bundles` lists, is a 404.
 """
@@ -20,7 +21,7 @@ from aiohttp import web
 
 from touchstone_ray.bundle import Bundle
 from touchstone_ray.errors import TouchstoneError, UsageError
-from touchstone_ray.ui import live, overview, packs, result
+from touchstone_ray.ui import compare, judges, live, overview, packs, result
 from touchstone_ray.ui._page import HEADERS, e, page
 from touchstone_ray.ui.security import confined, guard_middleware, is_loopback_host
 from touchstone_ray.ui.static import SCRIPTS
@@ -164,6 +165,35 @@ async def pack_validate(request: web.Request) -> web.Response:
     return page("Packs", packs.packs_html(request.app[PACKS], text, outcome))
 
 
+async def compare_page(request: web.Request) -> web.Response:
+    wanted = request.query.getall("row", [])
+    try:
+        body = await asyncio.to_thread(compare.compare_html, request.app[RUNS], wanted)
+    except TouchstoneError as exc:
+        body = f'<h1>Compare</h1><p class="err">{e(exc)}</p>'
+    return page("Compare", body)
+
+
+async def compare_file(request: web.Request) -> web.Response:
+    kind = request.match_info["kind"]
+    wanted = request.query.getall("row", [])
+    judged = request.query.get("judged") != "0"
+    text = await asyncio.to_thread(
+        compare.compare_download, request.app[RUNS], wanted, kind, judged
+    )
+    ctype = "text/csv" if kind == "csv" else "text/markdown"
+    name = "compare.csv" if kind == "csv" else "compare.md"
+    return web.Response(
+        text=text,
+        content_type=ctype,
+        headers={**HEADERS, "Content-Disposition": f'attachment; filename="{name}"'},
+    )
+
+
+async def judges_page(request: web.Request) -> web.Response:
+    return page("Judges", await asyncio.to_thread(judges.judges_html, request.app[RUNS]))
+
+
 async def favicon(request: web.Request) -> web.Response:
     return web.Response(status=204, headers=HEADERS)
 
@@ -196,6 +226,9 @@ def make_app(settings: UiSettings) -> web.Application:
             web.get("/packs/{name}", pack_view),
             web.get("/static/{name}", static),
             web.get("/favicon.ico", favicon),
+            web.get("/compare", compare_page),
+            web.get("/compare.{kind:csv|md}", compare_file),
+            web.get("/judges", judges_page),
         ]
     )
     return app
