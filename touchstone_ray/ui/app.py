@@ -3,9 +3,10 @@
 Routes: ``/`` overview (``/fragment/overview`` its tables), ``/run/<bundle>`` result page,
 ``/live/<bundle>`` live page with ``/events/<bundle>`` (server-sent events), ``/packs``,
 ``/packs/<file>``, ``POST /packs/validate``, ``/compare`` (with ``/compare.csv`` and
-``/compare.md``), ``/judges``, ``/static/<script>``. ``<bundle>`` is the
-bundle's path relative to ``--runs``; anything that resolves outside it, or is not a bundle
-:func:`~touchstone_ray.bundle.find_bundles` lists, is a 404.
+``/compare.md``), ``/judges``, ``/jobs`` (``POST /jobs/start``, ``POST /jobs/<id>/stop``,
+``/jobs/<id>`` with its log stream ``/jobs/<id>/events``), ``/static/<script>``.
+``<bundle>`` is the bundle's path relative to ``--runs``; anything that resolves outside it,
+or is not a bundle folder, is a 404.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from aiohttp import web
 
 from touchstone_ray.bundle import Bundle
 from touchstone_ray.errors import TouchstoneError, UsageError
-from touchstone_ray.ui import compare, judges, live, overview, packs, result
+from touchstone_ray.ui import compare, jobs_page, judges, live, overview, packs, result
 from touchstone_ray.ui._page import HEADERS, e, page
+from touchstone_ray.ui.jobs import Jobs
 from touchstone_ray.ui.security import confined, guard_middleware, is_loopback_host
 from touchstone_ray.ui.static import SCRIPTS
 
@@ -58,6 +60,7 @@ class UiSettings:
 
 
 RUNS = web.AppKey("runs", Path)
+JOBS = web.AppKey("jobs", Jobs)
 PACKS = web.AppKey("packs", Path)
 
 
@@ -194,6 +197,66 @@ async def judges_page(request: web.Request) -> web.Response:
     return page("Judges", await asyncio.to_thread(judges.judges_html, request.app[RUNS]))
 
 
+async def _jobs_page(request: web.Request, message: str | None = None) -> web.Response:
+    jobs = request.app[JOBS]
+    try:
+        listed = await asyncio.to_thread(jobs.jobs)
+    except TouchstoneError as exc:
+        listed, message = [], message or str(exc)
+    body = jobs_page.jobs_html(listed, request.app[PACKS], jobs.dashboard, message)
+    return page("Jobs", body)
+
+
+async def jobs_list(request: web.Request) -> web.Response:
+    return await _jobs_page(request)
+
+
+async def job_start(request: web.Request) -> web.StreamResponse:
+    form = {k: v for k, v in (await request.post()).items() if isinstance(v, str)}
+    try:
+        job_id = await asyncio.to_thread(request.app[JOBS].submit, form.get("kind", ""), form)
+    except TouchstoneError as exc:
+        response = await _jobs_page(request, str(exc))
+        response.set_status(409 if str(exc).startswith("refused:") else 400)
+        return response
+    raise web.HTTPSeeOther(f"/jobs/{job_id}")
+
+
+async def job_stop(request: web.Request) -> web.StreamResponse:
+    job_id = request.match_info["job"]
+    try:
+        await asyncio.to_thread(request.app[JOBS].stop, job_id)
+    except (TouchstoneError, RuntimeError) as exc:
+        return await _jobs_page(request, f"stop {job_id}: {exc}")
+    raise web.HTTPSeeOther(f"/jobs/{job_id}")
+
+
+async def job_view(request: web.Request) -> web.Response:
+    return page("Job", jobs_page.job_html(request.match_info["job"]), scripts=("job.js",))
+
+
+async def job_events(request: web.Request) -> web.StreamResponse:
+    job_id = request.match_info["job"]
+    response = web.StreamResponse(headers={**HEADERS, "Content-Type": "text/event-stream"})
+    await response.prepare(request)
+    seen = None
+    while True:
+        try:
+            status, logs = await asyncio.to_thread(request.app[JOBS].logs, job_id)
+        except (TouchstoneError, RuntimeError) as exc:
+            await response.write(_sse("end", {"status": "unknown", "logs": str(exc)}))
+            return response
+        done = status in ("SUCCEEDED", "FAILED", "STOPPED")
+        if (status, logs) != seen or done:
+            seen = (status, logs)
+            await response.write(
+                _sse("end" if done else "update", {"status": status, "logs": logs})
+            )
+            if done:
+                return response
+        await asyncio.sleep(POLL_S)
+
+
 async def favicon(request: web.Request) -> web.Response:
     return web.Response(status=204, headers=HEADERS)
 
@@ -214,6 +277,12 @@ def make_app(settings: UiSettings) -> web.Application:
     )
     app[RUNS] = settings.runs.resolve()
     app[PACKS] = settings.packs.resolve()
+    app[JOBS] = Jobs(settings.address, app[RUNS], app[PACKS])
+
+    async def close_jobs(app: web.Application) -> None:
+        await asyncio.to_thread(app[JOBS].close)
+
+    app.on_cleanup.append(close_jobs)
     app.add_routes(
         [
             web.get("/", overview_page),
@@ -229,6 +298,11 @@ def make_app(settings: UiSettings) -> web.Application:
             web.get("/compare", compare_page),
             web.get("/compare.{kind:csv|md}", compare_file),
             web.get("/judges", judges_page),
+            web.get("/jobs", jobs_list),
+            web.post("/jobs/start", job_start),
+            web.post("/jobs/{job}/stop", job_stop),
+            web.get("/jobs/{job}", job_view),
+            web.get("/jobs/{job}/events", job_events),
         ]
     )
     return app

@@ -25,5 +25,23 @@ src.addEventListener('end',function(ev){box.innerHTML=JSON.parse(ev.data).html;s
 """
 """Replaces the live cards with each ``update`` event; ``end`` closes the stream."""
 
-SCRIPTS = {"overview.js": OVERVIEW_JS, "live.js": LIVE_JS, "report.js": REPORT_JS}
+JOB_JS = """
+(function(){
+var box=document.getElementById('job');if(!box)return;
+var src=new EventSource(box.getAttribute('data-events'));
+function show(ev){var d=JSON.parse(ev.data);
+document.getElementById('job-status').textContent=d.status;
+document.getElementById('job-log').textContent=d.logs;}
+src.addEventListener('update',show);
+src.addEventListener('end',function(ev){show(ev);src.close();});
+})();
+"""
+"""Shows a job's status and log text from each event (``textContent``: logs stay text)."""
+
+SCRIPTS = {
+    "overview.js": OVERVIEW_JS,
+    "live.js": LIVE_JS,
+    "report.js": REPORT_JS,
+    "job.js": JOB_JS,
+}
 """File name under ``/static/`` → script text."""
