@@ -158,7 +158,10 @@ class Jobs:
         raise UsageError(f"{what} {value}: not a file under --runs or the packs folder")
 
     def jobs(self) -> list[JobInfo]:
-        """Every touchstone job on the cluster, newest first."""
+        """Every touchstone job on the cluster, newest first; none before the local head is
+        started (listing does not start it, the first submission does)."""
+        if self.address is None and self.local is None:
+            return []
         out = []
         for job in self.client().list_jobs():
             meta = job.metadata or {}

@@ -139,9 +139,10 @@ def _ko(s: BundleSummary) -> str:
 
 def _row(s: BundleSummary) -> str:
     link = quote(s.rel)
-    pages = f'<a href="/run/{link}">result</a>'
+    # a perf bundle has its own report (report.html), not the eval result page
+    pages = f'<a href="/run/{link}">result</a>' if s.kind == "eval" else ""
     if s.state in ("running", "crashed"):
-        pages = f'<a href="/live/{link}">live</a> · ' + pages
+        pages = f'<a href="/live/{link}">live</a>' + (" · " + pages if pages else "")
     state = f'<span class="badge s-{e(s.state)}">{e(s.state)}</span>'
     if s.resume:
         state += f'<br><code class="resume">{e(s.resume)}</code>'
