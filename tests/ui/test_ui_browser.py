@@ -80,6 +80,8 @@ def test_result_page_shows_ranking_ko_branch_and_an_answers_verdicts(
     assert ranking.nth(0).locator("td").nth(2).inner_text() == "none"
     ko = page.locator("#ko tbody tr").nth(3)
     assert ko.locator(".ko-reason").inner_text() == "Red-Flag bei E1"
+    assert ko.locator("td").nth(3).inner_text() == "E1"
+    assert ko.locator(".uncurated").inner_text() == "—"
     assert page.locator("#answer-count").inner_text() == "12 of 12 answers"
     shot(page, "result")
     page.select_option('#answer-filters select[name="model"]', "m-slow")

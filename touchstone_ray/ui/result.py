@@ -6,8 +6,9 @@ answers section is replaced by the same per-answer blocks (the report's ``_answe
 verdicts with rationales, flags hit, speed and resource figures) for the answers that pass
 the filters ``prompt``, ``model``, ``variant``, ``score`` (exact 1..5 in any verdict) and
 ``red_flag`` (``1``: a verdict raised one). A K.-o. block on top names, per row, whether the
-rule passed and the branch that fired (the scorecard's ``ko_reason``) and the red-flagged
-prompts.
+rule passed, the branch that fired (the scorecard's ``ko_reason``), the red-flagged prompts
+and the prompts where a judge raised a red flag outside ``red_flag_prompts`` (under
+``curated`` these do not knock out; shown so they are not lost).
 """
 
 from __future__ import annotations
@@ -85,15 +86,28 @@ def _ko_block(data: ReportData) -> str:
             else '<span class="badge ko-fail">K.-o.</span>'
         )
         flagged = ", ".join(str(p) for p in row.get("red_flagged") or []) or "—"
+        raised = sorted(
+            {
+                v.prompt_id
+                for r in data.responses
+                if (r.model, r.variant) == (model, variant)
+                for v in data.verdicts.get(r.key, [])
+                if v.red_flag
+            }
+        )
+        curated = set(data.pack.ko_rule.red_flag_prompts)
+        other = ", ".join(p for p in raised if p not in curated) or "—"
         rows.append(
             f"<tr><td>{e(model)} · {e(variant)}</td><td>{badge}</td>"
-            f'<td class="ko-reason">{e(row.get("ko_reason"))}</td><td>{e(flagged)}</td></tr>'
+            f'<td class="ko-reason">{e(row.get("ko_reason"))}</td><td>{e(flagged)}</td>'
+            f'<td class="uncurated">{e(other)}</td></tr>'
         )
     rule = data.pack.ko_rule
     return (
         f'<section id="ko"><h2>K.-o.</h2><p class="muted">rule: {e(rule.dimension)} at or below '
         f"{e(rule.threshold)} or a red flag ({e(rule.red_flag_scope)})</p><table><thead><tr>"
-        "<th>row</th><th>K.-o.</th><th>branch that fired</th><th>red-flagged prompts</th></tr>"
+        "<th>row</th><th>K.-o.</th><th>branch that fired</th><th>red-flagged prompts</th>"
+        "<th>red flags outside the curated prompts</th></tr>"
         f"</thead><tbody>{''.join(rows)}</tbody></table></section>"
     )
 
