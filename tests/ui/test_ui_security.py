@@ -25,6 +25,9 @@ def test_post_without_or_with_a_foreign_origin_is_refused(site: UiServer) -> Non
         url, data={"yaml": "id: x"}, headers={"Origin": f"http://127.0.0.1:{site.port + 1}"}
     )
     assert other_port.status_code == 403
+    for action in ("/jobs/start", "/jobs/touchstone-eval-x/stop"):
+        job = httpx.post(site.url + action, data={"kind": "eval"})
+        assert (job.status_code, job.text) == (403, ORIGIN_REFUSED)
     same = httpx.post(url, data={"yaml": "id: x"}, headers={"Origin": site.url})
     assert same.status_code == 200
     assert 'id="validate-result" class="err">pasted.yaml: ' in same.text
