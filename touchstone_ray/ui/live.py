@@ -163,12 +163,24 @@ def _eta(seconds: float | None) -> str:
     return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
 
 
+ERROR_CHARS = 160
+"""A failure's error text on the card is cut to this many characters (the result page and
+the shard keep it whole)."""
+
+
+def _short(text: object) -> str | None:
+    if text is None:
+        return None
+    value = str(text)
+    return value if len(value) <= ERROR_CHARS else value[: ERROR_CHARS - 1] + "…"
+
+
 def _card(hp: HostProgress) -> str:
     finished = hp.ok + hp.failed
     pct = 100.0 * finished / hp.planned if hp.planned else 0.0
     kinds = ", ".join(f"{k} × {n}" for k, n in sorted(hp.failures_by_kind.items())) or "none"
     failures = "".join(
-        f"<li><code>{e(f['key'])}</code> {e(f['error_kind'])}: {e(f['error'])}</li>"
+        f"<li><code>{e(f['key'])}</code> {e(f['error_kind'])}: {e(_short(f['error']))}</li>"
         for f in hp.last_failures
     )
     sparks = "".join(

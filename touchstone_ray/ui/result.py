@@ -139,8 +139,9 @@ def result_html(root: Path, filters: dict[str, str], action: str) -> tuple[str, 
     w = _Writer()
     body = (
         f'<style>{REPORT_CSS}</style><div class="report">'
+        + "".join(w.block(b) for b in before[:1])
         + _ko_block(data)
-        + "".join(w.block(b) for b in before)
+        + "".join(w.block(b) for b in before[1:])
         + f'<h2 id="answers">{e(t["answers"])}</h2>'
         + _filter_form(data, filters, action)
         + f'<p class="muted" id="answer-count">{len(shown)} of {len(data.responses)} answers</p>'
