@@ -117,5 +117,15 @@ def test_packs_page_shows_the_loaders_line_for_a_broken_pack(
     page.click("#validate")
     assert page.locator("#validate-result.err").inner_text().startswith("pasted.yaml: ")
     shot(page, "packs")
+    bad = tmp_path / "upload.yaml"
+    bad.write_bytes(b"id: \xff\xfe\n")
+    try:
+        load_pack(bad)
+    except PackError as exc:
+        upload_line = str(exc).replace(str(bad), "pasted.yaml")
+    page.set_input_files("#pack-file", str(bad))
+    page.click("#validate")
+    assert page.locator("#validate-result.err").inner_text() == upload_line
+    assert upload_line == "pasted.yaml: not valid UTF-8 at byte 4"
     page.goto(site.url + "/packs/buero.yaml")
     assert "knocked out when" in page.locator("#ko-rule").inner_text()

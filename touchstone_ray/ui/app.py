@@ -164,9 +164,15 @@ async def pack_view(request: web.Request) -> web.Response:
 
 async def pack_validate(request: web.Request) -> web.Response:
     form = await request.post()
-    text = form.get("yaml")
-    text = text if isinstance(text, str) else ""
-    outcome = await asyncio.to_thread(packs.validate_text, text)
+    upload, pasted = form.get("file"), form.get("yaml")
+    source: str | bytes
+    if isinstance(upload, web.FileField) and upload.filename:
+        raw = upload.file.read()
+        source = raw if isinstance(raw, bytes) else str(raw)
+        text = source.decode("utf-8", errors="replace") if isinstance(source, bytes) else source
+    else:
+        text = source = pasted if isinstance(pasted, str) else ""
+    outcome = await asyncio.to_thread(packs.validate_text, source)
     return page("Packs", packs.packs_html(request.app[PACKS], text, outcome))
 
 

@@ -5,14 +5,16 @@ Runs are submitted with :class:`ray.job_submission.JobSubmissionClient` to the c
 UI starts a local Ray head as a child process (``ray start --head --block`` on free ports,
 dashboard on 127.0.0.1) the first time a job is needed, and stops it when the UI exits. The
 UI never runs a measurement itself: the job's entrypoint is the CLI (``touchstone-ray eval
---pack P --config C --out RUNS`` / ``touchstone-ray judge --bundle B --judge-config J``), so
+--pack P --config C --out RUNS``, ``touchstone-ray perf --config C --out RUNS``,
+``touchstone-ray judge --bundle B --judge-config J``), so
 a run on a cluster of ``--address`` survives the UI being closed, and stop = ``stop_job``
 (the bundle stays resumable). Every path a job names lies under ``--runs`` or the packs
 folder.
 
 One eval per host at a time: a job carries ``touchstone_kind`` and ``touchstone_hosts`` (the
 fleet config's pinned hosts, ``(unpinned)`` for models without one) in its metadata, and an
-eval whose hosts meet those of a PENDING or RUNNING eval job is refused with the reason.
+eval or perf run whose hosts meet those of a PENDING or RUNNING eval or perf job is refused
+with the reason (both measure; a judge run holds no host).
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ __all__ = ["ACTIVE", "JobInfo", "Jobs", "LocalCluster", "fleet_hosts"]
 
 ACTIVE = ("PENDING", "RUNNING")
 """Job states that hold their hosts."""
+MEASURING = ("eval", "perf")
+"""Job kinds that measure on their hosts; two of them never share a host."""
 UNPINNED = "(unpinned)"
 """Host name a model without ``host`` holds (it may run on any node)."""
 READY_TIMEOUT_S = 180.0
@@ -182,30 +186,38 @@ class Jobs:
             )
         return sorted(out, key=lambda j: j.start_time or 0.0, reverse=True)
 
-    def _entry(self, kind: str, form: dict[str, str]) -> tuple[list[str], tuple[str, ...]]:
+    def entry(self, kind: str, form: dict[str, str]) -> tuple[list[str], tuple[str, ...]]:
+        """``(argv, hosts held)`` of a job of ``kind`` (``eval``, ``perf``, ``judge``) from the
+        form fields ``pack``, ``config``, ``bundle``, ``judge_config``. Raises
+        :class:`UsageError` for an unknown kind, a path outside ``--runs`` and the packs
+        folder, or a bad fleet config."""
         if kind == "eval":
             pack = self._path(form.get("pack", ""), "pack")
             config = self._path(form.get("config", ""), "config")
             args = ["eval", "--pack", str(pack), "--config", str(config), "--out", str(self.runs)]
+            return ["touchstone-ray", *args], fleet_hosts(config)
+        if kind == "perf":
+            config = self._path(form.get("config", ""), "config")
+            args = ["perf", "--config", str(config), "--out", str(self.runs)]
             return ["touchstone-ray", *args], fleet_hosts(config)
         if kind == "judge":
             bundle = self._path(form.get("bundle", ""), "bundle")
             judge = self._path(form.get("judge_config", ""), "judge config")
             args = ["judge", "--bundle", str(bundle), "--judge-config", str(judge)]
             return ["touchstone-ray", *args], ()
-        raise UsageError(f"kind {kind!r}: expected eval or judge")
+        raise UsageError(f"kind {kind!r}: expected eval, perf or judge")
 
     def submit(self, kind: str, form: dict[str, str]) -> str:
         """Submit a job; returns its id. Raises :class:`UsageError` naming the path that is
         not allowed, or the host an active eval already holds (with that job's id)."""
-        argv, hosts = self._entry(kind, form)
-        if kind == "eval":
+        argv, hosts = self.entry(kind, form)
+        if kind in MEASURING:
             for job in self.jobs():
                 shared = sorted(set(hosts) & set(job.hosts))
-                if job.kind == "eval" and job.status in ACTIVE and shared:
+                if job.kind in MEASURING and job.status in ACTIVE and shared:
                     raise UsageError(
-                        f"refused: host {', '.join(shared)} already runs eval job {job.job_id}; "
-                        "one eval per host at a time"
+                        f"refused: host {', '.join(shared)} already runs {job.kind} job "
+                        f"{job.job_id}; one eval per host at a time"
                     )
         job_id = f"touchstone-{kind}-{time.strftime('%Y%m%d-%H%M%S')}-{os.urandom(2).hex()}"
         client = self.client()

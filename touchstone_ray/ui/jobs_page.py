@@ -49,6 +49,10 @@ def jobs_html(
         "<label>fleet config (under --runs or the packs folder)<br>"
         '<input name="config" size="60"></label> '
         '<button type="submit">start eval</button></form>'
+        '<form method="post" action="/jobs/start" id="start-perf"><h2>Start a perf run</h2>'
+        '<input type="hidden" name="kind" value="perf">'
+        '<label>fleet config<br><input name="config" size="60"></label> '
+        '<button type="submit">start perf</button></form>'
         '<form method="post" action="/jobs/start" id="start-judge"><h2>Start a judge run</h2>'
         '<input type="hidden" name="kind" value="judge">'
         '<label>bundle<br><input name="bundle" size="60"></label> '

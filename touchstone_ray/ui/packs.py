@@ -1,5 +1,5 @@
 """The packs pages (issue item 6): the list of the packs folder, one pack's view, and the
-validator of a pasted pack.
+validator of a pasted or uploaded pack.
 
 Only ``*.yaml`` / ``*.yml`` files directly in the packs folder are listed and opened (by file
 name, never by a path). A pasted pack is checked by the loader itself
@@ -30,12 +30,14 @@ def pack_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
 
 
-def validate_text(text: str) -> tuple[bool, str]:
+def validate_text(text: str | bytes) -> tuple[bool, str]:
     """``(ok, line)``: the pack summary (``id vN: P prompts, …``) or the loader's one-line
-    error for the pasted YAML ``text``."""
+    error for the pasted YAML ``text`` (an uploaded file's bytes as they are, so the loader
+    itself reports invalid UTF-8)."""
+    data = text if isinstance(text, bytes) else text.encode("utf-8")
     with tempfile.TemporaryDirectory(prefix="touchstone-ui-") as tmp:
         path = Path(tmp) / PASTED
-        path.write_text(text, encoding="utf-8")
+        path.write_bytes(data)
         try:
             return True, load_pack(path).summary()
         except TouchstoneError as exc:
@@ -48,8 +50,10 @@ def _validator(text: str = "", result: tuple[bool, str] | None = None) -> str:
         cls = "ok" if result[0] else "err"
         out = f'<p id="validate-result" class="{cls}">{e(result[1])}</p>'
     return (
-        '<h2>Validate a pack</h2><form method="post" action="/packs/validate">'
+        '<h2>Validate a pack</h2><form method="post" action="/packs/validate" '
+        'enctype="multipart/form-data">'
         f'<textarea name="yaml" id="pack-yaml" spellcheck="false">{e(text)}</textarea>'
+        '<p><label>or upload a file <input type="file" name="file" id="pack-file"></label></p>'
         f'<p><button type="submit" id="validate">validate</button></p></form>{out}'
     )
 
