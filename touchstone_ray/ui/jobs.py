@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shlex
 import shutil
 import socket
@@ -45,6 +46,8 @@ MEASURING = ("eval", "perf")
 """Job kinds that measure on their hosts; two of them never share a host."""
 UNPINNED = "(unpinned)"
 """Host name a model without ``host`` holds (it may run on any node)."""
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+"""Terminal escape sequences (colours) in job logs."""
 READY_TIMEOUT_S = 180.0
 """Longest wait for a started local head to accept a job (s)."""
 
@@ -242,10 +245,10 @@ class Jobs:
         return bool(self.client().stop_job(job_id))
 
     def logs(self, job_id: str) -> tuple[str, str]:
-        """``(status, logs so far)`` of the job."""
+        """``(status, logs so far)`` of the job, terminal colour codes removed."""
         client = self.client()
         status = client.get_job_status(job_id)
         text = ""
         with contextlib.suppress(RuntimeError):
-            text = client.get_job_logs(job_id)
+            text = ANSI.sub("", client.get_job_logs(job_id))
         return str(status.value if hasattr(status, "value") else status), text
