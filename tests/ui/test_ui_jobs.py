@@ -60,7 +60,10 @@ def test_eval_started_from_the_page_runs_as_a_ray_job(tmp_path: Path, page: Any)
             "() => document.getElementById('job-status').textContent === 'SUCCEEDED'",
             timeout=150_000,
         )
-        bundle = page.locator("#job-log").inner_text().strip().splitlines()[-1]
+        log = page.locator("#job-log").inner_text()
+        assert "\x1b" not in log
+        assert "eval done: 4 ok, 0 failed, 0 reused in " in log
+        bundle = log.strip().splitlines()[-1]
         assert Path(bundle).parent == runs.resolve()
         shot(page, "job")
         page.goto(server.url + "/")
