@@ -4,7 +4,6 @@ serving them, and one headless Chromium page per test."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +11,9 @@ from typing import Any
 
 import pytest
 from ui_helpers import (
+    CRASHED,
+    OTHER,
+    PERF,
     UiServer,
     crashed_bundle,
     make_bundle,
@@ -35,12 +37,6 @@ def add_judge_checks(root: Path) -> None:
         j: {**c, "n_calibration": 6, "warnings": []} for j, c in JUDGE_CHECKS.items()
     }
     path.write_text(json.dumps(card), encoding="utf-8")
-
-
-JUDGED = "lab/2026-01-02_030000_eval_mini"
-OTHER = "2026-01-03_030000_eval_mini2"
-CRASHED = "old/2026-01-01_030000_eval_mini"
-PERF = "2026-01-04_030000_perf_speed"
 
 
 @pytest.fixture(scope="session")
@@ -80,10 +76,3 @@ def page(browser: Any) -> Iterator[Any]:
     yield pg
     context.close()
     assert errors == []
-
-
-def shot(page: Any, name: str) -> None:
-    """With ``UI_SCREENSHOTS=<folder>`` set, save a PNG of ``page`` there (docs/ui.md)."""
-    folder = os.environ.get("UI_SCREENSHOTS")
-    if folder:
-        page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=False)

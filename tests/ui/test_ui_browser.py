@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conftest import CRASHED, JUDGED, OTHER, PERF, shot
-from ui_helpers import BAD_PACK, UiServer
+from ui_helpers import BAD_PACK, CRASHED, JUDGED, OTHER, PERF, UiServer, shot
 
 from touchstone_ray.errors import PackError
 

@@ -7,8 +7,7 @@ import io
 from typing import Any
 
 import httpx
-from conftest import JUDGED, OTHER, shot
-from ui_helpers import UiServer
+from ui_helpers import JUDGED, OTHER, UiServer, shot
 
 
 def test_compare_puts_what_differs_in_the_head_and_lists_what_is_shared(

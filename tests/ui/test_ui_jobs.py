@@ -10,9 +10,8 @@ from typing import Any
 
 import httpx
 import yaml
-from conftest import shot
 from test_ui_live import PACK
-from ui_helpers import ui_server
+from ui_helpers import shot, ui_server
 
 FLEET: dict[str, Any] = {
     "ray": {"include_dashboard": False},

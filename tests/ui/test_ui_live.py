@@ -15,8 +15,7 @@ from typing import Any
 
 import httpx
 import yaml
-from conftest import shot
-from ui_helpers import REPO, packs_folder, ui_server
+from ui_helpers import REPO, packs_folder, shot, ui_server
 
 PROMPTS = 4
 PACK: dict[str, Any] = {

@@ -9,8 +9,7 @@ import sys
 from pathlib import Path
 
 import httpx
-from conftest import JUDGED
-from ui_helpers import UiServer, free_port, make_bundle, packs_folder, ui_server
+from ui_helpers import JUDGED, UiServer, free_port, make_bundle, packs_folder, ui_server
 
 ORIGIN_REFUSED = "refused: Origin does not match this UI"
 

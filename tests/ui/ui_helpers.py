@@ -26,6 +26,13 @@ from report_factories import T0, make_bundle
 
 REPO = Path(__file__).resolve().parents[2]
 
+JUDGED = "lab/2026-01-02_030000_eval_mini"
+OTHER = "2026-01-03_030000_eval_mini2"
+CRASHED = "old/2026-01-01_030000_eval_mini"
+PERF = "2026-01-04_030000_perf_speed"
+"""Bundles of the session's runs folder (paths under it): judged ``mini`` in a sub-folder,
+unjudged ``mini2``, crashed ``mini``, a perf bundle."""
+
 BAD_PACK = {
     "id": "broken",
     "title": "Broken",
@@ -148,3 +155,10 @@ def ui_server(runs: Path, packs: Path, *extra: str, host: str = "127.0.0.1") -> 
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def shot(page: Any, name: str) -> None:
+    """With ``UI_SCREENSHOTS=<folder>`` set, save a PNG of ``page`` there (docs/ui.md)."""
+    folder = os.environ.get("UI_SCREENSHOTS")
+    if folder:
+        page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=False)
