@@ -3,6 +3,7 @@ console error, so the CSP let everything it needs through."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ui_helpers import BAD_PACK, CRASHED, JUDGED, OTHER, PERF, UiServer, shot
@@ -49,14 +50,19 @@ def site_root(site: UiServer) -> Any:
     return Path(args[args.index("--runs") + 1]).resolve()
 
 
-def test_overview_filter_by_host_keeps_only_matching_bundles(site: UiServer, page: Any) -> None:
+def test_overview_filters_by_pack_model_and_host(site: UiServer, page: Any) -> None:
     page.goto(site.url + "/")
     page.select_option('select[name="pack"]', "mini2")
     page.click('form.filters button[type="submit"]')
     page.wait_for_url("**/?pack=mini2&model=&host=")
-    assert page.locator("tr[data-bundle]").evaluate_all(
-        "els => els.map(e => e.dataset.bundle)"
-    ) == [OTHER]
+    shown = "els => els.map(e => e.dataset.bundle)"
+    assert page.locator("tr[data-bundle]").evaluate_all(shown) == [OTHER]
+    page.goto(site.url + "/?model=gemma3-270m")
+    assert page.locator("tr[data-bundle]").evaluate_all(shown) == [PERF]
+    page.goto(site.url + "/?host=local")
+    assert PERF not in page.locator("tr[data-bundle]").evaluate_all(shown)
+    page.goto(site.url + "/?host=nowhere")
+    assert page.locator("#groups").inner_text() == "No bundles match."
 
 
 def test_new_bundle_appears_without_reload(site: UiServer, page: Any) -> None:
@@ -89,9 +95,22 @@ def test_result_page_shows_ranking_ko_branch_and_an_answers_verdicts(
     page.wait_for_url("**red_flag=1**")
     assert page.locator("#answer-count").inner_text() == "1 of 12 answers"
     answers = page.locator("#answer-list").inner_text()
+    assert "m-fast" not in answers
     assert "m-slow / baseline #1" in answers
     assert "Urteil j1: <i>ok</i> | [[Link]] #tag" in answers
     assert "✗ Nennt eine Zahl" in answers
+    # by score: every answer with a verdict of 5 (counted from the judges' files)
+    root = site_root(site) / JUDGED
+    fives = {
+        v["key"]
+        for judge in ("j1", "j2")
+        for line in (root / "judgements" / judge / "verdicts.jsonl").read_text().splitlines()
+        for v in [json.loads(line)]
+        if v["score"] == 5
+    }
+    assert fives
+    page.goto(site.url + f"/run/{JUDGED}?score=5")
+    assert page.locator("#answer-count").inner_text() == f"{len(fives)} of 12 answers"
 
 
 def test_packs_page_shows_the_loaders_line_for_a_broken_pack(
