@@ -254,7 +254,13 @@ def ui(
         "runs"
     ),
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8765,
-    address: Annotated[str | None, typer.Option(help="Ray address of the runs' cluster.")] = None,
+    address: Annotated[
+        str | None,
+        typer.Option(
+            help="Dashboard address of the cluster that runs jobs (http://head:8265 or auto); "
+            "without it the first job starts a local Ray head."
+        ),
+    ] = None,
     host: Annotated[
         str, typer.Option(help="Address to bind; anything but loopback needs --token.")
     ] = "127.0.0.1",

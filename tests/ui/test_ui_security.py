@@ -109,3 +109,14 @@ def test_all_interfaces_with_a_token_warns_and_requires_it(tmp_path: Path) -> No
         "every request needs the token",
         f"touchstone-ray ui: http://0.0.0.0:{server.port}/",
     ]
+
+
+def test_runs_folder_that_does_not_exist_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    missing = tmp_path / "nope"
+    proc = subprocess.run(
+        [sys.executable, "-m", "touchstone_ray.cli", "ui", "--runs", str(missing)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (proc.returncode, proc.stderr) == (2, f"error: --runs {missing}: no such folder\n")
