@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import time
@@ -61,6 +62,28 @@ def frozen_config(config: FleetConfig) -> dict[str, Any]:
     for model in data["models"]:
         model["extra_body"] = redact(model["extra_body"])
     return data
+
+
+STALE_AFTER_S = 90.0
+"""A ``running`` bundle none of whose files changed for this long (s) has no live driver: the
+driver writes host samples every ``monitor.interval_s`` (1 s by default) and fsyncs every
+second, so a live run touches ``hosts/`` or ``events.jsonl`` far more often."""
+
+LIVE_FILES = ("bundle.json", "events.jsonl", "responses/*.jsonl", "hosts/*.jsonl", "points/*.jsonl")
+"""The files a live driver writes (eval and perf bundles); their newest mtime is its heartbeat."""
+
+
+def find_bundles(root: Path) -> list[Path]:
+    """Every bundle folder under ``root`` (one with a ``bundle.json``), recursively, sorted by
+    path; a bundle's own sub-folders are not searched. Unreadable folders are skipped."""
+    found: list[Path] = []
+    for folder, dirs, files in os.walk(root, onerror=lambda _exc: None):
+        if "bundle.json" in files:
+            found.append(Path(folder))
+            dirs[:] = []
+        else:
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+    return sorted(found)
 
 
 @dataclass
@@ -172,6 +195,62 @@ class Bundle:
         if not isinstance(data["pack"].get("sha256"), str):
             raise BundleError(f"{self.manifest_path}: pack.sha256 is missing; is this a bundle?")
         return data
+
+    def raw_manifest(self) -> dict[str, Any]:
+        """``bundle.json`` as a mapping, of any bundle kind (a perf bundle has no pack, so
+        :meth:`manifest` refuses it). Raises :class:`BundleError` if missing or not a JSON
+        object."""
+        try:
+            data = json.loads(self.manifest_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise BundleError(f"{self.manifest_path}: missing; is this a bundle?") from None
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise BundleError(f"{self.manifest_path}: not valid JSON ({exc})") from None
+        if not isinstance(data, dict):
+            raise BundleError(f"{self.manifest_path}: not a touchstone bundle manifest")
+        return data
+
+    def kind(self) -> str:
+        """``eval`` or ``perf`` (SPEC §7b: ``bundle.json`` ``kind``; absent means ``eval``)."""
+        kind = self.raw_manifest().get("kind")
+        return kind if isinstance(kind, str) and kind else "eval"
+
+    def last_write(self) -> float | None:
+        """Newest mtime (epoch s) of the files a live driver writes (:data:`LIVE_FILES`);
+        ``None`` when none exists."""
+        newest: float | None = None
+        for pattern in LIVE_FILES:
+            for path in self.root.glob(pattern):
+                try:
+                    mtime = path.stat().st_mtime
+                except OSError:
+                    continue
+                newest = mtime if newest is None else max(newest, mtime)
+        return newest
+
+    def run_state(self, now: float | None = None, stale_after_s: float = STALE_AFTER_S) -> str:
+        """``running``, ``crashed`` (the manifest says running but no file changed for
+        ``stale_after_s`` seconds: no live driver), ``done``, ``failed`` or ``judged`` (done
+        with a ``scorecard.json``). Raises :class:`BundleError` for an unreadable manifest."""
+        status = str(self.raw_manifest().get("status") or "running")
+        if status == "running":
+            last = self.last_write()
+            now = time.time() if now is None else now
+            return "crashed" if last is None or now - last > stale_after_s else "running"
+        if status == "done" and (self.root / "scorecard.json").is_file():
+            return "judged"
+        return status
+
+    def resume_command(self) -> str:
+        """The exact command that resumes this bundle from its frozen pack and config."""
+        import shlex
+
+        root = shlex.quote(str(self.root))
+        config = shlex.quote(str(self.root / "config.yaml"))
+        if self.kind() == "perf":
+            return f"touchstone-ray perf --config {config} --resume {root}"
+        pack = shlex.quote(str(self.root / "pack.yaml"))
+        return f"touchstone-ray eval --pack {pack} --config {config} --resume {root}"
 
     def write_manifest(self, data: dict[str, Any]) -> None:
         """Replace ``bundle.json`` atomically."""

@@ -248,6 +248,34 @@ app.command("sim-server")(sim_server)
 # --- end registered commands ---
 
 
+@app.command()
+def ui(
+    runs: Annotated[Path, typer.Option(help="Folder searched (recursively) for bundles.")] = Path(
+        "runs"
+    ),
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8765,
+    address: Annotated[
+        str | None,
+        typer.Option(
+            help="Dashboard address of the cluster that runs jobs (http://head:8265 or auto); "
+            "without it the first job starts a local Ray head."
+        ),
+    ] = None,
+    host: Annotated[
+        str, typer.Option(help="Address to bind; anything but loopback needs --token.")
+    ] = "127.0.0.1",
+    token: Annotated[
+        str | None,
+        typer.Option(envvar="TOUCHSTONE_UI_TOKEN", help="Token every request must carry."),
+    ] = None,
+    packs: Annotated[Path, typer.Option(help="Folder of pack files to list.")] = Path("packs"),
+) -> None:
+    """Local web control centre over the bundles under --runs (binds 127.0.0.1)."""
+    from touchstone_ray.ui import UiSettings, serve
+
+    serve(UiSettings(runs=runs, packs=packs, host=host, port=port, token=token, address=address))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point; returns the exit code."""
     try:

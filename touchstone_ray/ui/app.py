@@ -1,0 +1,332 @@
+"""The aiohttp application of ``touchstone-ray ui``: routes, settings and the server loop.
+
+Routes: ``/`` overview (``/fragment/overview`` its tables), ``/run/<bundle>`` result page,
+``/live/<bundle>`` live page with ``/events/<bundle>`` (server-sent events), ``/packs``,
+``/packs/<file>``, ``POST /packs/validate``, ``/compare`` (with ``/compare.csv`` and
+``/compare.md``), ``/judges``, ``/jobs`` (``POST /jobs/start``, ``POST /jobs/<id>/stop``,
+``/jobs/<id>`` with its log stream ``/jobs/<id>/events``), ``/static/<script>``.
+``<bundle>`` is the bundle's path relative to ``--runs``; anything that resolves outside it,
+or is not a bundle folder, is a 404.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from aiohttp import web
+
+from touchstone_ray.bundle import Bundle
+from touchstone_ray.errors import TouchstoneError, UsageError
+from touchstone_ray.ui import compare, jobs_page, judges, live, overview, packs, result
+from touchstone_ray.ui._page import HEADERS, e, page
+from touchstone_ray.ui.jobs import Jobs
+from touchstone_ray.ui.security import confined, guard_middleware, is_loopback_host
+from touchstone_ray.ui.static import SCRIPTS
+
+__all__ = ["UiSettings", "make_app", "serve"]
+
+TOKEN_ENV = "TOUCHSTONE_UI_TOKEN"
+"""Environment variable read when ``--token`` is not given."""
+POLL_S = 1.0
+"""How often the event stream looks at the bundle's files (s)."""
+
+
+@dataclass(frozen=True)
+class UiSettings:
+    """What the UI serves and where. ``port`` 0 picks a free port."""
+
+    runs: Path
+    packs: Path
+    host: str = "127.0.0.1"
+    port: int = 8765
+    token: str | None = None
+    address: str | None = None
+
+    def check(self) -> None:
+        """Raise :class:`UsageError` for a non-loopback bind without a token, or a
+        ``--runs`` that is not a folder."""
+        if not is_loopback_host(self.host) and not self.token:
+            raise UsageError(
+                f"--host {self.host}: listening beyond this machine needs --token "
+                f"(or the {TOKEN_ENV} environment variable)"
+            )
+        if not self.runs.is_dir():
+            raise UsageError(f"--runs {self.runs}: no such folder")
+
+
+RUNS = web.AppKey("runs", Path)
+JOBS = web.AppKey("jobs", Jobs)
+PACKS = web.AppKey("packs", Path)
+
+
+def _bundle_root(request: web.Request) -> Path:
+    runs = request.app[RUNS]
+    root = confined(runs, request.match_info["rel"])
+    if root is None or root == runs.resolve() or not Bundle(root).manifest_path.is_file():
+        raise web.HTTPNotFound(text="no such bundle under --runs")
+    return root
+
+
+def _filters(request: web.Request, names: tuple[str, ...]) -> dict[str, str]:
+    return {k: request.query[k] for k in names if request.query.get(k)}
+
+
+async def overview_page(request: web.Request) -> web.Response:
+    body = overview.overview_html(request.app[RUNS], _filters(request, ("pack", "model", "host")))
+    return page("Runs", body, scripts=("overview.js",))
+
+
+async def overview_fragment(request: web.Request) -> web.Response:
+    filters = _filters(request, ("pack", "model", "host"))
+    rows = overview.summaries(request.app[RUNS])
+    return web.Response(
+        text=overview.table_html(rows, filters), content_type="text/html", headers=HEADERS
+    )
+
+
+async def result_page(request: web.Request) -> web.Response:
+    root = _bundle_root(request)
+    try:
+        title, body = await asyncio.to_thread(
+            result.result_html, root, _filters(request, result.FILTERS), request.path
+        )
+    except TouchstoneError as exc:
+        return page("Result", f'<h1>{e(root.name)}</h1><p class="err">{e(exc)}</p>')
+    return page(title, body, scripts=("report.js",))
+
+
+async def live_page(request: web.Request) -> web.Response:
+    root = _bundle_root(request)
+    rel = root.relative_to(request.app[RUNS].resolve()).as_posix()
+    try:
+        state = await asyncio.to_thread(live.live_state, root)
+        inner = live.live_body(state)
+    except TouchstoneError as exc:
+        inner = f'<p class="err">{e(exc)}</p>'
+    dashboard = request.app[JOBS].dashboard
+    ray_link = f' · <a href="{e(dashboard)}">Ray dashboard</a>' if dashboard else ""
+    body = (
+        f'<h1>Live · {e(root.name)}</h1><p><a href="/run/{e(rel)}">result page</a>{ray_link}</p>'
+        f'<div id="live" data-events="/events/{e(rel)}">{inner}</div>'
+    )
+    return page(f"Live {root.name}", body, scripts=("live.js",))
+
+
+def _sse(name: str, payload: dict[str, object]) -> bytes:
+    return f"event: {name}\ndata: {json.dumps(payload)}\n\n".encode()
+
+
+async def live_events(request: web.Request) -> web.StreamResponse:
+    root = _bundle_root(request)
+    bundle = Bundle(root)
+    response = web.StreamResponse(
+        headers={**HEADERS, "Content-Type": "text/event-stream", "X-Accel-Buffering": "no"}
+    )
+    await response.prepare(request)
+    seen: float | None = -1.0
+    while True:
+        stamp = bundle.last_write()
+        state = await asyncio.to_thread(bundle.run_state)
+        if stamp != seen or state not in ("running",):
+            seen = stamp
+            try:
+                view = await asyncio.to_thread(live.live_state, root)
+                html = live.live_body(view)
+            except TouchstoneError as exc:
+                html = f'<p class="err">{e(exc)}</p>'
+            done = state != "running"
+            await response.write(_sse("end" if done else "update", {"html": html}))
+            if done:
+                return response
+        await asyncio.sleep(POLL_S)
+
+
+async def packs_page(request: web.Request) -> web.Response:
+    return page("Packs", packs.packs_html(request.app[PACKS]))
+
+
+async def pack_view(request: web.Request) -> web.Response:
+    name = request.match_info["name"]
+    path = next((p for p in packs.pack_files(request.app[PACKS]) if p.name == name), None)
+    if path is None:
+        raise web.HTTPNotFound(text="no such pack in the packs folder")
+    try:
+        body = packs.pack_view_html(path)
+    except TouchstoneError as exc:
+        body = f'<h1>{e(name)}</h1><p class="err" id="pack-error">{e(exc)}</p>'
+    return page(name, body)
+
+
+async def pack_validate(request: web.Request) -> web.Response:
+    form = await request.post()
+    upload, pasted = form.get("file"), form.get("yaml")
+    source: str | bytes
+    if isinstance(upload, web.FileField) and upload.filename:
+        raw = upload.file.read()
+        source = raw if isinstance(raw, bytes) else str(raw)
+        text = source.decode("utf-8", errors="replace") if isinstance(source, bytes) else source
+    else:
+        text = source = pasted if isinstance(pasted, str) else ""
+    outcome = await asyncio.to_thread(packs.validate_text, source)
+    return page("Packs", packs.packs_html(request.app[PACKS], text, outcome))
+
+
+async def compare_page(request: web.Request) -> web.Response:
+    wanted = request.query.getall("row", [])
+    try:
+        body = await asyncio.to_thread(compare.compare_html, request.app[RUNS], wanted)
+    except TouchstoneError as exc:
+        body = f'<h1>Compare</h1><p class="err">{e(exc)}</p>'
+    return page("Compare", body)
+
+
+async def compare_file(request: web.Request) -> web.Response:
+    kind = request.match_info["kind"]
+    wanted = request.query.getall("row", [])
+    judged = request.query.get("judged") != "0"
+    text = await asyncio.to_thread(
+        compare.compare_download, request.app[RUNS], wanted, kind, judged
+    )
+    ctype = "text/csv" if kind == "csv" else "text/markdown"
+    name = "compare.csv" if kind == "csv" else "compare.md"
+    return web.Response(
+        text=text,
+        content_type=ctype,
+        headers={**HEADERS, "Content-Disposition": f'attachment; filename="{name}"'},
+    )
+
+
+async def judges_page(request: web.Request) -> web.Response:
+    return page("Judges", await asyncio.to_thread(judges.judges_html, request.app[RUNS]))
+
+
+async def _jobs_page(request: web.Request, message: str | None = None) -> web.Response:
+    jobs = request.app[JOBS]
+    try:
+        listed = await asyncio.to_thread(jobs.jobs)
+    except TouchstoneError as exc:
+        listed, message = [], message or str(exc)
+    body = jobs_page.jobs_html(listed, request.app[PACKS], jobs.dashboard, message)
+    return page("Jobs", body)
+
+
+async def jobs_list(request: web.Request) -> web.Response:
+    return await _jobs_page(request)
+
+
+async def job_start(request: web.Request) -> web.StreamResponse:
+    form = {k: v for k, v in (await request.post()).items() if isinstance(v, str)}
+    try:
+        job_id = await asyncio.to_thread(request.app[JOBS].submit, form.get("kind", ""), form)
+    except TouchstoneError as exc:
+        response = await _jobs_page(request, str(exc))
+        response.set_status(409 if str(exc).startswith("refused:") else 400)
+        return response
+    raise web.HTTPSeeOther(f"/jobs/{job_id}")
+
+
+async def job_stop(request: web.Request) -> web.StreamResponse:
+    job_id = request.match_info["job"]
+    try:
+        await asyncio.to_thread(request.app[JOBS].stop, job_id)
+    except (TouchstoneError, RuntimeError) as exc:
+        return await _jobs_page(request, f"stop {job_id}: {exc}")
+    raise web.HTTPSeeOther(f"/jobs/{job_id}")
+
+
+async def job_view(request: web.Request) -> web.Response:
+    return page("Job", jobs_page.job_html(request.match_info["job"]), scripts=("job.js",))
+
+
+async def job_events(request: web.Request) -> web.StreamResponse:
+    job_id = request.match_info["job"]
+    response = web.StreamResponse(headers={**HEADERS, "Content-Type": "text/event-stream"})
+    await response.prepare(request)
+    seen = None
+    while True:
+        try:
+            status, logs = await asyncio.to_thread(request.app[JOBS].logs, job_id)
+        except (TouchstoneError, RuntimeError) as exc:
+            await response.write(_sse("end", {"status": "unknown", "logs": str(exc)}))
+            return response
+        done = status in ("SUCCEEDED", "FAILED", "STOPPED")
+        if (status, logs) != seen or done:
+            seen = (status, logs)
+            await response.write(
+                _sse("end" if done else "update", {"status": status, "logs": logs})
+            )
+            if done:
+                return response
+        await asyncio.sleep(POLL_S)
+
+
+async def favicon(request: web.Request) -> web.Response:
+    return web.Response(status=204, headers=HEADERS)
+
+
+async def static(request: web.Request) -> web.Response:
+    script = SCRIPTS.get(request.match_info["name"])
+    if script is None:
+        raise web.HTTPNotFound()
+    return web.Response(text=script, content_type="application/javascript", headers=HEADERS)
+
+
+def make_app(settings: UiSettings) -> web.Application:
+    """The aiohttp application for ``settings`` (guarded by
+    :func:`~touchstone_ray.ui.security.guard_middleware`)."""
+    app = web.Application(
+        middlewares=[guard_middleware(settings.host, settings.port, settings.token)],
+        client_max_size=packs.MAX_PASTE_BYTES,
+    )
+    app[RUNS] = settings.runs.resolve()
+    app[PACKS] = settings.packs.resolve()
+    app[JOBS] = Jobs(settings.address, app[RUNS], app[PACKS])
+
+    async def close_jobs(app: web.Application) -> None:
+        await asyncio.to_thread(app[JOBS].close)
+
+    app.on_cleanup.append(close_jobs)
+    app.add_routes(
+        [
+            web.get("/", overview_page),
+            web.get("/fragment/overview", overview_fragment),
+            web.get("/run/{rel:.+}", result_page),
+            web.get("/live/{rel:.+}", live_page),
+            web.get("/events/{rel:.+}", live_events),
+            web.get("/packs", packs_page),
+            web.post("/packs/validate", pack_validate),
+            web.get("/packs/{name}", pack_view),
+            web.get("/static/{name}", static),
+            web.get("/favicon.ico", favicon),
+            web.get("/compare", compare_page),
+            web.get("/compare.{kind:csv|md}", compare_file),
+            web.get("/judges", judges_page),
+            web.get("/jobs", jobs_list),
+            web.post("/jobs/start", job_start),
+            web.post("/jobs/{job}/stop", job_stop),
+            web.get("/jobs/{job}", job_view),
+            web.get("/jobs/{job}/events", job_events),
+        ]
+    )
+    return app
+
+
+def serve(settings: UiSettings, stream: TextIO = sys.stdout) -> None:
+    """Check ``settings`` and serve until interrupted; prints the address (and a warning for
+    a non-loopback bind). Raises :class:`UsageError` (see :meth:`UiSettings.check`)."""
+    settings.check()
+    if not is_loopback_host(settings.host):
+        print(
+            f"warning: the UI listens on {settings.host}:{settings.port}, reachable beyond this "
+            "machine; every request needs the token",
+            file=sys.stderr,
+        )
+    print(f"touchstone-ray ui: http://{settings.host}:{settings.port}/", file=stream, flush=True)
+    web.run_app(
+        make_app(settings), host=settings.host, port=settings.port, print=None, access_log=None
+    )

@@ -1,0 +1,171 @@
+"""The compare page (issue item 4): tick rows (bundle × model × variant) from any bundles;
+the table lists what the rows share and puts only what differs in the column heads.
+
+Rows are :func:`touchstone_ray.report.compare.compare_rows` of the ticked bundles (its
+figures: quality %, K.-o., TTFT p50 s, median decode tok/s, memory MB with its source); the
+facts compared are the bundle, pack and version, hosts with their GPUs, engine (the model's
+``engine`` in ``bundle.json``), judges (the scorecard's), touchstone version, model and
+variant. Downloads: the leaderboard CSV and the meta-report Markdown of
+:func:`~touchstone_ray.report.compare.render_compare`, with or without judgements (without:
+quality and K.-o. left empty, for an outside rater).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from urllib.parse import quote
+
+from touchstone_ray.bundle import Bundle, find_bundles
+from touchstone_ray.errors import BundleError
+from touchstone_ray.judging.scorecard import load_scorecard
+from touchstone_ray.report._labels import labels
+from touchstone_ray.report.compare import CompareRow, _cells, _head, compare_rows, render_compare
+from touchstone_ray.ui._page import e
+
+__all__ = ["Picked", "compare_download", "compare_html", "picked_rows", "row_id"]
+
+SEP = "|"
+
+
+def row_id(rel: str, model: str, variant: str) -> str:
+    """The value of one ``row`` query parameter: ``<bundle>|<model>|<variant>``."""
+    return f"{rel}{SEP}{model}{SEP}{variant}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Picked:
+    """One ticked row: its compare figures and the facts that may differ between rows."""
+
+    rid: str
+    row: CompareRow
+    facts: dict[str, str]
+
+
+def _facts(root: Path, row: CompareRow) -> dict[str, str]:
+    manifest = Bundle(root).raw_manifest()
+    engines = {
+        str(m.get("model")): str(m.get("engine"))
+        for m in manifest.get("models", [])
+        if isinstance(m, dict)
+    }
+    try:
+        judges = ", ".join(str(j) for j in load_scorecard(root).get("judges", [])) or "—"
+    except BundleError:
+        judges = "(not judged)"
+    return {
+        "bundle": row.bundle,
+        "pack": row.pack,
+        "host / GPUs": row.hosts,
+        "engine": engines.get(row.model, "—"),
+        "judges": judges,
+        "touchstone": str(manifest.get("touchstone_version") or "—"),
+        "model": row.model,
+        "variant": row.variant,
+    }
+
+
+def eval_bundles(runs: Path) -> list[Path]:
+    """The eval bundles under ``runs`` (perf bundles have no rows to compare)."""
+    out = []
+    for root in find_bundles(runs):
+        try:
+            if Bundle(root).kind() == "eval":
+                out.append(root)
+        except BundleError:
+            continue
+    return out
+
+
+def picked_rows(runs: Path, wanted: list[str]) -> tuple[list[Picked], str]:
+    """The ticked rows (``wanted`` row ids, in that order) and the report language. Ids of
+    bundles outside ``runs`` or rows that do not exist are ignored. Raises
+    :class:`BundleError` for a ticked bundle the report cannot read."""
+    by_rel = {root.relative_to(runs).as_posix(): root for root in eval_bundles(runs)}
+    need: dict[str, list[str]] = {}
+    for rid in wanted:
+        rel = rid.rsplit(SEP, 2)[0]
+        if rel in by_rel:
+            need.setdefault(rel, []).append(rid)
+    found: dict[str, Picked] = {}
+    langs = set()
+    for rel in need:
+        rows, lang = compare_rows([by_rel[rel]])
+        langs.add(lang)
+        for row in rows:
+            rid = row_id(rel, row.model, row.variant)
+            if rid in need[rel]:
+                found[rid] = Picked(rid, row, _facts(by_rel[rel], row))
+    picked = [found[r] for r in wanted if r in found]
+    return picked, langs.pop() if len(langs) == 1 else "en"
+
+
+def _chooser(runs: Path, wanted: list[str]) -> str:
+    items = []
+    for root in eval_bundles(runs):
+        rel = root.relative_to(runs).as_posix()
+        try:
+            rows, _ = compare_rows([root])
+        except BundleError as exc:
+            items.append(f'<li>{e(rel)} <span class="err">{e(exc)}</span></li>')
+            continue
+        boxes = "".join(
+            f'<label><input type="checkbox" name="row" value="{e(rid)}"'
+            f"{' checked' if rid in wanted else ''}> {e(r.model)} · {e(r.variant)}</label> "
+            for r in rows
+            for rid in [row_id(rel, r.model, r.variant)]
+        )
+        items.append(f"<li><strong>{e(rel)}</strong><br>{boxes}</li>")
+    return (
+        '<form method="get" action="/compare" id="compare-pick"><ul>'
+        + "".join(items)
+        + '</ul><button type="submit">compare</button></form>'
+    )
+
+
+def compare_html(runs: Path, wanted: list[str]) -> str:
+    """The compare page body: the chooser and, for ticked rows, the shared facts, the table
+    and the download links."""
+    body = "<h1>Compare</h1>" + _chooser(runs, wanted)
+    if not wanted:
+        return body
+    picked, lang = picked_rows(runs, wanted)
+    if not picked:
+        return body + '<p class="muted">None of the ticked rows exists.</p>'
+    t = labels(lang)
+    names = list(picked[0].facts)
+    shared = [n for n in names if len({p.facts[n] for p in picked}) == 1]
+    differs = [n for n in names if n not in shared]
+    facts = "".join(f"<li><strong>{e(n)}</strong>: {e(picked[0].facts[n])}</li>" for n in shared)
+    head = "".join(f'<th class="differs">{e(n)}</th>' for n in differs) + "".join(
+        f"<th>{e(h)}</th>" for h in _head(t)[4:]
+    )
+    rows = "".join(
+        "<tr>"
+        + "".join(f"<td>{e(p.facts[n])}</td>" for n in differs)
+        + "".join(f"<td>{e(c)}</td>" for c in _cells(p.row, t)[4:])
+        + "</tr>"
+        for p in picked
+    )
+    query = "&".join(f"row={quote(p.rid)}" for p in picked)
+    return body + (
+        f'<h2>Shared</h2><ul id="shared">{facts}</ul>'
+        f'<h2>Rows</h2><table id="compare"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody>'
+        f'</table><p><a id="csv" href="/compare.csv?{query}">leaderboard CSV</a> · '
+        f'<a id="md" href="/compare.md?{query}">meta-report (Markdown)</a> · '
+        f'<a id="md-unjudged" href="/compare.md?{query}&judged=0">meta-report without '
+        "judgements</a></p>"
+    )
+
+
+def compare_download(runs: Path, wanted: list[str], kind: str, judged: bool) -> str:
+    """The CSV (``kind`` ``csv``) or Markdown (``md``) of the ticked rows; without
+    ``judged`` quality and K.-o. are left empty."""
+    picked, lang = picked_rows(runs, wanted)
+    rows = [p.row for p in picked]
+    if not judged:
+        rows = [
+            dataclasses.replace(r, quality_pct=None, ko_passed=None, ko_reason="") for r in rows
+        ]
+    _, markdown, table = render_compare(rows, lang)
+    return table if kind == "csv" else markdown

@@ -1,0 +1,254 @@
+"""Start and stop runs as Ray jobs (issue item 7).
+
+Runs are submitted with :class:`ray.job_submission.JobSubmissionClient` to the cluster of
+``--address`` (its dashboard address: ``http://head:8265``, or ``auto``); without one, the
+UI starts a local Ray head as a child process (``ray start --head --block`` on free ports,
+dashboard on 127.0.0.1) the first time a job is needed, and stops it when the UI exits. The
+UI never runs a measurement itself: the job's entrypoint is the CLI (``touchstone-ray eval
+--pack P --config C --out RUNS``, ``touchstone-ray perf --config C --out RUNS``,
+``touchstone-ray judge --bundle B --judge-config J``), so
+a run on a cluster of ``--address`` survives the UI being closed, and stop = ``stop_job``
+(the bundle stays resumable). Every path a job names lies under ``--runs`` or the packs
+folder.
+
+One eval per host at a time: a job carries ``touchstone_kind`` and ``touchstone_hosts`` (the
+fleet config's pinned hosts, ``(unpinned)`` for models without one) in its metadata, and an
+eval or perf run whose hosts meet those of a PENDING or RUNNING eval or perf job is refused
+with the reason (both measure; a judge run holds no host).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from touchstone_ray.config import load_config
+from touchstone_ray.errors import RunError, UsageError
+from touchstone_ray.ui.security import confined
+
+__all__ = ["ACTIVE", "JobInfo", "Jobs", "LocalCluster", "fleet_hosts"]
+
+ACTIVE = ("PENDING", "RUNNING")
+"""Job states that hold their hosts."""
+MEASURING = ("eval", "perf")
+"""Job kinds that measure on their hosts; two of them never share a host."""
+UNPINNED = "(unpinned)"
+"""Host name a model without ``host`` holds (it may run on any node)."""
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+"""Terminal escape sequences (colours) in job logs."""
+READY_TIMEOUT_S = 180.0
+"""Longest wait for a started local head to accept a job (s)."""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class LocalCluster:
+    """A Ray head this UI started (``ray start --head --block``), stopped with the UI."""
+
+    def __init__(self) -> None:
+        self.tmp = Path(tempfile.mkdtemp(prefix="tsui-", dir="/tmp"))
+        self.dashboard_port = _free_port()
+        ray = shutil.which("ray") or str(Path(sys.executable).with_name("ray"))
+        cmd = [ray, "start", "--head", "--block", "--disable-usage-stats"]
+        cmd += ["--port", str(_free_port()), "--dashboard-host", "127.0.0.1"]
+        cmd += ["--dashboard-port", str(self.dashboard_port)]
+        cmd += ["--dashboard-agent-listen-port", str(_free_port())]
+        cmd += ["--temp-dir", str(self.tmp / "ray")]
+        env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+        self.log = open(self.tmp / "ray-start.log", "w")  # noqa: SIM115 - lives with the head
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=env)
+
+    @property
+    def url(self) -> str:
+        """The head's dashboard address (``http://127.0.0.1:<port>``)."""
+        return f"http://127.0.0.1:{self.dashboard_port}"
+
+    def stop(self) -> None:
+        """Stop the head process (``--block`` takes its cluster down with it)."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    """One touchstone job as the jobs page lists it (times epoch s)."""
+
+    job_id: str
+    kind: str
+    status: str
+    hosts: tuple[str, ...]
+    entrypoint: str
+    start_time: float | None
+    message: str | None
+
+
+def fleet_hosts(config: Path) -> tuple[str, ...]:
+    """The hosts an eval of ``config`` holds: every model's ``host``, :data:`UNPINNED` for
+    models without one. Raises :class:`~touchstone_ray.errors.UsageError` for a bad config."""
+    fleet = load_config(config)
+    return tuple(sorted({m.host or UNPINNED for m in fleet.models}))
+
+
+class Jobs:
+    """Ray jobs of one UI: submit (with the host rule), list, stop, logs. Thread-safe; call
+    its methods from worker threads (every call blocks on HTTP to the dashboard)."""
+
+    def __init__(self, address: str | None, runs: Path, packs: Path) -> None:
+        self.address = address
+        self.runs = runs
+        self.packs = packs
+        self._lock = threading.Lock()
+        self._client: Any = None
+        self.local: LocalCluster | None = None
+
+    @property
+    def dashboard(self) -> str | None:
+        """The cluster's dashboard address, once known."""
+        if self.local is not None:
+            return self.local.url
+        return self.address
+
+    def client(self) -> Any:
+        """The :class:`JobSubmissionClient`, connecting (and starting the local head) on
+        first use. Raises :class:`RunError` when the cluster does not answer."""
+        with self._lock:
+            if self._client is not None:
+                return self._client
+            from ray.job_submission import JobSubmissionClient
+
+            if self.address is None and self.local is None:
+                self.local = LocalCluster()
+            url = self.address or (self.local.url if self.local else "auto")
+            deadline = time.monotonic() + READY_TIMEOUT_S
+            while True:
+                try:
+                    self._client = JobSubmissionClient(url)
+                    return self._client
+                except (ConnectionError, RuntimeError, ValueError) as exc:
+                    gone = self.local is not None and self.local.proc.poll() is not None
+                    if gone or time.monotonic() > deadline:
+                        raise RunError(f"Ray cluster at {url} does not answer ({exc})") from None
+                    time.sleep(1.0)
+
+    def close(self) -> None:
+        """Stop the local head, if this UI started one."""
+        if self.local is not None:
+            self.local.stop()
+
+    def _path(self, value: str, what: str) -> Path:
+        for base in (self.runs, self.packs):
+            path = confined(base, value) if value else None  # absolute or relative to base
+            if path is not None and path.exists():
+                return path
+        raise UsageError(f"{what} {value}: not a file under --runs or the packs folder")
+
+    def jobs(self) -> list[JobInfo]:
+        """Every touchstone job on the cluster, newest first; none before the local head is
+        started (listing does not start it, the first submission does)."""
+        if self.address is None and self.local is None:
+            return []
+        out = []
+        for job in self.client().list_jobs():
+            meta = job.metadata or {}
+            if "touchstone_kind" not in meta:
+                continue
+            hosts = tuple(h for h in meta.get("touchstone_hosts", "").split(",") if h)
+            start = job.start_time / 1000.0 if job.start_time else None
+            out.append(
+                JobInfo(
+                    str(job.submission_id),
+                    meta["touchstone_kind"],
+                    str(job.status.value if hasattr(job.status, "value") else job.status),
+                    hosts,
+                    job.entrypoint,
+                    start,
+                    job.message,
+                )
+            )
+        return sorted(out, key=lambda j: j.start_time or 0.0, reverse=True)
+
+    def entry(self, kind: str, form: dict[str, str]) -> tuple[list[str], tuple[str, ...]]:
+        """``(argv, hosts held)`` of a job of ``kind`` (``eval``, ``perf``, ``judge``) from the
+        form fields ``pack``, ``config``, ``bundle``, ``judge_config``. Raises
+        :class:`UsageError` for an unknown kind, a path outside ``--runs`` and the packs
+        folder, or a bad fleet config."""
+        if kind == "eval":
+            pack = self._path(form.get("pack", ""), "pack")
+            config = self._path(form.get("config", ""), "config")
+            args = ["eval", "--pack", str(pack), "--config", str(config), "--out", str(self.runs)]
+            return ["touchstone-ray", *args], fleet_hosts(config)
+        if kind == "perf":
+            config = self._path(form.get("config", ""), "config")
+            args = ["perf", "--config", str(config), "--out", str(self.runs)]
+            return ["touchstone-ray", *args], fleet_hosts(config)
+        if kind == "judge":
+            bundle = self._path(form.get("bundle", ""), "bundle")
+            judge = self._path(form.get("judge_config", ""), "judge config")
+            args = ["judge", "--bundle", str(bundle), "--judge-config", str(judge)]
+            return ["touchstone-ray", *args], ()
+        raise UsageError(f"kind {kind!r}: expected eval, perf or judge")
+
+    def submit(self, kind: str, form: dict[str, str]) -> str:
+        """Submit a job; returns its id. Raises :class:`UsageError` naming the path that is
+        not allowed, or the host an active eval already holds (with that job's id)."""
+        argv, hosts = self.entry(kind, form)
+        if kind in MEASURING:
+            for job in self.jobs():
+                shared = sorted(set(hosts) & set(job.hosts))
+                if job.kind in MEASURING and job.status in ACTIVE and shared:
+                    raise UsageError(
+                        f"refused: host {', '.join(shared)} already runs {job.kind} job "
+                        f"{job.job_id}; one eval per host at a time"
+                    )
+        job_id = f"touchstone-{kind}-{time.strftime('%Y%m%d-%H%M%S')}-{os.urandom(2).hex()}"
+        client = self.client()
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while True:
+            try:
+                return str(
+                    client.submit_job(
+                        entrypoint=shlex.join(argv),
+                        submission_id=job_id,
+                        metadata={"touchstone_kind": kind, "touchstone_hosts": ",".join(hosts)},
+                    )
+                )
+            except RuntimeError as exc:
+                # a fresh head answers before its job agent is up
+                if "No available agent" not in str(exc) or time.monotonic() > deadline:
+                    raise RunError(f"job submission failed: {exc}") from None
+                time.sleep(1.0)
+
+    def stop(self, job_id: str) -> bool:
+        """Ask the cluster to stop the job; ``False`` when it had already ended."""
+        return bool(self.client().stop_job(job_id))
+
+    def logs(self, job_id: str) -> tuple[str, str]:
+        """``(status, logs so far)`` of the job, terminal colour codes removed."""
+        client = self.client()
+        status = client.get_job_status(job_id)
+        text = ""
+        with contextlib.suppress(RuntimeError):
+            text = ANSI.sub("", client.get_job_logs(job_id))
+        return str(status.value if hasattr(status, "value") else status), text

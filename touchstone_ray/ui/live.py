@@ -1,0 +1,211 @@
+"""The live page (issue item 2): per host a progress bar, cells in flight, ETA, failures with
+their ``error_kind``, and sparklines of host RAM, GPU memory and engine RSS, pushed by
+server-sent events whenever the bundle's files change.
+
+Everything is read from the bundle through :func:`touchstone_ray.report.load_report_data`
+(unjudged): planned cells per model are ``len(variants) × pack.cells_per_variant`` (Σ
+repeats); done and failed come from the de-duplicated response shards (an ok record wins);
+a host's open ``model_start`` phase (``events.jsonl``) is the model in flight, with at most
+``min(concurrency, cells left)`` cells in flight. ETA (s) = cells left ÷ (cells finished ÷
+seconds since the host's first ``model_start``), an estimate from the rate so far. The
+sparklines plot ``sys_used_mb``, the sum of the GPUs' ``mem_used_mb`` and the sum of the
+engines' ``rss_mb`` of ``hosts/<host>.jsonl`` (MB); a series never measured is left out.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from touchstone_ray.bundle import Bundle
+from touchstone_ray.records import HostSample
+from touchstone_ray.report import load_report_data
+from touchstone_ray.report._data import ReportData
+from touchstone_ray.ui._page import e
+
+__all__ = ["HostProgress", "LiveState", "live_body", "live_state", "sparkline"]
+
+SPARK_POINTS = 120
+"""Most recent samples a sparkline shows."""
+
+
+@dataclass
+class HostProgress:
+    """One host's progress; ``eta_s`` in seconds (``None``: no rate yet or nothing left)."""
+
+    host: str
+    planned: int = 0
+    ok: int = 0
+    failed: int = 0
+    in_flight: int = 0
+    current_model: str | None = None
+    eta_s: float | None = None
+    failures_by_kind: dict[str, int] = field(default_factory=dict)
+    last_failures: list[dict[str, Any]] = field(default_factory=list)
+    series: dict[str, list[float]] = field(default_factory=dict)
+    """``ram`` / ``gpu`` / ``engine`` → MB values over time."""
+
+
+@dataclass
+class LiveState:
+    """The whole live view of a bundle at one moment."""
+
+    state: str
+    hosts: list[HostProgress]
+    updated_at: float
+
+
+def _series(samples: list[HostSample]) -> dict[str, list[float]]:
+    recent = samples[-SPARK_POINTS:]
+    ram = [s.sys_used_mb for s in recent if s.sys_used_mb is not None]
+    gpu = [
+        sum(g.mem_used_mb for g in s.gpus if g.mem_used_mb is not None)
+        for s in recent
+        if s.gpus and any(g.mem_used_mb is not None for g in s.gpus)
+    ]
+    engine = [
+        sum(x.rss_mb for x in s.engines if x.rss_mb is not None)
+        for s in recent
+        if s.engines and any(x.rss_mb is not None for x in s.engines)
+    ]
+    out = {"ram": ram, "gpu": gpu, "engine": engine}
+    return {k: v for k, v in out.items() if v}
+
+
+def _host_of(data: ReportData) -> dict[str, str]:
+    """Model → host: the manifest's pin, else the host whose ``model_start`` ran it."""
+    ran_on = {p.model: host for host, phases in data.phases.items() for p in phases}
+    return {
+        str(m.get("model")): str(
+            m.get("host") or ran_on.get(str(m.get("model"))) or "(not started)"
+        )
+        for m in data.manifest.get("models", [])
+        if isinstance(m, dict)
+    }
+
+
+def live_state(root: Path, now: float | None = None) -> LiveState:
+    """The live view of the bundle at ``root``. Raises
+    :class:`~touchstone_ray.errors.BundleError` for an unreadable bundle."""
+    now = time.time() if now is None else now
+    data = load_report_data(root, judged=False)
+    state = Bundle(root).run_state(now)
+    n_variants = len(data.manifest.get("variants") or data.pack.prompt_variants)
+    per_model = n_variants * data.pack.cells_per_variant
+    host_of = _host_of(data)
+    hosts: dict[str, HostProgress] = {}
+
+    def host(name: str) -> HostProgress:
+        return hosts.setdefault(name, HostProgress(name))
+
+    for name in host_of.values():
+        host(name).planned += per_model
+    done_by_model: Counter[str] = Counter()
+    for r in data.responses:
+        hp = host(host_of.get(r.model, r.host))
+        done_by_model[r.model] += 1
+        if r.ok:
+            hp.ok += 1
+        else:
+            hp.failed += 1
+            kind = r.error_kind or "unknown"
+            hp.failures_by_kind[kind] = hp.failures_by_kind.get(kind, 0) + 1
+            hp.last_failures.append(
+                {"model": r.model, "key": r.key, "error_kind": kind, "error": r.error}
+            )
+    for name, phases in data.phases.items():
+        hp = host(name)
+        open_ = [p for p in phases if p.t_end is None]
+        if open_ and state == "running":
+            model = open_[-1].model
+            left = max(per_model - done_by_model[model], 0)
+            hp.current_model = model
+            hp.in_flight = min(data.concurrency(model) or 1, left)
+        finished = hp.ok + hp.failed
+        left = max(hp.planned - finished, 0)
+        elapsed = now - phases[0].t_start if phases else 0.0
+        if state == "running" and finished and elapsed > 0 and left:
+            hp.eta_s = left / (finished / elapsed)
+    for name, samples in data.samples.items():
+        host(name).series = _series(samples)
+    for hp in hosts.values():
+        hp.last_failures = hp.last_failures[-5:]
+    return LiveState(state, [hosts[k] for k in sorted(hosts)], now)
+
+
+def sparkline(values: list[float], width: int = 160, height: int = 28) -> str:
+    """An inline SVG polyline of ``values`` scaled to its own min..max."""
+    if not values:
+        return ""
+    lo, hi = min(values), max(values)
+    span = hi - lo or 1.0
+    step = width / max(len(values) - 1, 1)
+    points = " ".join(
+        f"{i * step:.1f},{height - 2 - (v - lo) / span * (height - 4):.1f}"
+        for i, v in enumerate(values)
+    )
+    return (
+        f'<svg class="spark" width="{width}" height="{height}" viewBox="0 0 {width} {height}">'
+        f'<polyline fill="none" stroke="#2f5fb3" stroke-width="1.5" points="{points}"/></svg>'
+    )
+
+
+SERIES_LABELS = {"ram": "host RAM used", "gpu": "GPU memory used", "engine": "engine RSS"}
+
+
+def _eta(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    minutes, secs = divmod(int(seconds + 0.5), 60)
+    return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
+
+
+ERROR_CHARS = 160
+"""A failure's error text on the card is cut to this many characters (the result page and
+the shard keep it whole)."""
+
+
+def _short(text: object) -> str | None:
+    if text is None:
+        return None
+    value = str(text)
+    return value if len(value) <= ERROR_CHARS else value[: ERROR_CHARS - 1] + "…"
+
+
+def _card(hp: HostProgress) -> str:
+    finished = hp.ok + hp.failed
+    pct = 100.0 * finished / hp.planned if hp.planned else 0.0
+    kinds = ", ".join(f"{k} × {n}" for k, n in sorted(hp.failures_by_kind.items())) or "none"
+    failures = "".join(
+        f"<li><code>{e(f['key'])}</code> {e(f['error_kind'])}: {e(_short(f['error']))}</li>"
+        for f in hp.last_failures
+    )
+    sparks = "".join(
+        f"<div>{e(SERIES_LABELS[k])}: {v[-1]:.0f} MB{sparkline(v)}</div>"
+        for k, v in hp.series.items()
+    )
+    model = f" · now {e(hp.current_model)}" if hp.current_model else ""
+    return (
+        f'<div class="card host-card" data-host="{e(hp.host)}"><h3>{e(hp.host)}</h3>'
+        f'<div class="bar"><span style="width:{pct:.1f}%"></span></div>'
+        f'<div class="progress">{finished}/{hp.planned} cells ({hp.ok} ok, '
+        f'<span class="failed">{hp.failed} failed</span>)</div>'
+        f'<div>in flight: <span class="in-flight">{hp.in_flight}</span>{model} · ETA '
+        f'<span class="eta">{_eta(hp.eta_s)}</span></div>'
+        f'<div class="failure-kinds">failures: {e(kinds)}</div>'
+        f'<ul class="failures">{failures}</ul>{sparks}</div>'
+    )
+
+
+def live_body(live: LiveState) -> str:
+    """The HTML the live page shows (and each server-sent event replaces): the state badge
+    and one card per host."""
+    cards = "".join(_card(h) for h in live.hosts) or '<p class="muted">No host yet.</p>'
+    stamp = time.strftime("%H:%M:%S", time.localtime(live.updated_at))
+    return (
+        f'<p>status <span class="badge s-{e(live.state)}" id="live-state">{e(live.state)}</span>'
+        f' <span class="muted">updated {stamp}</span></p><div class="cards">{cards}</div>'
+    )

@@ -1,0 +1,203 @@
+"""The overview (issue item 1): one row per bundle under ``--runs``, grouped by pack.
+
+Rows come from :func:`touchstone_ray.bundle.find_bundles` on every request, so a bundle that
+appears while the UI runs is listed at the next load (the page re-fetches its table every
+few seconds). Status is :meth:`Bundle.run_state`; a judged bundle's best row comes from its
+``scorecard.json`` (:func:`~touchstone_ray.judging.scorecard.load_scorecard`): the row ranked
+first, its ``rubric_level``, ``ko_passed`` and ``quality_pct`` (%).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from touchstone_ray.bundle import Bundle, find_bundles
+from touchstone_ray.errors import BundleError
+from touchstone_ray.judging.scorecard import load_scorecard
+from touchstone_ray.ui._page import e
+
+__all__ = ["BundleSummary", "overview_html", "summaries", "summarize"]
+
+
+@dataclass
+class BundleSummary:
+    """What the overview shows of one bundle. ``started_at`` is epoch s, ``quality_pct`` %."""
+
+    rel: str
+    """Path relative to ``--runs`` (posix), the bundle's id in every UI address."""
+    name: str
+    kind: str
+    pack: str
+    state: str
+    models: list[str] = field(default_factory=list)
+    variants: list[str] = field(default_factory=list)
+    hosts: list[str] = field(default_factory=list)
+    started_at: float | None = None
+    best: str | None = None
+    rubric_level: str | None = None
+    ko_passed: bool | None = None
+    quality_pct: float | None = None
+    resume: str | None = None
+    error: str | None = None
+
+
+def _best(root: Path) -> dict[str, Any] | None:
+    try:
+        rows = [r for r in load_scorecard(root)["rows"] if isinstance(r, dict)]
+    except BundleError:
+        return None
+
+    def rank(row: dict[str, Any]) -> float:
+        value = row.get("rank")
+        return float(value) if isinstance(value, int) else float("inf")
+
+    ranked = sorted(rows, key=rank)
+    return ranked[0] if ranked else None
+
+
+def summarize(root: Path, runs: Path, now: float | None = None) -> BundleSummary:
+    """The overview row of the bundle at ``root`` (under ``runs``); an unreadable manifest
+    gives a row with ``error`` set instead of raising."""
+    bundle = Bundle(root)
+    rel = root.relative_to(runs).as_posix()
+    try:
+        manifest = bundle.raw_manifest()
+        kind = bundle.kind()
+        state = bundle.run_state(now)
+    except BundleError as exc:
+        return BundleSummary(rel, root.name, "?", "?", "unreadable", error=str(exc))
+    raw_pack = manifest.get("pack")
+    pack: dict[str, Any] = raw_pack if isinstance(raw_pack, dict) else {}
+    pack_label = f"{pack.get('id')} v{pack.get('version')}" if pack.get("id") else f"({kind})"
+    models = [m for m in manifest.get("models", []) if isinstance(m, dict)]
+    hosts = sorted(manifest.get("hosts") or {}) or sorted(
+        {str(m["host"]) for m in models if m.get("host")}
+    )
+    started = manifest.get("started_at")
+    summary = BundleSummary(
+        rel=rel,
+        name=root.name,
+        kind=kind,
+        pack=pack_label,
+        state=state,
+        models=[str(m.get("model") or m.get("id")) for m in models],
+        variants=[str(v) for v in manifest.get("variants") or []],
+        hosts=hosts,
+        started_at=float(started) if isinstance(started, int | float) else None,
+    )
+    if state == "crashed":
+        summary.resume = bundle.resume_command()
+    if state == "judged":
+        best = _best(root)
+        if best is not None:
+            summary.best = f"{best.get('model')} · {best.get('variant')}"
+            summary.rubric_level = best.get("rubric_level")
+            summary.ko_passed = best.get("ko_passed")
+            q = best.get("quality_pct")
+            summary.quality_pct = float(q) if isinstance(q, int | float) else None
+    return summary
+
+
+def summaries(runs: Path, now: float | None = None) -> list[BundleSummary]:
+    """Every bundle under ``runs``, newest first."""
+    rows = [summarize(root, runs, now) for root in find_bundles(runs)]
+    return sorted(rows, key=lambda s: (s.started_at or 0.0, s.rel), reverse=True)
+
+
+def _matches(s: BundleSummary, filters: dict[str, str]) -> bool:
+    pack, model, host = filters.get("pack"), filters.get("model"), filters.get("host")
+    return (
+        (not pack or s.pack.split(" ")[0] == pack)
+        and (not model or model in s.models)
+        and (not host or host in s.hosts)
+    )
+
+
+def _select(name: str, label: str, values: list[str], chosen: str) -> str:
+    opts = ['<option value="">all</option>'] + [
+        f'<option value="{e(v)}"{" selected" if v == chosen else ""}>{e(v)}</option>'
+        for v in values
+    ]
+    return f'<label>{label}<br><select name="{name}">{"".join(opts)}</select></label>'
+
+
+def _date(ts: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts else "—"
+
+
+def _ko(s: BundleSummary) -> str:
+    if s.ko_passed is None:
+        return ""
+    cls, text = ("ko-pass", "K.-o. passed") if s.ko_passed else ("ko-fail", "K.-o.")
+    return f' <span class="badge {cls}">{text}</span>'
+
+
+def _row(s: BundleSummary) -> str:
+    link = quote(s.rel)
+    # a perf bundle has its own report (report.html), not the eval result page
+    pages = f'<a href="/run/{link}">result</a>' if s.kind == "eval" else ""
+    if s.state in ("running", "crashed"):
+        pages = f'<a href="/live/{link}">live</a>' + (" · " + pages if pages else "")
+    state = f'<span class="badge s-{e(s.state)}">{e(s.state)}</span>'
+    if s.resume:
+        state += f'<br><code class="resume">{e(s.resume)}</code>'
+    if s.error:
+        state += f'<br><span class="err">{e(s.error)}</span>'
+    quality = f"{s.quality_pct:.1f} %" if s.quality_pct is not None else "—"
+    best = f"{e(s.best)}<br>{e(s.rubric_level)}{_ko(s)}" if s.best else "—"
+    return (
+        f'<tr data-bundle="{e(s.rel)}"><td>{e(s.name)}<br>{pages}</td><td>{e(s.kind)}</td>'
+        f"<td>{state}</td><td>{e(len(s.models))} × {e(len(s.variants))}<br>"
+        f'<span class="muted">{e(", ".join(s.models))}</span></td>'
+        f"<td>{e(', '.join(s.hosts))}</td><td>{_date(s.started_at)}</td>"
+        f'<td>{best}</td><td class="quality">{quality}</td></tr>'
+    )
+
+
+HEAD = (
+    "<tr><th>bundle</th><th>kind</th><th>status</th><th>models × variants</th><th>hosts</th>"
+    "<th>date</th><th>best · rubric level · K.-o.</th><th>quality</th></tr>"
+)
+
+
+def table_html(rows: list[BundleSummary], filters: dict[str, str]) -> str:
+    """The grouped tables (one per pack) of the rows that pass ``filters`` (``pack``,
+    ``model``, ``host``)."""
+    groups: dict[str, list[BundleSummary]] = defaultdict(list)
+    for s in rows:
+        if _matches(s, filters):
+            groups[s.pack].append(s)
+    if not groups:
+        return '<p class="muted">No bundles match.</p>'
+    parts = []
+    for pack in sorted(groups):
+        body = "".join(_row(s) for s in groups[pack])
+        parts.append(
+            f'<section class="pack-group" data-pack="{e(pack)}"><h2>{e(pack)}</h2>'
+            f"<table><thead>{HEAD}</thead><tbody>{body}</tbody></table></section>"
+        )
+    return "".join(parts)
+
+
+def overview_html(runs: Path, filters: dict[str, str]) -> str:
+    """The overview page's body: filters and the grouped tables."""
+    rows = summaries(runs)
+    packs = sorted({s.pack.split(" ")[0] for s in rows})
+    models = sorted({m for s in rows for m in s.models})
+    hosts = sorted({h for s in rows for h in s.hosts})
+    form = (
+        '<form class="filters" method="get" action="/">'
+        + _select("pack", "pack", packs, filters.get("pack", ""))
+        + _select("model", "model", models, filters.get("model", ""))
+        + _select("host", "host", hosts, filters.get("host", ""))
+        + '<button type="submit">filter</button></form>'
+    )
+    return (
+        f'<h1>Runs <span class="muted">under {e(runs)}</span></h1>{form}'
+        f'<div id="groups">{table_html(rows, filters)}</div>'
+    )

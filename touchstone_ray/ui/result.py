@@ -1,0 +1,152 @@
+"""The result page (issue item 3): the report's own sections, rendered live from the bundle.
+
+The page is :func:`touchstone_ray.report.build_document` of the bundle (judged when it has a
+``scorecard.json``, else the rating-task version) through the report's HTML writer; only its
+answers section is replaced by the same per-answer blocks (the report's ``_answer_blocks``:
+verdicts with rationales, flags hit, speed and resource figures) for the answers that pass
+the filters ``prompt``, ``model``, ``variant``, ``score`` (exact 1..5 in any verdict) and
+``red_flag`` (``1``: a verdict raised one). A K.-o. block on top names, per row, whether the
+rule passed, the branch that fired (the scorecard's ``ko_reason``), the red-flagged prompts
+and the prompts where a judge raised a red flag outside ``red_flag_prompts`` (under
+``curated`` these do not knock out; shown so they are not lost).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from touchstone_ray.errors import BundleError
+from touchstone_ray.records import EvalResponse
+from touchstone_ray.report import build_document, load_report_data
+from touchstone_ray.report._answers import _answer_blocks
+from touchstone_ray.report._data import ReportData
+from touchstone_ray.report._doc import Block, Heading
+from touchstone_ray.report._html import _CSS as REPORT_CSS
+from touchstone_ray.report._html import _Writer
+from touchstone_ray.report._labels import labels
+from touchstone_ray.ui._page import e
+
+__all__ = ["FILTERS", "filter_answers", "result_html"]
+
+FILTERS = ("prompt", "model", "variant", "score", "red_flag")
+"""Query parameters of the answers filter."""
+
+
+def filter_answers(data: ReportData, filters: dict[str, str]) -> list[EvalResponse]:
+    """The bundle's answers that pass ``filters`` (see the module docstring), in report
+    order."""
+    out = []
+    score = filters.get("score", "")
+    for r in data.responses:
+        if filters.get("prompt") and r.prompt_id != filters["prompt"]:
+            continue
+        if filters.get("model") and r.model != filters["model"]:
+            continue
+        if filters.get("variant") and r.variant != filters["variant"]:
+            continue
+        verdicts = data.verdicts.get(r.key, [])
+        if score.isdigit() and not any(v.score == int(score) for v in verdicts):
+            continue
+        if filters.get("red_flag") == "1" and not any(v.red_flag for v in verdicts):
+            continue
+        out.append(r)
+    return out
+
+
+def _select(name: str, values: list[str], chosen: str) -> str:
+    opts = ['<option value="">all</option>'] + [
+        f'<option value="{e(v)}"{" selected" if v == chosen else ""}>{e(v)}</option>'
+        for v in values
+    ]
+    return f'<label>{name}<br><select name="{name}">{"".join(opts)}</select></label>'
+
+
+def _filter_form(data: ReportData, filters: dict[str, str], action: str) -> str:
+    red = " checked" if filters.get("red_flag") == "1" else ""
+    return (
+        f'<form class="filters" id="answer-filters" method="get" action="{e(action)}">'
+        + _select("prompt", [p.id for p in data.pack.prompts()], filters.get("prompt", ""))
+        + _select("model", sorted({r.model for r in data.responses}), filters.get("model", ""))
+        + _select("variant", [v.id for v in data.pack.prompt_variants], filters.get("variant", ""))
+        + _select("score", ["1", "2", "3", "4", "5"], filters.get("score", ""))
+        + f'<label><input type="checkbox" name="red_flag" value="1"{red}> red flag</label>'
+        + '<button type="submit">filter answers</button></form>'
+    )
+
+
+def _ko_block(data: ReportData) -> str:
+    if not data.card:
+        return ""
+    rows = []
+    for (model, variant), row in data.card_rows.items():
+        passed = row.get("ko_passed")
+        badge = (
+            '<span class="badge ko-pass">passed</span>'
+            if passed
+            else '<span class="badge ko-fail">K.-o.</span>'
+        )
+        flagged = ", ".join(str(p) for p in row.get("red_flagged") or []) or "—"
+        raised = sorted(
+            {
+                v.prompt_id
+                for r in data.responses
+                if (r.model, r.variant) == (model, variant)
+                for v in data.verdicts.get(r.key, [])
+                if v.red_flag
+            }
+        )
+        curated = set(data.pack.ko_rule.red_flag_prompts)
+        other = ", ".join(p for p in raised if p not in curated) or "—"
+        rows.append(
+            f"<tr><td>{e(model)} · {e(variant)}</td><td>{badge}</td>"
+            f'<td class="ko-reason">{e(row.get("ko_reason"))}</td><td>{e(flagged)}</td>'
+            f'<td class="uncurated">{e(other)}</td></tr>'
+        )
+    rule = data.pack.ko_rule
+    return (
+        f'<section id="ko"><h2>K.-o.</h2><p class="muted">rule: {e(rule.dimension)} at or below '
+        f"{e(rule.threshold)} or a red flag ({e(rule.red_flag_scope)})</p><table><thead><tr>"
+        "<th>row</th><th>K.-o.</th><th>branch that fired</th><th>red-flagged prompts</th>"
+        "<th>red flags outside the curated prompts</th></tr>"
+        f"</thead><tbody>{''.join(rows)}</tbody></table></section>"
+    )
+
+
+def result_html(root: Path, filters: dict[str, str], action: str) -> tuple[str, str]:
+    """``(title, body HTML)`` of the result page of the bundle ``root``.
+
+    Raises :class:`BundleError` for a bundle the report cannot read.
+    """
+    try:
+        data = load_report_data(root, judged=True)
+    except BundleError:
+        data = load_report_data(root, judged=False)
+    t = labels(data.lang)
+    doc = build_document(data)
+    before: list[Block] = []
+    after: list[Block] = []
+    target = before
+    for block in doc.blocks:
+        if isinstance(block, Heading) and block.level == 2 and block.text == t["answers"]:
+            target = []
+        elif isinstance(block, Heading) and block.level == 2 and block.text == t["glossary"]:
+            target = after
+        target.append(block)
+    shown = filter_answers(data, filters)
+    answers: list[Block] = []
+    for r in shown:
+        answers += _answer_blocks(data, r, t)
+    w = _Writer()
+    body = (
+        f'<style>{REPORT_CSS}</style><div class="report">'
+        + "".join(w.block(b) for b in before[:1])
+        + _ko_block(data)
+        + "".join(w.block(b) for b in before[1:])
+        + f'<h2 id="answers">{e(t["answers"])}</h2>'
+        + _filter_form(data, filters, action)
+        + f'<p class="muted" id="answer-count">{len(shown)} of {len(data.responses)} answers</p>'
+        + f'<div id="answer-list">{"".join(w.block(b) for b in answers)}</div>'
+        + "".join(w.block(b) for b in after)
+        + "</div>"
+    )
+    return doc.title, body
