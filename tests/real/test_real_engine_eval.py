@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
-import tempfile
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +14,6 @@ from typing import Any
 import pytest
 import yaml
 from llama_server import MODEL_ALIAS, LlamaServer, llama_server
-from ray_env import isolated_ray_auth
 
 from touchstone_ray.errors import UsageError
 from touchstone_ray.eval.run import EvalOptions, run_eval
@@ -74,29 +71,15 @@ def server_count(server: LlamaServer, text: str, nonce: str) -> int:
     return len(post(server.root + "/tokenize", body)["tokens"])
 
 
+RAY_CPUS = 1
+"""One CPU for this module's local Ray (``local_ray`` in conftest)."""
+
+
 @pytest.fixture(scope="module")
 def small(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
     """A second real server: ``--ctx-size 1024 --parallel 1`` (one 1024-token slot)."""
     with llama_server(tmp_path_factory.mktemp("small"), ctx_size=SLOT, parallel=1) as server:
         yield server
-
-
-@pytest.fixture(scope="module")
-def local_ray() -> Iterator[None]:
-    """One local Ray for the module; HOME and RAY_TMPDIR in a short temp folder (socket path
-    limit), auth state reset before and after."""
-    import ray
-
-    tmp = tempfile.mkdtemp(prefix="trc-")
-    with pytest.MonkeyPatch.context() as mp, isolated_ray_auth():
-        mp.setenv("HOME", tmp)
-        mp.setenv("RAY_TMPDIR", tmp)
-        ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
-        try:
-            yield
-        finally:
-            ray.shutdown()
-    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def files(tmp: Path, server: LlamaServer) -> tuple[Path, Path]:

@@ -10,16 +10,12 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from llama_server import MODEL_ALIAS, LlamaServer
-from ray_env import isolated_ray_auth
 
 from touchstone_ray.bundle import Bundle
 from touchstone_ray.judging.runner import run_judge
@@ -80,22 +76,6 @@ PACK: dict[str, Any] = {
 ANSWERS = {"A2": "Es wurde ein Budget von 20.000 € beschlossen."}
 
 
-@pytest.fixture(scope="module")
-def ray_local() -> Iterator[None]:
-    import ray
-
-    tmp = tempfile.mkdtemp(prefix="tsr-")
-    with pytest.MonkeyPatch.context() as mp, isolated_ray_auth():
-        mp.setenv("HOME", tmp)
-        mp.setenv("RAY_TMPDIR", tmp)
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-        try:
-            yield
-        finally:
-            ray.shutdown()
-    shutil.rmtree(tmp, ignore_errors=True)
-
-
 def write_bundle(root: Path) -> Path:
     """A bundle folder with the pack and one model's two answers, written as files."""
     pack = pack_from_data(PACK, "test")
@@ -138,7 +118,7 @@ def write_bundle(root: Path) -> Path:
     return root
 
 
-@pytest.mark.usefixtures("ray_local")
+@pytest.mark.usefixtures("local_ray")
 def test_gemma_judge_is_not_qualified(real_server: LlamaServer, tmp_path: Path) -> None:
     bundle = write_bundle(tmp_path / "bundle")
     judge = {
@@ -146,7 +126,10 @@ def test_gemma_judge_is_not_qualified(real_server: LlamaServer, tmp_path: Path) 
         "engine": "openai",
         "base_url": real_server.base_url,
         "model": MODEL_ALIAS,
-        "max_tokens": 64,
+        "max_tokens": 96,
+        # no prompt cache: at temperature 0 the verdicts then do not depend on what the server
+        # served before (a reused prefix changes the numerics, and with them the reply)
+        "extra_body": {"cache_prompt": False},
         "timeout_s": 150,
         "max_consecutive_failures": 0,
     }

@@ -14,12 +14,11 @@ table, so their reports are unchanged.
 
 from __future__ import annotations
 
-import statistics
-from collections.abc import Iterable
 from typing import Any
 
 import yaml
 
+from touchstone_ray.aggregates import row_stats
 from touchstone_ray.records import EvalResponse
 from touchstone_ray.report._data import ReportData
 from touchstone_ray.report._doc import Block, Callout, Code, Table, cell, num_cell
@@ -37,16 +36,6 @@ def models_per_host(data: ReportData) -> int:
     except (OSError, yaml.YAMLError, KeyError, TypeError):
         return 1
     return value if isinstance(value, int) else 1
-
-
-def _max(values: Iterable[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return max(present) if present else None
-
-
-def _mean(values: Iterable[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return statistics.fmean(present) if present else None
 
 
 def _process(status: dict[str, Any] | None, t: dict[str, str]) -> str:
@@ -70,10 +59,10 @@ def engine_footprint(data: ReportData, host: str, t: dict[str, str]) -> list[Blo
     rows = []
     for model, rs in by_model.items():
         st = status.get(endpoint_of(model, specs.get(model, {})))
-        peak, delta = _max(r.engine_rss_mb for r in rs), _max(r.engine_rss_delta_mb for r in rs)
-        gpu, cpu = _max(r.engine_gpu_mem_mb for r in rs), _mean(r.engine_cpu_pct for r in rs)
-        sys_peak, sys_delta = _max(r.sys_used_mb for r in rs), _max(r.sys_used_delta_mb for r in rs)
-        contended = sum(1 for r in rs if r.host_contended)
+        stats = row_stats(rs)
+        peak, delta = stats.engine_rss_peak_mb, stats.engine_rss_delta_mb
+        gpu, cpu = stats.engine_gpu_mem_mb, stats.engine_cpu_pct
+        sys_peak, sys_delta, contended = stats.peak_ram_mb, stats.model_delta_mb, stats.n_contended
         rows.append(
             (
                 cell(Code(model)),
