@@ -19,7 +19,13 @@ from touchstone_ray.eval.client_actor import HostClient
 from touchstone_ray.eval.prompts import PromptCount, input_truncated, nonce_line
 from touchstone_ray.perf.plan import Point
 from touchstone_ray.perf.records import PerfResponse
-from touchstone_ray.perf.workload import FittedPrompt, fit_prompt, forced_output, prompt_messages
+from touchstone_ray.perf.workload import (
+    FittedPrompt,
+    cold_body,
+    fit_prompt,
+    forced_output,
+    prompt_messages,
+)
 
 
 class PerfClient(HostClient):
@@ -67,6 +73,9 @@ class PerfClient(HostClient):
 
         def messages(tag: str) -> list[dict[str, str]]:
             return prompt_messages(nonce_line(self.run_id, tag), fitted.n_words, fitted.offset)
+
+        if not p.cached:
+            extra = {**extra, **cold_body(spec.engine)}
 
         async def send(msgs: list[dict[str, str]]) -> ChatResult:
             req = self._request(p.model, output_tokens, msgs)

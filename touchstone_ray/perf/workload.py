@@ -89,6 +89,18 @@ FORCING: dict[str, dict[str, Any]] = {
 Engines not listed cannot be forced; their records say ``output_forced: false``."""
 
 
+COLD: dict[str, dict[str, Any]] = {"llamacpp": {"cache_prompt": False}}
+"""Per engine, the body keys that keep a cache-busted request entirely out of the prompt
+cache. A nonce first line alone leaves llama.cpp one cached token (the BOS: ``cache_n`` 1
+measured on every cold request), which marks the request ``prompt_cached`` and drops it from
+the TTFT figures; vLLM's prefix cache works in blocks, which the nonce already breaks."""
+
+
+def cold_body(engine: str) -> dict[str, Any]:
+    """Extra body keys for a cold (cache-busted) request on ``engine``; ``{}`` when none."""
+    return dict(COLD.get(engine, {}))
+
+
 def forced_output(engine: str, output_tokens: int) -> tuple[dict[str, Any], bool]:
     """``(extra body, forced)`` for ``output_tokens`` completion tokens on ``engine``."""
     keys = FORCING.get(engine)
