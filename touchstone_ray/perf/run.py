@@ -245,6 +245,9 @@ class _Fleet:
         self.monitors: Any = None
         self.capacity: dict[str, Any] = {}
         self.errors: list[str] = []
+        self.ran: dict[str, list[PerfResponse]] = {}
+        """Point prefix → the requests this run measured for it (the capacity search reuses
+        the matrix's points)."""
         self._stopped = False
 
     def start(self) -> None:
@@ -365,6 +368,7 @@ class _Fleet:
             timeout=budget,
         )
         self.writer.records(m.label, records)
+        self.ran[point.prefix] = [PerfResponse.model_validate(r) for r in records]
         self.writer.event(
             "point_done",
             point=point.prefix,
@@ -380,12 +384,12 @@ class _Fleet:
 
         def share_at(c: int) -> float:
             point = Point(m.label, m.host, ctx, c, runs_at(opts.runs, c))
-            have = [r for r in existing if r.key.rsplit("|", 1)[0] == point.prefix]
+            have = self.ran.get(point.prefix) or [
+                r for r in existing if r.key.rsplit("|", 1)[0] == point.prefix
+            ]
             if len(have) < point.runs:
-                have = [
-                    PerfResponse.model_validate(r)
-                    for r in self._run_point(actor, m, point, opts.output_tokens)
-                ]
+                self._run_point(actor, m, point, opts.output_tokens)
+                have = self.ran[point.prefix]
             return slo_share(have, opts.slo)
 
         found, tried = search_capacity(share_at)
