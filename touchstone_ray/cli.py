@@ -236,8 +236,14 @@ def report(
     checks and a fill-in table per model × variant, for a person or an outside AI; `ingest`
     reads the filled reply back.
     """
+    from touchstone_ray.perf.report import is_perf_bundle, write_perf_report
     from touchstone_ray.report import write_report
+    from touchstone_ray.report._build import parse_formats
 
+    if is_perf_bundle(bundle):
+        for path in write_perf_report(bundle, parse_formats(fmt)):
+            typer.echo(str(path))
+        return
     for path in write_report(bundle, fmt, unjudged=unjudged):
         typer.echo(str(path))
 
