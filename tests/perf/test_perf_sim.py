@@ -250,3 +250,26 @@ def test_sigkill_then_resume_reuses_finished_points(tmp_path: Path) -> None:
     rerun = [e["point"] for e in lines(bundle / "events.jsonl") if e["event"] == "point_done"]
     assert sorted(rerun) == sorted(set(rerun))  # each point finished once
     assert json.loads((bundle / "bundle.json").read_text())["status"] == "done"
+
+
+def test_report_on_a_perf_bundle(capacity_run: tuple[Path, str, str]) -> None:
+    bundle, _, _ = capacity_run
+    done = subprocess.run(
+        [sys.executable, "-m", "touchstone_ray.cli", "report", "--bundle", str(bundle)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == [str(bundle / "report.md"), str(bundle / "report.html")]
+    charts = sorted(p.stem for p in (bundle / "report-charts").glob("*.svg"))
+    assert charts == ["pareto", "tpot-concurrency", "ttft-concurrency", "ttft-context"]
+    html = (bundle / "report.html").read_text(encoding="utf-8")
+    assert html.count("<svg") == 4 and 'src="http' not in html and "<link" not in html
+    assert 'id="capacity"' in html and 'id="points"' in html
+    md = (bundle / "report.md").read_text(encoding="utf-8")
+    summary = json.loads((bundle / "summary.json").read_text())
+    for entry in summary["capacity"].values():
+        assert entry["line"] in md
+    assert "SLO TTFT" in (bundle / "report-charts" / "ttft-concurrency.svg").read_text()
