@@ -74,6 +74,8 @@ def sim_server(
     answer_tokens: Annotated[int | None, typer.Option(help=_h("answer_tokens"))] = None,
     reasoning_share: Annotated[float | None, typer.Option(help=_h("reasoning_share"))] = None,
     reasoning_channel: Annotated[str | None, typer.Option(help=_h("reasoning_channel"))] = None,
+    slots: Annotated[int | None, typer.Option(help=_h("slots"))] = None,
+    batch_slowdown: Annotated[float | None, typer.Option(help=_h("batch_slowdown"))] = None,
     fail_rate: Annotated[float | None, typer.Option(help=_h("fail_rate"))] = None,
     fail_first_n: Annotated[int | None, typer.Option(help=_h("fail_first_n"))] = None,
     load_s: Annotated[float | None, typer.Option(help=_h("load_s"))] = None,
@@ -98,6 +100,8 @@ def sim_server(
     flags = {
         "ttft_ms": ttft_ms,
         "tps": tps,
+        "slots": slots,
+        "batch_slowdown": batch_slowdown,
         "answer_tokens": answer_tokens,
         "reasoning_share": reasoning_share,
         "reasoning_channel": reasoning_channel,
