@@ -273,3 +273,65 @@ def test_report_on_a_perf_bundle(capacity_run: tuple[Path, str, str]) -> None:
     for entry in summary["capacity"].values():
         assert entry["line"] in md
     assert "SLO TTFT" in (bundle / "report-charts" / "ttft-concurrency.svg").read_text()
+
+
+def test_compare_joins_perf_capacity_onto_eval_rows(capacity_run: tuple[Path, str, str]) -> None:
+    """An eval of the same fleet, then ``compare EVAL PERF``: each eval row of a model gets
+    the users at once its (model, host) reached in the perf bundle."""
+    perf_bundle, _, _ = capacity_run
+    tmp = perf_bundle.parents[1]
+    sys.path.insert(0, str(REPO / "tests" / "eval"))
+    from eval_helpers import tiny_pack
+
+    pack = tmp / "pack.yaml"
+    pack.write_text(yaml.safe_dump(tiny_pack(3), allow_unicode=True), encoding="utf-8")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "touchstone_ray.cli",
+            "eval",
+            "--pack",
+            str(pack),
+            "--config",
+            str(tmp / "simfleet.yaml"),
+            "--variants",
+            "baseline",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env(tmp),
+        cwd=REPO,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    eval_bundle = done.stdout.strip().splitlines()[-1]
+    out = tmp / "cmp"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "touchstone_ray.cli",
+            "compare",
+            eval_bundle,
+            str(perf_bundle),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    import csv
+
+    with open(out / "compare.csv", encoding="utf-8") as fh:
+        rows = {r["model"]: r for r in csv.DictReader(fh)}
+    slo = f"ttft={TTFT_SLO:g},tpot={TPOT_SLO:g}"
+    for label, slowdown in MODELS.items():
+        assert rows[label]["users_at_slo"] == str(implied_capacity(slowdown))
+        assert rows[label]["users_slo"] == slo
+    assert f"| {implied_capacity(MODELS['sim-tpot'])} ({slo}) |" in (
+        (out / "compare.md").read_text(encoding="utf-8")
+    )
