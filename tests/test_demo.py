@@ -55,14 +55,14 @@ def test_demo_quick_end_to_end(tmp_path: Path) -> None:
     for m in PERF_MODELS:  # the perf stage finds the capacity the simulator's knobs imply
         assert (
             f"{m['id']} on {m['host']}: {implied_capacity(m['sim'])} users at once with "
-            "TTFT < 0.1 s and ≥ 100 tok/s for 90 %" in lines
+            f"TTFT < {PERF_SLO['ttft']:g} s and ≥ {1 / PERF_SLO['tpot']:g} tok/s for 90 %" in lines
         )
     assert any(line.startswith("perf report: ") and line.endswith("report.html") for line in lines)
 
 
 def implied_capacity(sim: dict[str, float]) -> int:
     """Within the TTFT target only while a slot is free (a request beyond the slots waits a
-    whole request, over 0.1 s here); within the TPOT target while (1 + batch_slowdown ×
+    whole request, over the TTFT target here); within the TPOT target while (1 + batch_slowdown ×
     (c − 1)) / tps ≤ tpot."""
     by_tpot = math.floor(1 + (sim["tps"] * PERF_SLO["tpot"] - 1) / sim["batch_slowdown"])
     return min(int(sim["slots"]), by_tpot)

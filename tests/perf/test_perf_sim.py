@@ -23,9 +23,9 @@ REPO = Path(__file__).resolve().parents[2]
 TPS = 100.0
 SLOTS = 4
 TTFT_SLO = 0.15
-TPOT_SLO = 0.0225
+TPOT_SLO = 0.035
 MODELS = {  # label → batch_slowdown
-    "sim-tpot": 0.5,  # decoding limits it: (1 + 0.5 (c − 1)) / 100 ≤ 0.0225 up to c = 3
+    "sim-tpot": 1.0,  # decoding limits it: (1 + 1.0 (c − 1)) / 100 ≤ 0.035 up to c = 3
     "sim-slots": 0.05,  # the 4 slots limit it: a 5th stream waits a whole request
 }
 
