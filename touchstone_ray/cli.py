@@ -113,6 +113,9 @@ def perf(
     capacity: Annotated[
         bool, typer.Option(help="Search the most users per model and host meeting --slo.")
     ] = False,
+    embed: Annotated[
+        bool, typer.Option(help="Also measure embeddings: 64 chunks of ~256 tokens, batch 8.")
+    ] = False,
     out: Annotated[Path | None, typer.Option(help="Folder for new bundles.")] = None,
     resume: Annotated[
         Path | None, typer.Option(help="Perf bundle to resume: reuses complete points.")
@@ -133,6 +136,7 @@ def perf(
             runs=runs,
             slo=parse_slo(slo),
             capacity=capacity,
+            embed=embed,
             out=out,
             resume=resume,
         )

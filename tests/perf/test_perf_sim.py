@@ -337,3 +337,57 @@ def test_compare_joins_perf_capacity_onto_eval_rows(capacity_run: tuple[Path, st
     assert f"| {implied_capacity(MODELS['sim-tpot'])} ({slo}) |" in (
         (out / "compare.md").read_text(encoding="utf-8")
     )
+
+
+def test_embed_throughput_against_the_simulator(tmp_path: Path) -> None:
+    """``--embed``: 64 corpus chunks in batches of 8; the simulator answers a batch after
+    ttft + words / embed_tps, and counts words as tokens."""
+    from touchstone_ray.perf.embed import BATCH, CHUNK_TOKENS, N_CHUNKS, TOKENS_PER_WORD
+
+    ttft_s, embed_tps = 0.01, 20_000.0
+    config = {
+        "ray": {"include_dashboard": False},
+        "models": [
+            {
+                "id": "sim-e",
+                "engine": "simulated",
+                "sim": {"ttft_ms": ttft_s * 1000, "embed_tps": embed_tps},
+            }
+        ],
+        "monitor": {"interval_s": 0.5},
+        "out": str(tmp_path / "runs"),
+    }
+    path = tmp_path / "embedfleet.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    done = cli(
+        tmp_path,
+        "--config",
+        str(path),
+        "--contexts",
+        "64",
+        "--concurrency",
+        "1",
+        "--output-tokens",
+        "4",
+        "--runs",
+        "1",
+        "--embed",
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    bundle = Path(done.stdout.strip().splitlines()[-1])
+    records = lines(bundle / "embed" / "sim-e.jsonl")
+    words = round(CHUNK_TOKENS / TOKENS_PER_WORD) * BATCH
+    assert len(records) == N_CHUNKS // BATCH
+    for r in records:
+        assert r["ok"] and r["n_inputs"] == BATCH and r["prompt_tokens"] == words
+        assert ttft_s + words / embed_tps <= r["latency_s"] < ttft_s + words / embed_tps + 0.2
+        assert r["sys_used_mb"] is not None  # finalize joined the host samples
+    figures = json.loads((bundle / "summary.json").read_text())["embed"]["sim-e|local"]
+    wall = max(r["t_end"] for r in records) - min(r["t_start"] for r in records)
+    assert figures["embeddings_per_s"] == pytest.approx(N_CHUNKS / wall)
+    assert figures["tokens_per_s"] == pytest.approx(words * len(records) / wall)
+    assert figures["batch_latency_p95_s"] >= ttft_s + words / embed_tps
+    assert any(
+        line.startswith("sim-e on local: ") and "embeddings/s" in line
+        for line in done.stdout.splitlines()
+    )

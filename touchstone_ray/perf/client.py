@@ -100,6 +100,27 @@ class PerfClient(HostClient):
         await asyncio.gather(*(stream() for _ in range(p.concurrency)))
         return records
 
+    async def run_embed(self, label: str) -> list[dict[str, Any]]:
+        """The ``--embed`` run of ``label``: one record per batch (:mod:`.embed`)."""
+        from touchstone_ray.perf.embed import BATCH, chunks, embed_batch
+
+        engine = self._engine(label)
+        spec = self.specs[label]
+        texts = chunks()
+        out = []
+        for i in range(0, len(texts), BATCH):
+            rec = await embed_batch(engine, spec.engine, spec.id, texts[i : i + BATCH])
+            out.append(
+                {
+                    "key": f"{label}|{self.host}|embed|{BATCH}|{i // BATCH + 1}",
+                    "model": label,
+                    "host": self.host,
+                    "node_id": self.node_id,
+                    **rec,
+                }
+            )
+        return out
+
     def _record(
         self,
         p: Point,

@@ -33,7 +33,7 @@ from touchstone_ray.perf.capacity import capacity_line, search_capacity
 from touchstone_ray.perf.plan import ModelPoints, Point, plan_points, runs_at
 from touchstone_ray.perf.records import PerfResponse
 from touchstone_ray.perf.summary import slo_share, summarize
-from touchstone_ray.storage import JsonlWriter, atomic_write_json
+from touchstone_ray.storage import JsonlWriter, atomic_write_json, slug
 
 MIN_RUNS = 8
 """Below this many requests per point the figures are noisy: a warning is printed."""
@@ -56,6 +56,7 @@ class PerfOptions:
     runs: int = 8
     slo: dict[str, float] = field(default_factory=dict)
     capacity: bool = False
+    embed: bool = False
     out: Path | None = None
     resume: Path | None = None
 
@@ -98,6 +99,14 @@ class _Writer:
                 else:
                     self.n_failed += 1
             writer.sync()
+
+    def embeds(self, label: str, records: list[dict[str, Any]]) -> None:
+        with self.lock:
+            path = self.bundle.root / "embed" / f"{slug(label)}.jsonl"
+            path.parent.mkdir(exist_ok=True)
+            with JsonlWriter(path) as writer:
+                for rec in records:
+                    writer.write(rec)
 
     def event(self, name: str, **fields: Any) -> None:
         with self.lock:
@@ -194,6 +203,7 @@ def run_perf(opts: PerfOptions, out: TextIO = sys.stdout) -> PerfOutcome:
 
         writer.close()
         finalize_bundle(bundle.root, shards="points")
+        finalize_bundle(bundle.root, shards="embed")
     except BaseException as exc:
         with contextlib.suppress(Exception):
             fleet.stop()
@@ -210,7 +220,9 @@ def run_perf(opts: PerfOptions, out: TextIO = sys.stdout) -> PerfOutcome:
             print(f"perf: {err}", file=sys.stderr)
     outcome.capacity = fleet.capacity
     records = read_points(bundle.root)
-    atomic_write_json(bundle.root / "summary.json", summarize(records, opts.slo, fleet.capacity))
+    summary = summarize(records, opts.slo, fleet.capacity)
+    embed_lines = _embed_summary(bundle.root, summary)
+    atomic_write_json(bundle.root / "summary.json", summary)
     outcome.n_ok, outcome.n_failed = writer.n_ok, writer.n_failed + len(fleet.errors)
     bundle.update_manifest(status="failed" if outcome.n_failed else "done", finished_at=time.time())
     print(
@@ -220,8 +232,28 @@ def run_perf(opts: PerfOptions, out: TextIO = sys.stdout) -> PerfOutcome:
     )
     for entry in fleet.capacity.values():
         print(entry["line"], file=out)
+    for line in embed_lines:
+        print(line, file=out)
     print(bundle.root, file=out, flush=True)
     return outcome
+
+
+def _embed_summary(root: Path, summary: dict[str, Any]) -> list[str]:
+    """Add ``embed: {"model|host": figures}`` to ``summary`` from ``embed/*.jsonl``; returns
+    one line per model and host."""
+    from touchstone_ray.perf.embed import embed_line, embed_summary
+    from touchstone_ray.storage import iter_jsonl
+
+    lines = []
+    for shard in sorted((root / "embed").glob("*.jsonl")):
+        by: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for rec in iter_jsonl(shard):
+            by.setdefault((str(rec["model"]), str(rec["host"])), []).append(rec)
+        for (model, host), recs in by.items():
+            figures = embed_summary(recs)
+            summary.setdefault("embed", {})[f"{model}|{host}"] = figures
+            lines.append(embed_line(model, host, figures))
+    return lines
 
 
 class _Fleet:
@@ -343,6 +375,9 @@ class _Fleet:
                         self._run_point(actor, m, point, opts.output_tokens)
                 if opts.capacity:
                     self._capacity(actor, m, opts, existing)
+                if opts.embed:
+                    embeds = ray.get(actor.run_embed.remote(m.label), timeout=m.spec.timeout_s * 8)
+                    self.writer.embeds(m.label, embeds)
                 self.writer.event("model_done", host=host, model=m.label)
             except Exception as exc:
                 msg = f"{host}: {m.label}: {type(exc).__name__}: {exc}"

@@ -53,6 +53,10 @@ class SimModelKnobs(BaseModel):
     ``(1 + batch_slowdown × (n − 1)) / tps`` s while ``n`` requests of the model generate;
     default 0 (each request decodes at ``tps`` whatever the batch)."""
 
+    embed_tps: float = Field(default=20_000.0, gt=0)
+    """Embedding speed (``/v1/embeddings``): input tokens (words) per second; a request
+    answers after ``ttft_ms`` + its tokens / embed_tps; default 20000."""
+
     fail_rate: float = Field(default=0.0, ge=0, le=1)
     """Probability (0..1) that a request gets HTTP 500 before streaming; default 0."""
 
