@@ -251,6 +251,16 @@ def test_sigkill_then_resume_reuses_finished_points(tmp_path: Path) -> None:
     assert sorted(rerun) == sorted(set(rerun))  # each point finished once
     assert json.loads((bundle / "bundle.json").read_text())["status"] == "done"
 
+    changed = fleet(tmp_path, {"sim-a": 0.5}, tps=40.0)  # other simulator knobs
+    refused = cli(tmp_path, *args[:1], str(changed), *args[2:], "--resume", str(bundle))
+    assert refused.returncode == 2
+    assert (
+        refused.stderr.strip()
+        .splitlines()[-1]
+        .startswith(f"error: {bundle}: model sim-a: sim changed since the bundle was started (")
+    )
+    assert [r["key"] for r in lines(shard)] == keys  # nothing was written
+
 
 def test_report_on_a_perf_bundle(capacity_run: tuple[Path, str, str]) -> None:
     bundle, _, _ = capacity_run

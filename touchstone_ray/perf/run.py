@@ -153,6 +153,7 @@ def run_perf(opts: PerfOptions, out: TextIO = sys.stdout) -> PerfOutcome:
     planned = [p.to_json() for ms in plans.values() for m in ms for p in m.points]
     if opts.resume is not None:
         bundle = open_perf_bundle(opts.resume)
+        bundle.check_frozen_config(config)
         existing = read_points(bundle.root, repair=True)
         runs = {
             f"{p['model']}|{p['host']}|{p['context']}|{p['concurrency']}": p["runs"]
