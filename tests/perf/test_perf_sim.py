@@ -284,7 +284,10 @@ def test_report_on_a_perf_bundle(capacity_run: tuple[Path, str, str]) -> None:
 
     for entry in summary["capacity"].values():
         assert escape_text(entry["line"]) in md
-    assert "SLO TTFT" in (bundle / "report-charts" / "ttft-concurrency.svg").read_text()
+    svg = (bundle / "report-charts" / "ttft-concurrency.svg").read_text()
+    fair = [p for p in summary["points"] if not p["cached"] and p["ttft_s"]["p50"] is not None]
+    # on a busy machine every request may be contended: then no figure, and the chart says so
+    assert ("SLO TTFT" in svg) if fair else ("no fair measurement" in svg)
 
 
 def test_compare_joins_perf_capacity_onto_eval_rows(capacity_run: tuple[Path, str, str]) -> None:
