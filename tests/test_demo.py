@@ -1,8 +1,10 @@
-"""`touchstone-ray demo --quick` end to end in a subprocess: eval → judge → report."""
+"""`touchstone-ray demo --quick` end to end in a subprocess: eval → judge → report, then
+the short perf stage."""
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -12,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from touchstone_ray.bundle import Bundle
+from touchstone_ray.demo import PERF_MODELS, PERF_SLO
 
 
 @pytest.mark.slow
@@ -49,3 +52,17 @@ def test_demo_quick_end_to_end(tmp_path: Path) -> None:
     assert [r["rank"] for r in card["rows"]] == [1, 2, 3]
     assert (bundle.root / "report.md").is_file() and (bundle.root / "report.html").is_file()
     assert any(line.startswith("demo done in ") for line in lines)
+    for m in PERF_MODELS:  # the perf stage finds the capacity the simulator's knobs imply
+        assert (
+            f"{m['id']} on {m['host']}: {implied_capacity(m['sim'])} users at once with "
+            f"TTFT < {PERF_SLO['ttft']:g} s and ≥ {1 / PERF_SLO['tpot']:g} tok/s for 90 %" in lines
+        )
+    assert any(line.startswith("perf report: ") and line.endswith("report.html") for line in lines)
+
+
+def implied_capacity(sim: dict[str, float]) -> int:
+    """Within the TTFT target only while a slot is free (a request beyond the slots waits a
+    whole request, over the TTFT target here); within the TPOT target while (1 + batch_slowdown ×
+    (c − 1)) / tps ≤ tpot."""
+    by_tpot = math.floor(1 + (sim["tps"] * PERF_SLO["tpot"] - 1) / sim["batch_slowdown"])
+    return min(int(sim["slots"]), by_tpot)

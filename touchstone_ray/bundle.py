@@ -330,6 +330,12 @@ class Bundle:
                     f"bundle's pack.yaml (sha256 {frozen_sha[:12]}); resume needs the same pack"
                 )
         self.check_frozen_pack()
+        self.check_frozen_config(config)
+
+    def check_frozen_config(self, config: FleetConfig) -> None:
+        """Refuse a resume whose config changed a model's generation settings
+        (:data:`GENERATION_FIELDS`); raises :class:`BundleError` naming the model, the field
+        and its old and new value."""
         frozen_path = self.root / "config.yaml"
         try:
             old_cfg = FleetConfig.model_validate(yaml.safe_load(frozen_path.read_text("utf-8")))

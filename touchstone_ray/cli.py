@@ -99,6 +99,52 @@ def eval_command(
 
 
 @app.command()
+def perf(
+    config: Annotated[Path, typer.Option("--config", help="Fleet config YAML.")],
+    address: Annotated[
+        str | None, typer.Option(help="Ray address: 'auto' or 'ray://head:10001'.")
+    ] = None,
+    models: Annotated[str | None, typer.Option(help="Comma-separated model ids.")] = None,
+    contexts: Annotated[str, typer.Option(help="Prompt lengths in tokens: 256,1k,4k.")] = "1k,4k",
+    concurrency: Annotated[str, typer.Option(help="Requests in flight: 1,2,4.")] = "1,2,4",
+    output_tokens: Annotated[int, typer.Option(help="Completion tokens per request.")] = 128,
+    runs: Annotated[int, typer.Option(help="Requests per point after the warm-up.")] = 8,
+    slo: Annotated[str | None, typer.Option(help="Targets in s: ttft=0.5,tpot=0.05.")] = None,
+    capacity: Annotated[
+        bool, typer.Option(help="Search the most users per model and host meeting --slo.")
+    ] = False,
+    embed: Annotated[
+        bool, typer.Option(help="Also measure embeddings: 64 chunks of ~256 tokens, batch 8.")
+    ] = False,
+    out: Annotated[Path | None, typer.Option(help="Folder for new bundles.")] = None,
+    resume: Annotated[
+        Path | None, typer.Option(help="Perf bundle to resume: reuses complete points.")
+    ] = None,
+) -> None:
+    """Speed benchmark per model and host (SPEC §7b); print the bundle path last."""
+    from touchstone_ray.perf.plan import parse_slo, parse_tokens
+    from touchstone_ray.perf.run import PerfOptions, run_perf
+
+    outcome = run_perf(
+        PerfOptions(
+            config=config,
+            address=address,
+            models=_ids(models),
+            contexts=parse_tokens(contexts, "--contexts"),
+            concurrency=parse_tokens(concurrency, "--concurrency"),
+            output_tokens=output_tokens,
+            runs=runs,
+            slo=parse_slo(slo),
+            capacity=capacity,
+            embed=embed,
+            out=out,
+            resume=resume,
+        )
+    )
+    raise typer.Exit(outcome.exit_code)
+
+
+@app.command()
 def hosts(
     config: Annotated[Path, typer.Option("--config", help="Fleet config YAML.")],
     address: Annotated[
@@ -194,8 +240,14 @@ def report(
     checks and a fill-in table per model × variant, for a person or an outside AI; `ingest`
     reads the filled reply back.
     """
+    from touchstone_ray.perf.report import is_perf_bundle, write_perf_report
     from touchstone_ray.report import write_report
+    from touchstone_ray.report._build import parse_formats
 
+    if is_perf_bundle(bundle):
+        for path in write_perf_report(bundle, parse_formats(fmt)):
+            typer.echo(str(path))
+        return
     for path in write_report(bundle, fmt, unjudged=unjudged):
         typer.echo(str(path))
 

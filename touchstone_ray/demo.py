@@ -111,6 +111,7 @@ def run_demo(out: Path, quick: bool = False, stream: TextIO = sys.stdout) -> int
         bundle = outcome.bundle
         if run_judge(bundle, judge_path, out=stream) != 0:
             raise RunError(f"demo: judging failed; see {bundle}")
+        perf_lines = _perf_stage(out, stream)
     finally:
         ray.shutdown()
         cluster.shutdown()
@@ -118,12 +119,76 @@ def run_demo(out: Path, quick: bool = False, stream: TextIO = sys.stdout) -> int
     print(ranking_table(load_scorecard(bundle)), file=stream)
     for path in written:
         print(f"report: {path}", file=stream)
+    for line in perf_lines:
+        print(line, file=stream)
     print(
         f"demo done in {time.monotonic() - started:.0f} s (simulated engines and judges)",
         file=stream,
     )
     print(bundle, file=stream, flush=True)
     return 0
+
+
+PERF_MODELS: list[dict[str, Any]] = [
+    {
+        "id": "sim-llama-8b",
+        "host": "gpu-a",
+        "sim": {"ttft_ms": 20, "tps": 100, "slots": 4, "batch_slowdown": 0.2},
+    },
+    {
+        "id": "sim-gemma-12b",
+        "host": "gpu-b",
+        "sim": {"ttft_ms": 30, "tps": 60, "slots": 2, "batch_slowdown": 0.2},
+    },
+]
+"""The perf stage's servers: they queue beyond their slots, so capacity has a knee."""
+PERF_SLO = {"ttft": 0.2, "tpot": 0.025}
+"""The perf stage's targets (s): TTFT under 0.2 s and at least 40 tok/s per user."""
+
+
+def _perf_stage(out: Path, stream: TextIO) -> list[str]:
+    """A short ``perf --capacity`` on two simulated hosts (same Ray session); returns the
+    lines to print: each capacity line and the perf bundle's report."""
+    import io
+
+    from touchstone_ray.perf.report import write_perf_report
+    from touchstone_ray.perf.run import PerfOptions, run_perf
+
+    config = {
+        "hosts": {h: {"label": h} for h in DEMO_HOSTS},
+        "models": [
+            {**m, "engine": "simulated", "sim": {**m["sim"], "answer_tokens": 400}}
+            for m in PERF_MODELS
+        ],
+        "monitor": {"interval_s": 0.5},
+        "out": str(out),
+    }
+    path = out / "demo-perf.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    print(
+        "demo: perf: 256-token prompts, concurrency 1 and 4, capacity under an SLO …",
+        file=stream,
+        flush=True,
+    )
+    buf = io.StringIO()
+    outcome = run_perf(
+        PerfOptions(
+            config=path,
+            contexts=[256],
+            concurrency=[1, 4],
+            output_tokens=16,
+            runs=8,
+            slo=PERF_SLO,
+            capacity=True,
+            out=out,
+        ),
+        out=buf,
+    )
+    if outcome.exit_code != 0:
+        raise RunError(f"demo: the perf stage failed; see {outcome.bundle}")
+    lines = [entry["line"] for entry in outcome.capacity.values()]
+    lines += [f"perf report: {p}" for p in write_perf_report(outcome.bundle, ["md", "html"])]
+    return lines
 
 
 def _write_report(bundle: Path) -> list[Path]:

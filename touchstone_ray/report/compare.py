@@ -55,6 +55,11 @@ class CompareRow:
     """The cross-machine memory figure: ``engine_rss_peak_mb``, else ``peak_ram_mb`` (MB)."""
     memory_source: str | None = None
     """``engine`` | ``system`` | ``None`` (no memory figure)."""
+    users_at_slo: int | None = None
+    """From a perf bundle given alongside, for the same (model, host): the most users at once
+    with ≥ 90 % meeting its SLO (``perf --capacity``); ``None`` without one."""
+    users_slo: str | None = None
+    """That SLO, e.g. ``ttft=0.5,tpot=0.05`` (s)."""
 
 
 def _rows_of(data: ReportData) -> list[CompareRow]:
@@ -105,18 +110,25 @@ def compare_rows(roots: Sequence[Path]) -> tuple[list[CompareRow], str]:
     :class:`~touchstone_ray.errors.BundleError` naming the first unusable bundle."""
     if not roots:
         raise UsageError("compare: name at least one bundle")
+    from touchstone_ray.perf.join import capacity_by_model_host, is_perf_bundle, join_capacity
+
     rows: list[CompareRow] = []
     langs = set()
+    perf = [Path(r) for r in roots if is_perf_bundle(Path(r))]
     for root in roots:
         root = Path(root)
+        if root in perf:
+            continue
         judged = (root / "scorecard.json").is_file()
         data = load_report_data(root, judged=judged)
         langs.add(data.lang)
         rows += _rows_of(data)
+    if perf:
+        rows = join_capacity(rows, capacity_by_model_host(perf))
     return rows, langs.pop() if len(langs) == 1 else "en"
 
 
-def _cells(row: CompareRow, t: dict[str, str]) -> list[str]:
+def _cells(row: CompareRow, t: dict[str, str], with_users: bool = False) -> list[str]:
     if row.ko_passed is None:
         ko = NONE
     else:
@@ -131,10 +143,14 @@ def _cells(row: CompareRow, t: dict[str, str]) -> list[str]:
         num(row.ttft_p50_s, 3),
         num(row.decode_tps_median, 1),
         mb(row.memory_mb) + (f" ({t['mem_' + row.memory_source]})" if row.memory_source else ""),
-    ]
+    ] + (
+        []
+        if not with_users
+        else [NONE if row.users_at_slo is None else f"{row.users_at_slo} ({row.users_slo})"]
+    )
 
 
-def _head(t: dict[str, str]) -> list[str]:
+def _head(t: dict[str, str], with_users: bool = False) -> list[str]:
     return [
         t["bundle"],
         f"{t['host']} / {t['gpus']}",
@@ -145,7 +161,7 @@ def _head(t: dict[str, str]) -> list[str]:
         t["ttft_p50"],
         t["tps"],
         t["memory_mb"],
-    ]
+    ] + ([t["users_slo"]] if with_users else [])
 
 
 def _csv(value: object) -> object:
@@ -159,8 +175,9 @@ def _csv(value: object) -> object:
 def render_compare(rows: Sequence[CompareRow], lang: str) -> tuple[str, str, str]:
     """The comparison as (terminal text, Markdown, CSV)."""
     t = labels(lang)
-    head = _head(t)
-    body = [_cells(r, t) for r in rows]
+    with_users = any(r.users_at_slo is not None for r in rows)
+    head = _head(t, with_users)
+    body = [_cells(r, t, with_users) for r in rows]
     widths = [max(len(r[i]) for r in [head, *body]) for i in range(len(head))]
 
     def line(cells: Sequence[str]) -> str:

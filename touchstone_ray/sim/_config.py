@@ -43,6 +43,20 @@ class SimModelKnobs(BaseModel):
     """OpenAI-protocol reasoning channel: reasoning_content | reasoning | think_tag | thinking
     (Ollama always uses ``message.thinking``); default reasoning_content."""
 
+    slots: int | None = Field(default=None, ge=1)
+    """At most this many requests of the model generate at once; the rest wait for a free
+    slot, and the wait is part of their TTFT (llama.cpp ``--parallel``); count; default None
+    (no limit)."""
+
+    batch_slowdown: float = Field(default=0.0, ge=0)
+    """Decode slowdown per extra request generating at once: each token of a request takes
+    ``(1 + batch_slowdown × (n − 1)) / tps`` s while ``n`` requests of the model generate;
+    default 0 (each request decodes at ``tps`` whatever the batch)."""
+
+    embed_tps: float = Field(default=20_000.0, gt=0)
+    """Embedding speed (``/v1/embeddings``): input tokens (words) per second; a request
+    answers after ``ttft_ms`` + its tokens / embed_tps; default 20000."""
+
     fail_rate: float = Field(default=0.0, ge=0, le=1)
     """Probability (0..1) that a request gets HTTP 500 before streaming; default 0."""
 

@@ -123,18 +123,62 @@ async def _serve(
     trace.finish_reason = result.finish_reason
     stopping = request.app[STOPPING_KEY]
     resp: web.StreamResponse
-    if req.stream:
-        resp = await _stream(
-            request, enc, knobs, trace, faults, t0, reasoning, answer, len(plan.reasoning), result
-        )
-    else:
-        resp = await _whole(request, enc, knobs, trace, faults, t0, n_sent, result, stopping)
+    slot = state.slot(req.model, knobs.slots) if knobs.slots is not None else None
+    async with slot if slot is not None else contextlib.nullcontext():
+        state.generating[req.model] += 1
+        try:
+            if slot is not None:
+                t0 = asyncio.get_running_loop().time()  # the wait for a slot is TTFT too
+            pacer = _Pacer(t0, knobs, state, req.model)
+            if req.stream:
+                resp = await _stream(
+                    request,
+                    enc,
+                    knobs,
+                    trace,
+                    faults,
+                    pacer,
+                    reasoning,
+                    answer,
+                    len(plan.reasoning),
+                    result,
+                )
+            else:
+                resp = await _whole(
+                    request, enc, knobs, trace, faults, t0, n_sent, result, stopping
+                )
+        finally:
+            state.generating[req.model] -= 1
     state.touch(req.model, req.keep_alive_s, set_expiry=req.protocol == "ollama")
     return resp
 
 
 def _due(t0: float, knobs: SimModelKnobs, i: int) -> float:
     return t0 + knobs.ttft_ms / 1000 + i / knobs.tps
+
+
+class _Pacer:
+    """When each token of one request is due (event-loop time).
+
+    Without ``batch_slowdown`` token ``i`` is due at ``t0 + ttft + i / tps`` (fixed schedule,
+    no drift). With it, each gap is ``(1 + batch_slowdown × (n − 1)) / tps`` for the ``n``
+    requests of the model generating when the gap starts, so a batch decodes slower."""
+
+    def __init__(self, t0: float, knobs: SimModelKnobs, state: SimState, model: str) -> None:
+        self.t0 = t0
+        self.knobs = knobs
+        self.state = state
+        self.model = model
+        self._next = t0 + knobs.ttft_ms / 1000
+
+    def due(self, i: int) -> float:
+        """Due time of token ``i`` (call with i = 0, 1, 2, … in order)."""
+        if self.knobs.batch_slowdown == 0:
+            return _due(self.t0, self.knobs, i)
+        if i > 0:
+            n = max(1, self.state.generating[self.model])
+            self._next += (1 + self.knobs.batch_slowdown * (n - 1)) / self.knobs.tps
+        return self._next
 
 
 async def _sleep_until(deadline: float) -> None:
@@ -149,7 +193,7 @@ async def _stream(
     knobs: SimModelKnobs,
     trace: Trace,
     faults: Faults,
-    t0: float,
+    pacer: _Pacer,
     reasoning: list[str],
     answer: list[str],
     n_reason_plan: int,
@@ -184,7 +228,7 @@ async def _stream(
         if i == len(tokens):
             break
         text, is_reasoning = tokens[i]
-        await _sleep_until(_due(t0, knobs, i))
+        await _sleep_until(pacer.due(i))
         if comments is not None and comments.random() < knobs.comment_rate:
             line = enc.comment()
             if line is not None:
@@ -194,7 +238,7 @@ async def _stream(
         last = is_reasoning and i == n_reason_plan - 1
         await resp.write(enc.token(text, is_reasoning, first, last))
         trace.mark("reasoning" if is_reasoning else "content")
-    result.total_s = asyncio.get_running_loop().time() - t0
+    result.total_s = asyncio.get_running_loop().time() - pacer.t0
     for data, channel in enc.tail(result):
         await resp.write(data)
         trace.mark(channel)

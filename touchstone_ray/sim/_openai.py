@@ -19,6 +19,7 @@ mid-stream error is such an object in a ``data:`` event, followed by ``data: [DO
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import time
 from typing import Any
@@ -28,7 +29,7 @@ from aiohttp import web
 from touchstone_ray.sim._config import ReasoningChannel
 from touchstone_ray.sim._engine import run_chat
 from touchstone_ray.sim._judge import judge_schema
-from touchstone_ray.sim._text import sampling_key
+from touchstone_ray.sim._text import rng_for, sampling_key
 from touchstone_ray.sim._wire import STATE_KEY, ChatRequest, Result, dumps, messages_of, read_body
 
 _ERROR_TYPES = {400: "invalid_request_error", 404: "not_found_error", 503: "service_unavailable"}
@@ -187,6 +188,43 @@ async def models(request: web.Request) -> web.Response:
     return web.json_response({"object": "list", "data": data})
 
 
+EMBED_DIM = 8
+"""Length of a simulated embedding vector."""
+
+
+async def embeddings(request: web.Request) -> web.Response:
+    """``POST /v1/embeddings`` ``{model, input: str | [str]}``: one deterministic vector per
+    input after ``ttft_ms`` + words / ``embed_tps`` (s); ``usage.prompt_tokens`` = words."""
+    state = request.app[STATE_KEY]
+    try:
+        body = await request.json()
+    except ValueError:
+        return error_response(400, "request body is not JSON")
+    model = body.get("model") if isinstance(body, dict) else None
+    inputs = body.get("input") if isinstance(body, dict) else None
+    if isinstance(inputs, str):
+        inputs = [inputs]
+    if not isinstance(model, str) or not isinstance(inputs, list):
+        return error_response(400, "model (string) and input (string or list) are required")
+    if not state.config.serves(model):
+        return error_response(404, f'model "{model}" not found')
+    knobs = state.config.for_model(model)
+    tokens = sum(len(str(text).split()) for text in inputs)
+    await asyncio.sleep(knobs.ttft_ms / 1000 + tokens / knobs.embed_tps)
+    data = []
+    for i, text in enumerate(inputs):
+        rng = rng_for("embed", state.config.seed, model, str(text))
+        data.append(
+            {
+                "object": "embedding",
+                "index": i,
+                "embedding": [rng.uniform(-1, 1) for _ in range(EMBED_DIM)],
+            }
+        )
+    usage = {"prompt_tokens": tokens, "total_tokens": tokens}
+    return web.json_response({"object": "list", "data": data, "model": model, "usage": usage})
+
+
 async def version(request: web.Request) -> web.Response:
     """``GET /version`` (vLLM's version endpoint)."""
     return web.json_response({"version": "sim"})
@@ -196,4 +234,5 @@ def add_routes(app: web.Application) -> None:
     """Register the OpenAI routes."""
     app.router.add_post("/v1/chat/completions", chat_completions)
     app.router.add_get("/v1/models", models)
+    app.router.add_post("/v1/embeddings", embeddings)
     app.router.add_get("/version", version)

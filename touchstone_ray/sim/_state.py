@@ -5,6 +5,7 @@ All of it is touched only from the server's event loop, so it needs no locks.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from array import array
 from collections import Counter, deque
@@ -109,7 +110,17 @@ class SimState:
         self.models: dict[str, _ModelState] = {}
         self.seen: dict[str, None] = {}
         self.in_flight: Counter[str] = Counter()
+        self.generating: Counter[str] = Counter()
+        """Requests per model holding a slot (generating) right now."""
+        self._slots: dict[str, asyncio.Semaphore] = {}
         self.reset()
+
+    def slot(self, model: str, slots: int) -> asyncio.Semaphore:
+        """The semaphore of ``model``'s ``slots`` generation slots (made on first use)."""
+        sem = self._slots.get(model)
+        if sem is None:
+            sem = self._slots[model] = asyncio.Semaphore(slots)
+        return sem
 
     def reset(self) -> None:
         """Forget counters, traces, fail_first_n progress and loaded models (in-flight stays)."""

@@ -286,8 +286,11 @@ def _line_key(raw: bytes) -> str | None:
     return key if isinstance(key, str) else None
 
 
-def finalize_bundle(bundle_dir: Path, only_keys: set[str] | None = None) -> int:
-    """Apply :func:`resources_for` to every record of ``responses/*.jsonl``; returns how many.
+def finalize_bundle(
+    bundle_dir: Path, only_keys: set[str] | None = None, shards: str = "responses"
+) -> int:
+    """Apply :func:`resources_for` to every record of ``<shards>/*.jsonl``; returns how many
+    (``shards``: ``responses`` in an eval bundle, ``points`` in a perf bundle).
 
     ``only_keys`` limits it to those cell keys (after a resume: the new cells); other lines are
     copied without being parsed. Shards are streamed line by line into a temp file that
@@ -300,7 +303,7 @@ def finalize_bundle(bundle_dir: Path, only_keys: set[str] | None = None) -> int:
     endpoints, cpu_counts = manifest_endpoints(bundle_dir)
     empty = HostTimeline([])
     updated = 0
-    for shard in sorted((bundle_dir / "responses").glob("*.jsonl")):
+    for shard in sorted((bundle_dir / shards).glob("*.jsonl")):
         if only_keys is not None and not _shard_has_keys(shard, only_keys):
             continue
         with open(shard, "rb") as src, atomic_rewrite(shard) as dst:

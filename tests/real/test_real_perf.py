@@ -1,0 +1,115 @@
+"""``touchstone-ray perf`` against the real llama.cpp server (``--parallel 2``): prompts
+fitted by the server's tokenizer within 2 % of the target, TTFT growing with the context,
+the cached variant served from the prompt cache, the output forced to its length, and
+queueing at concurrency 4 (two slots)."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+from llama_server import MODEL_ALIAS, LlamaServer
+
+REPO = Path(__file__).resolve().parents[2]
+OUTPUT = 16
+
+
+def perf(server: LlamaServer, tmp: Path, *args: str) -> tuple[Path, str]:
+    config = {
+        "models": [{"id": MODEL_ALIAS, "engine": "llamacpp", "base_url": server.base_url}],
+        "scheduling": {"max_attempts": 2, "warmup": True},
+        "ray": {"include_dashboard": False},
+        "monitor": {"interval_s": 0.5},
+        "out": str(tmp / "runs"),
+    }
+    path = tmp / "fleet.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    home = tmp / "home"
+    home.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}
+    env.update(HOME=str(home), RAY_TMPDIR=tempfile.mkdtemp(prefix="trr", dir="/tmp"))
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "touchstone_ray.cli",
+            "perf",
+            "--config",
+            str(path),
+            "--output-tokens",
+            str(OUTPUT),
+            "--runs",
+            "3",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=REPO,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "warning: --runs 3 is under 8" in done.stderr
+    return Path(done.stdout.strip().splitlines()[-1]), done.stdout
+
+
+def records(bundle: Path) -> list[dict[str, Any]]:
+    text = (bundle / "points" / f"{MODEL_ALIAS}.jsonl").read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def of(recs: list[dict[str, Any]], context: str, concurrency: int) -> list[dict[str, Any]]:
+    return [r for r in recs if r["context"] == context and r["concurrency"] == concurrency]
+
+
+def test_context_sweep(real_server: LlamaServer, tmp_path: Path) -> None:
+    bundle, _ = perf(real_server, tmp_path, "--contexts", "256,1k,2k", "--concurrency", "1")
+    recs = records(bundle)
+    assert all(r["ok"] for r in recs)
+    for r in recs:
+        assert r["prompt_count_source"] == "server"
+        assert (
+            abs(r["prompt_tokens"] - r["context_target_tokens"])
+            <= 0.02 * (r["context_target_tokens"])
+        ), r["key"]
+        assert r["completion_tokens"] == OUTPUT and r["output_forced"] is True
+        assert r["server_timings"]["predicted_n"] == OUTPUT
+    cold = {ctx: of(recs, str(ctx), 1) for ctx in (256, 1024, 2048)}
+    for ctx, rs in cold.items():
+        assert len(rs) == 3
+        assert all(r["cached_tokens"] == 0 and not r["prompt_cached"] for r in rs), ctx
+        assert all(r["server_timings"]["prompt_n"] == r["prompt_tokens"] for r in rs)
+    ttft = {ctx: statistics.median(r["ttft_s"] for r in rs) for ctx, rs in cold.items()}
+    assert ttft[256] < ttft[1024] < ttft[2048], ttft
+    for ctx in (1024, 2048):
+        cached = of(recs, f"{ctx}-cached", 1)
+        assert all(r["prompt_cached"] and r["cached_tokens"] >= ctx * 0.9 for r in cached)
+        assert statistics.median(r["ttft_s"] for r in cached) < ttft[ctx] / 2
+    summary = json.loads((bundle / "summary.json").read_text())
+    assert {(p["context"], p["concurrency"]) for p in summary["points"]} == {
+        (c, 1) for c in ("256", "256-cached", "1024", "1024-cached", "2048", "2048-cached")
+    }
+
+
+def test_concurrency_four_queues_on_two_slots(real_server: LlamaServer, tmp_path: Path) -> None:
+    bundle, _ = perf(real_server, tmp_path, "--contexts", "256", "--concurrency", "2,4")
+    recs = records(bundle)
+    assert all(r["ok"] for r in recs)
+
+    def waits(rs: list[dict[str, Any]]) -> list[float]:
+        """Time in the server's queue: TTFT minus the server's own prompt time (s)."""
+        return sorted(r["ttft_s"] - r["server_timings"]["prompt_ms"] / 1000 for r in rs)
+
+    two, four = of(recs, "256", 2), of(recs, "256", 4)
+    assert len(two) == 3 and len(four) == 4
+    service_s = statistics.median(r["e2e_s"] for r in two)
+    assert max(waits(two)) < 0.25 * service_s  # two streams, two slots: nobody waits
+    assert waits(four)[-2] > 0.5 * service_s  # two of four wait for a slot
+    assert all(0 <= r["send_lateness_s"] < 0.1 for r in recs)

@@ -1,0 +1,138 @@
+"""The perf bundle folder (SPEC §7b): create, open, read its requests, find complete points.
+
+``<out>/<YYYY-MM-DD_HHMMSS>_perf_<config name>/`` with ``bundle.json`` (``kind: perf``, the
+points planned), ``config.yaml``, ``points/<model>.jsonl``, ``hosts/<host>.jsonl``,
+``events.jsonl``, ``summary.json``. The manifest, host and event files are the eval bundle's
+(:class:`~touchstone_ray.bundle.Bundle`); only the request shards live in ``points/``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from touchstone_ray import __version__
+from touchstone_ray.bundle import Bundle, frozen_config
+from touchstone_ray.config import FleetConfig
+from touchstone_ray.errors import BundleError
+from touchstone_ray.perf.records import PerfResponse
+from touchstone_ray.records import SCHEMA_VERSION
+from touchstone_ray.storage import dedupe_by_key, iter_jsonl, repair_torn_tail, slug
+
+
+class PerfBundle(Bundle):
+    """A perf bundle: the eval bundle's files, a manifest with ``kind: perf`` and no pack."""
+
+    def manifest(self) -> dict[str, Any]:
+        """The parsed ``bundle.json``; raises BundleError if missing, truncated or not a
+        perf manifest."""
+        try:
+            data = json.loads(self.manifest_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise BundleError(f"{self.manifest_path}: missing; is this a bundle?") from None
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise BundleError(f"{self.manifest_path}: not valid JSON ({exc})") from None
+        if not isinstance(data, dict) or data.get("kind") != "perf":
+            raise BundleError(f"{self.root}: not a perf bundle (bundle.json has no kind: perf)")
+        return data
+
+
+POINTS_DIR = "points"
+"""Folder of the request shards."""
+
+
+def points_dir(root: Path) -> Path:
+    """``<bundle>/points``."""
+    return root / POINTS_DIR
+
+
+def shard_path(root: Path, label: str) -> Path:
+    """``<bundle>/points/<slug(model)>.jsonl``."""
+    return points_dir(root) / f"{slug(label)}.jsonl"
+
+
+def create_perf_bundle(
+    out: Path,
+    config: FleetConfig,
+    config_name: str,
+    ray_info: dict[str, Any],
+    planned: list[dict[str, Any]],
+    settings: dict[str, Any],
+) -> PerfBundle:
+    """A new perf bundle with a ``running`` manifest (``-2``, ``-3`` … on a name clash)."""
+    stamp = time.strftime("%Y-%m-%d_%H%M%S")
+    root = out / f"{stamp}_perf_{slug(config_name)}"
+    n = 2
+    while root.exists():
+        root = out / f"{stamp}_perf_{slug(config_name)}-{n}"
+        n += 1
+    root.mkdir(parents=True)
+    frozen = frozen_config(config)
+    (root / "config.yaml").write_text(
+        yaml.safe_dump(frozen, sort_keys=False, allow_unicode=True), encoding="utf-8"
+    )
+    points_dir(root).mkdir()
+    (root / "hosts").mkdir()
+    bundle = PerfBundle(root)
+    labels = [config.model_label(m) for m in config.models]
+    bundle.write_manifest(
+        {
+            "schema_version": SCHEMA_VERSION,
+            "kind": "perf",
+            "config_name": config_name,
+            "models": [
+                {"model": label, **m} for label, m in zip(labels, frozen["models"], strict=True)
+            ],
+            "points": planned,
+            "settings": settings,
+            "hosts": {},
+            "ray": ray_info,
+            "touchstone_version": __version__,
+            "simulated": any(m.engine == "simulated" for m in config.models),
+            "started_at": time.time(),
+            "finished_at": None,
+            "status": "running",
+        }
+    )
+    return bundle
+
+
+def open_perf_bundle(root: Path) -> PerfBundle:
+    """Open a perf bundle; raises BundleError when it is not one."""
+    bundle = PerfBundle(root)
+    if not root.is_dir():
+        raise BundleError(f"{root}: no such bundle folder")
+    bundle.manifest()
+    return bundle
+
+
+def read_points(root: Path, repair: bool = False) -> list[PerfResponse]:
+    """Every request of the bundle, de-duplicated by key (SPEC §7 rules); ``repair`` first
+    cuts each shard back to its last newline (the fragment kept in ``<shard>.torn``)."""
+    records: list[dict[str, Any]] = []
+    for shard in sorted(points_dir(root).glob("*.jsonl")):
+        if repair:
+            repair_torn_tail(shard)
+        records.extend(iter_jsonl(shard))
+    out: list[PerfResponse] = []
+    for rec in dedupe_by_key(records).values():
+        try:
+            out.append(PerfResponse.model_validate(rec))
+        except ValidationError as exc:
+            raise BundleError(f"{root}: a request line is not a perf record: {exc}") from exc
+    return out
+
+
+def complete_points(records: list[PerfResponse], planned_runs: dict[str, int]) -> set[str]:
+    """Point prefixes (``model|host|context|concurrency``) with at least their planned number
+    of requests recorded."""
+    seen: dict[str, int] = {}
+    for r in records:
+        prefix = r.key.rsplit("|", 1)[0]
+        seen[prefix] = seen.get(prefix, 0) + 1
+    return {p for p, n in seen.items() if n >= planned_runs.get(p, 1)}

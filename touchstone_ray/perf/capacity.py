@@ -1,0 +1,62 @@
+"""The capacity search (``--capacity``): the highest concurrency at which at least
+:data:`SLO_SHARE` of requests meet the SLO.
+
+Doubling from 1 until a concurrency fails (or :data:`MAX_CONCURRENCY`), then bisection between
+the last good and the first bad one. Assumes the share falls as concurrency grows (a server's
+queue only gets longer).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+SLO_SHARE = 0.9
+"""Share of requests (0..1) that must meet the SLO."""
+MAX_CONCURRENCY = 256
+"""Largest concurrency the search tries."""
+
+
+def search_capacity(
+    share_at: Callable[[int], float],
+    threshold: float = SLO_SHARE,
+    max_concurrency: int = MAX_CONCURRENCY,
+) -> tuple[int, dict[int, float]]:
+    """``(capacity, tried)``: the highest concurrency whose ``share_at(c)`` ≥ ``threshold``
+    (0 when even 1 fails) and every concurrency tried → its share."""
+    tried: dict[int, float] = {}
+
+    def good(c: int) -> bool:
+        tried[c] = share_at(c)
+        return tried[c] >= threshold
+
+    if not good(1):
+        return 0, tried
+    lo, hi = 1, None
+    while hi is None:
+        nxt = min(lo * 2, max_concurrency)
+        if nxt == lo:
+            return lo, tried
+        if good(nxt):
+            lo = nxt
+        else:
+            hi = nxt
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if good(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo, tried
+
+
+def capacity_line(model: str, host: str, capacity: int, slo: dict[str, float]) -> str:
+    """``M on H: N users at once with TTFT < 0.5 s and ≥ 20 tok/s for 90 %``."""
+    parts = []
+    if "ttft" in slo:
+        parts.append(f"TTFT < {slo['ttft']:g} s")
+    if "tpot" in slo:
+        parts.append(f"≥ {1 / slo['tpot']:g} tok/s")
+    users = "1 user" if capacity == 1 else f"{capacity} users"
+    return (
+        f"{model} on {host}: {users} at once with {' and '.join(parts)} for {SLO_SHARE * 100:.0f} %"
+    )

@@ -1,0 +1,212 @@
+"""The per-host perf client: the eval :class:`HostClient` plus prompt fitting and the
+closed loop of one point.
+
+A point runs inside the actor (the host's node), so the loop's clock is the serving side's:
+``concurrency`` streams each send their next request the moment their previous one ended
+(closed loop), until ``runs`` requests are done, after one discarded warm-up request. Every
+request has its own nonce line (cache-busted, a cold TTFT) except in the cached variant,
+which sends one priming request and then the same prompt every run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from touchstone_ray.engines.base import ChatResult
+from touchstone_ray.eval.client_actor import HostClient
+from touchstone_ray.eval.prompts import PromptCount, input_truncated, nonce_line
+from touchstone_ray.perf.plan import Point
+from touchstone_ray.perf.records import PerfResponse
+from touchstone_ray.perf.workload import (
+    FittedPrompt,
+    cold_body,
+    fit_prompt,
+    forced_output,
+    prompt_messages,
+)
+
+
+class PerfClient(HostClient):
+    """Async perf client for every endpoint of one host (use through ``ray.remote``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._fits: dict[tuple[str, int], FittedPrompt] = {}
+
+    async def fit(
+        self, label: str, contexts: list[int], limit: int | None = None
+    ) -> dict[int, dict[str, Any]]:
+        """Fit a prompt to each context (tokens) for ``label`` and remember the context
+        ``limit`` (tokens, for ``input_truncated``); returns context → ``{n_words, tokens,
+        source}``."""
+        self._limits[label] = limit if limit is not None else self.specs[label].context_tokens
+        engine = self._engine(label)
+        model = self.specs[label].id
+
+        async def count(messages: list[dict[str, str]]) -> int | None:
+            try:
+                return await engine.count_prompt_tokens(model, messages)
+            except Exception:
+                return None
+
+        out: dict[int, dict[str, Any]] = {}
+        for ctx in contexts:
+            nonce = nonce_line(self.run_id, f"{label}|fit|{ctx}")
+            fitted = await fit_prompt(count, ctx, nonce)
+            self._fits[(label, ctx)] = fitted
+            out[ctx] = {"n_words": fitted.n_words, "tokens": fitted.tokens, "source": fitted.source}
+        return out
+
+    async def run_point(
+        self, point: dict[str, Any], output_tokens: int, first_run: int = 1
+    ) -> list[dict[str, Any]]:
+        """Run one point (a :class:`Point` as a dict) and return its records as dicts, in the
+        order they finished; requests ``first_run .. point.runs``."""
+        p = Point(**point)
+        spec = self.specs[p.model]
+        engine = self._engine(p.model)
+        fitted = self._fits[(p.model, p.context)]
+        extra, forced = forced_output(spec.engine, output_tokens)
+        limit = self._limits.get(p.model, spec.context_tokens)
+
+        def messages(tag: str) -> list[dict[str, str]]:
+            return prompt_messages(nonce_line(self.run_id, tag), fitted.n_words, fitted.offset)
+
+        if not p.cached:
+            extra = {**extra, **cold_body(spec.engine)}
+
+        async def send(msgs: list[dict[str, str]]) -> ChatResult:
+            req = self._request(p.model, output_tokens, msgs)
+            req = req.model_copy(update={"extra_body": {**req.extra_body, **extra}})
+            return await engine.chat(req)
+
+        cached_msgs = messages(f"{p.prefix}|cached")
+        await send(cached_msgs if p.cached else messages(f"{p.prefix}|warmup"))
+        records: list[dict[str, Any]] = []
+        runs = iter(range(first_run, p.runs + 1))
+
+        async def stream() -> None:
+            scheduled = time.time()
+            for run in runs:
+                msgs = cached_msgs if p.cached else messages(p.key(run))
+                result = await send(msgs)
+                records.append(
+                    self._record(p, run, result, scheduled, fitted, output_tokens, forced, limit)
+                )
+                scheduled = time.time()
+
+        await asyncio.gather(*(stream() for _ in range(p.concurrency)))
+        return records
+
+    async def run_embed(self, label: str) -> list[dict[str, Any]]:
+        """The ``--embed`` run of ``label``: one record per batch (:mod:`.embed`)."""
+        from touchstone_ray.perf.embed import BATCH, chunks, embed_batch
+
+        engine = self._engine(label)
+        spec = self.specs[label]
+        texts = chunks()
+        out = []
+        for i in range(0, len(texts), BATCH):
+            rec = await embed_batch(engine, spec.engine, spec.id, texts[i : i + BATCH])
+            out.append(
+                {
+                    "key": f"{label}|{self.host}|embed|{BATCH}|{i // BATCH + 1}",
+                    "model": label,
+                    "host": self.host,
+                    "node_id": self.node_id,
+                    **rec,
+                }
+            )
+        return out
+
+    def _record(
+        self,
+        p: Point,
+        run: int,
+        result: ChatResult,
+        scheduled: float,
+        fitted: FittedPrompt,
+        output_tokens: int,
+        forced: bool,
+        limit: int | None,
+    ) -> dict[str, Any]:
+        fields = result.model_dump()
+        engine_version = fields.pop("engine_version")
+        sent = result.t_start
+        server_prompt = result.prompt_tokens if result.token_count_source == "server" else None
+        record = PerfResponse(
+            key=p.key(run),
+            pack_id="perf",
+            pack_version=0,
+            model=p.model,
+            engine=self.specs[p.model].engine,
+            engine_version=engine_version,
+            host=self.host,
+            node_id=self.node_id,
+            variant="perf",
+            category="perf",
+            prompt_id=f"{p.context_label}|{p.concurrency}",
+            repeat=run,
+            is_cold_start=False,
+            context_tokens=limit,
+            input_truncated=(
+                input_truncated(server_prompt, PromptCount(fitted.tokens, fitted.source), limit)
+                if result.ok
+                else None
+            ),
+            context=p.context_label,
+            context_target_tokens=p.context,
+            concurrency=p.concurrency,
+            run=run,
+            prompt_tokens_counted=fitted.tokens,
+            prompt_count_source=fitted.source,
+            output_tokens_target=output_tokens,
+            output_forced=forced,
+            scheduled_at=scheduled,
+            sent_at=sent,
+            send_lateness_s=None if sent is None else sent - scheduled,
+            **fields,
+        )
+        return record.model_dump(mode="json")
+
+
+def spawn_perf_client(
+    host: str,
+    node_id: str,
+    models: dict[str, Any],
+    *,
+    name: str,
+    scheduling: dict[str, Any],
+    max_attempts: int,
+    run_id: str,
+    temperature: float | None = 0.0,
+) -> Any:
+    """A :class:`PerfClient` actor pinned hard to ``node_id`` (as
+    :func:`~touchstone_ray.eval.client_actor.spawn_client`); ``models`` maps label → spec."""
+    import os
+
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    specs = {
+        label: (
+            spec.model_dump(mode="json"),
+            os.environ.get(spec.api_key_env) if spec.api_key_env else None,
+        )
+        for label, spec in models.items()
+    }
+    return (
+        ray.remote(PerfClient)
+        .options(
+            name=name,
+            num_cpus=0,
+            max_restarts=0,
+            max_concurrency=1000,
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
+        )
+        .remote(
+            host, specs, "perf", 0, {"temperature": temperature}, max_attempts, scheduling, run_id
+        )
+    )

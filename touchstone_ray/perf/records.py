@@ -1,0 +1,39 @@
+"""One request of a perf point: a line of ``points/<model>.jsonl`` (SPEC §7b).
+
+The §7 :class:`~touchstone_ray.records.EvalResponse` fields (timing, server truth and, after
+finalize, resources) plus the point and the load generator's own clock. Identity fields that
+belong to packs are fixed: ``pack_id`` ``perf``, ``variant`` and ``category`` ``perf``,
+``prompt_id`` ``<context>|<concurrency>``, ``repeat`` = ``run``.
+"""
+
+from __future__ import annotations
+
+from touchstone_ray.records import EvalResponse
+
+
+class PerfResponse(EvalResponse):
+    """A request of a perf point; ``key`` is ``model|host|context|concurrency|run``."""
+
+    context: str
+    """Target prompt length (tokens), ``<tokens>-cached`` for the cached variant."""
+    context_target_tokens: int
+    """Target prompt length (tokens)."""
+    concurrency: int
+    """Requests in flight during the point (closed loop)."""
+    run: int
+    """Request number within the point, from 1 (the warm-up is not recorded)."""
+    prompt_tokens_counted: int | None = None
+    """Prompt tokens as counted before sending (``prompt_count_source``)."""
+    prompt_count_source: str | None = None
+    """``server`` (the server's tokenizer) or ``estimated``."""
+    output_tokens_target: int | None = None
+    """``--output-tokens`` (tokens; sent as ``max_tokens``)."""
+    output_forced: bool = False
+    """The body asked the server to ignore end-of-sequence (llama.cpp, vLLM), so
+    ``completion_tokens`` should equal the target; otherwise the model may stop earlier."""
+    scheduled_at: float | None = None
+    """Epoch s when the load generator meant to send (closed loop: its stream got free)."""
+    sent_at: float | None = None
+    """Epoch s when the HTTP request was sent (``t_start``)."""
+    send_lateness_s: float | None = None
+    """``sent_at − scheduled_at`` (s): the load generator's own delay."""

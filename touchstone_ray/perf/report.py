@@ -1,0 +1,252 @@
+"""``report --bundle <perf bundle>``: ``report.md`` and a self-contained ``report.html``.
+
+Built from ``summary.json`` with the report's document model and writers: TTFT vs context
+per model and host (cold, concurrency 1), throughput per user vs total throughput across
+concurrency (the Pareto view), TTFT and TPOT vs concurrency with the SLO lines (at the
+smallest context), the capacity table and every point as a table. Figures are p50 over the
+requests that count (:mod:`touchstone_ray.aggregates`); a point without any is a gap.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection
+from pathlib import Path
+from typing import Any
+
+from touchstone_ray.errors import BundleError
+from touchstone_ray.perf.bundle import open_perf_bundle
+from touchstone_ray.perf.charts import line_svg
+from touchstone_ray.report._doc import Chart, Document, Heading, Para, Table, cell, num_cell
+from touchstone_ray.storage import atomic_write_text
+
+CHARTS_DIR = "report-charts"
+
+
+def is_perf_bundle(root: Path) -> bool:
+    """Whether ``root/bundle.json`` says ``kind: perf`` (``False`` when unreadable)."""
+    try:
+        data = json.loads((Path(root) / "bundle.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("kind") == "perf"
+
+
+def _fmt(value: float | None, digits: int = 3) -> str:
+    return "—" if value is None else f"{value:.{digits}g}"
+
+
+def _series_name(p: dict[str, Any]) -> str:
+    return f"{p['model']} @ {p['host']}"
+
+
+def build_perf_document(summary: dict[str, Any], manifest: dict[str, Any]) -> Document:
+    """The perf report as a :class:`Document` (module docstring)."""
+    points: list[dict[str, Any]] = summary.get("points", [])
+    slo: dict[str, float] = summary.get("slo") or {}
+    doc = Document(
+        title=f"Perf: {manifest.get('config_name', '')}",
+        lang="en",
+        frontmatter={
+            "kind": "perf",
+            "config": manifest.get("config_name"),
+            "simulated": manifest.get("simulated"),
+            "slo": slo,
+        },
+    )
+    b = doc.blocks
+    b.append(Heading(1, doc.title))
+    settings = manifest.get("settings") or {}
+    b.append(
+        Para(
+            (
+                f"{len(points)} points; {settings.get('runs')} requests per point after a "
+                f"discarded warm-up, {settings.get('output_tokens')} output tokens, closed "
+                "loop. Figures are "
+                "p50 over the requests that count (failed, contended and throttled requests are "
+                "excluded and counted; prompt-cached ones count for decode only).",
+            )
+        )
+    )
+    cold = [p for p in points if not p["cached"] and p["concurrency"] == 1]
+    by_model: dict[str, list[tuple[float, float | None]]] = {}
+    for p in sorted(cold, key=lambda p: p["context_target_tokens"]):
+        by_model.setdefault(_series_name(p), []).append(
+            (p["context_target_tokens"], p["ttft_s"]["p50"])
+        )
+    b.append(Heading(2, "TTFT vs context"))
+    b.append(
+        Chart(
+            "ttft-context",
+            "TTFT vs context",
+            line_svg(
+                "ttft-context",
+                by_model,
+                x_label="prompt tokens",
+                y_label="TTFT p50 (s)",
+                log_x=True,
+            ),
+        )
+    )
+    smallest = min((p["context_target_tokens"] for p in points), default=0)
+    at_small = sorted(
+        (p for p in points if not p["cached"] and p["context_target_tokens"] == smallest),
+        key=lambda p: p["concurrency"],
+    )
+    pareto: dict[str, list[tuple[float, float | None]]] = {}
+    labels: dict[str, list[str]] = {}
+    ttft_c: dict[str, list[tuple[float, float | None]]] = {}
+    tpot_c: dict[str, list[tuple[float, float | None]]] = {}
+    for p in at_small:
+        name = _series_name(p)
+        if p["total_tps"] is not None:
+            pareto.setdefault(name, []).append((p["total_tps"], p["decode_tps_median"]))
+            labels.setdefault(name, []).append(f"c={p['concurrency']}")
+        ttft_c.setdefault(name, []).append((p["concurrency"], p["ttft_s"]["p50"]))
+        tpot_c.setdefault(name, []).append((p["concurrency"], p["tpot_s"]["p50"]))
+    b.append(Heading(2, "Throughput per user vs total throughput"))
+    b.append(
+        Chart(
+            "pareto",
+            "Per-user vs total throughput",
+            line_svg(
+                "pareto",
+                pareto,
+                x_label="total tok/s (all streams)",
+                y_label="decode tok/s per user (p50)",
+                annotate=labels,
+            ),
+            caption=f"at {smallest} prompt tokens; each point is one concurrency",
+        )
+    )
+    b.append(Heading(2, "TTFT and TPOT vs concurrency"))
+    b.append(
+        Chart(
+            "ttft-concurrency",
+            "TTFT vs concurrency",
+            line_svg(
+                "ttft-concurrency",
+                ttft_c,
+                x_label="concurrency",
+                y_label="TTFT p50 (s)",
+                hline=slo.get("ttft"),
+                hline_label="SLO TTFT",
+                log_x=True,
+            ),
+        )
+    )
+    b.append(
+        Chart(
+            "tpot-concurrency",
+            "TPOT vs concurrency",
+            line_svg(
+                "tpot-concurrency",
+                tpot_c,
+                x_label="concurrency",
+                y_label="TPOT p50 (s)",
+                hline=slo.get("tpot"),
+                hline_label="SLO TPOT",
+                log_x=True,
+            ),
+        )
+    )
+    capacity = summary.get("capacity") or {}
+    if capacity:
+        b.append(Heading(2, "Capacity"))
+        b.append(
+            Table(
+                ("model", "host", "prompt tokens", "users at once", "line"),
+                tuple(
+                    (
+                        cell(c["model"]),
+                        cell(c["host"]),
+                        num_cell(str(c["context"]), c["context"]),
+                        num_cell(str(c["capacity"]), c["capacity"]),
+                        cell(c["line"]),
+                    )
+                    for c in capacity.values()
+                ),
+                sortable=True,
+                css_id="capacity",
+            )
+        )
+    b.append(Heading(2, "Points"))
+    head = (
+        "model",
+        "host",
+        "context",
+        "c",
+        "n",
+        "TTFT p50",
+        "TTFT p95",
+        "TTFT p99",
+        "TPOT p50",
+        "E2E p50",
+        "CV %",
+        "decode tok/s",
+        "prefill tok/s",
+        "total tok/s",
+        "SLO share",
+        "lateness p99 (s)",
+        "excluded",
+    )
+    rows = []
+    for p in points:
+        rows.append(
+            (
+                cell(p["model"]),
+                cell(p["host"]),
+                cell(p["context"]),
+                num_cell(str(p["concurrency"]), p["concurrency"]),
+                num_cell(str(p["n"]), p["n"]),
+                *(
+                    num_cell(_fmt(p[k][q]), p[k][q])
+                    for k, q in (
+                        ("ttft_s", "p50"),
+                        ("ttft_s", "p95"),
+                        ("ttft_s", "p99"),
+                        ("tpot_s", "p50"),
+                        ("e2e_s", "p50"),
+                    )
+                ),
+                num_cell(_fmt(p["ttft_cv_pct"]), p["ttft_cv_pct"]),
+                num_cell(_fmt(p["decode_tps_median"]), p["decode_tps_median"]),
+                num_cell(_fmt(p["prefill_tps_median"]), p["prefill_tps_median"]),
+                num_cell(_fmt(p["total_tps"]), p["total_tps"]),
+                num_cell(_fmt(p["slo_share"]), p["slo_share"]),
+                num_cell(_fmt(p["send_lateness_s"]["p99"]), p["send_lateness_s"]["p99"]),
+                cell(", ".join(f"{k} {n}" for k, n in p["n_excluded"].items()) or "—"),
+            )
+        )
+    b.append(Table(head, tuple(rows), sortable=True, css_id="points"))
+    return doc
+
+
+def write_perf_report(root: Path, formats: Collection[str]) -> list[Path]:
+    """Write ``report.md`` (charts in ``report-charts/``) and/or ``report.html`` into the
+    perf bundle ``root``; returns the paths. Raises BundleError without ``summary.json``."""
+    from touchstone_ray.report._html import render_html
+    from touchstone_ray.report._markdown import render_markdown
+
+    bundle = open_perf_bundle(Path(root))
+    try:
+        summary = json.loads((bundle.root / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise BundleError(
+            f"{bundle.root}: summary.json is missing or unreadable ({exc}); "
+            "resume the perf run to write it"
+        ) from None
+    doc = build_perf_document(summary, bundle.manifest())
+    written: list[Path] = []
+    if "md" in formats:
+        charts = bundle.root / CHARTS_DIR
+        charts.mkdir(exist_ok=True)
+        for block in doc.blocks:
+            if isinstance(block, Chart):
+                atomic_write_text(charts / f"{block.name}.svg", block.svg)
+        written.append(bundle.root / "report.md")
+        atomic_write_text(written[-1], render_markdown(doc, charts_dir=CHARTS_DIR))
+    if "html" in formats:
+        written.append(bundle.root / "report.html")
+        atomic_write_text(written[-1], render_html(doc))
+    return written

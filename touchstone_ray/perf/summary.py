@@ -1,0 +1,123 @@
+"""Per-point figures of a perf bundle (``summary.json``, SPEC §7b).
+
+Over the requests of one point: p50/p95/p99 (linear interpolation) of TTFT, TPOT, ITL (each
+request's ``itl_p50_s``) and E2E; CV % of TTFT (population stdev / mean × 100); median
+prefill and decode tok/s per request; total tok/s = Σ completion tokens of ok requests /
+the point's wall time (first send to last end, s); goodput = requests meeting every SLO / the
+wall time (req/s); the share meeting the SLO over all requests (a failed one does not);
+the send lateness p50/p99/max (s); n excluded by reason (:mod:`touchstone_ray.aggregates`:
+prompt-side figures leave out every reason, decode-side ones keep prompt-cached requests).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from touchstone_ray.aggregates import counts_for_decode, counts_for_prompt, speed_exclusions
+from touchstone_ray.perf.records import PerfResponse
+
+
+def _pctls(values: Sequence[float]) -> dict[str, float | None]:
+    if not values:
+        return {"p50": None, "p95": None, "p99": None}
+    arr = np.asarray(values, dtype=float)
+    return {f"p{q}": float(np.percentile(arr, q)) for q in (50, 95, 99)}
+
+
+def _median(values: Iterable[float | None]) -> float | None:
+    vals = [v for v in values if v is not None]
+    return statistics.median(vals) if vals else None
+
+
+def meets_slo(r: PerfResponse, slo: dict[str, float]) -> bool:
+    """Whether ``r`` succeeded and met every target of ``slo`` (``ttft``, ``tpot``; s). A
+    request without a TPOT (one token) meets a TPOT target only when it has no tokens to
+    pace, which it cannot: it fails it."""
+    if not r.ok:
+        return False
+    if "ttft" in slo and (r.ttft_s is None or r.ttft_s > slo["ttft"]):
+        return False
+    return not ("tpot" in slo and (r.tpot_s is None or r.tpot_s > slo["tpot"]))
+
+
+def slo_share(records: Sequence[PerfResponse], slo: dict[str, float]) -> float:
+    """Share (0..1) of ``records`` meeting ``slo``; 0 for none."""
+    return sum(meets_slo(r, slo) for r in records) / len(records) if records else 0.0
+
+
+def point_summary(records: Sequence[PerfResponse], slo: dict[str, float]) -> dict[str, Any]:
+    """The figures of one point (module docstring) from its requests."""
+    prompt_side = [r for r in records if counts_for_prompt(r)]
+    decode_side = [r for r in records if counts_for_decode(r)]
+    ttft = [r.ttft_s for r in prompt_side if r.ttft_s is not None]
+    starts = [r.sent_at for r in records if r.sent_at is not None]
+    ends = [r.t_end for r in records if r.t_end is not None]
+    wall = max(ends) - min(starts) if starts and ends and max(ends) > min(starts) else None
+    ok = [r for r in records if r.ok]
+    tokens = sum(r.completion_tokens or 0 for r in ok)
+    meeting = sum(meets_slo(r, slo) for r in records)
+    excluded = Counter(reason for r in records for reason in speed_exclusions(r))
+    lateness = [r.send_lateness_s for r in records if r.send_lateness_s is not None]
+    first = records[0] if records else None
+    return {
+        "n": len(records),
+        "n_ok": len(ok),
+        "n_excluded": dict(sorted(excluded.items())),
+        "ttft_s": _pctls(ttft),
+        "tpot_s": _pctls([r.tpot_s for r in decode_side if r.tpot_s is not None]),
+        "itl_s": _pctls([r.itl_p50_s for r in decode_side if r.itl_p50_s is not None]),
+        "e2e_s": _pctls([r.e2e_s for r in prompt_side if r.e2e_s is not None]),
+        "ttft_cv_pct": (
+            statistics.pstdev(ttft) / statistics.mean(ttft) * 100
+            if len(ttft) > 1 and statistics.mean(ttft) > 0
+            else None
+        ),
+        "prefill_tps_median": _median(r.prefill_tps for r in prompt_side),
+        "decode_tps_median": _median(r.decode_tps for r in decode_side),
+        "total_tps": tokens / wall if wall else None,
+        "wall_s": wall,
+        "goodput_rps": meeting / wall if wall and slo else None,
+        "slo_share": slo_share(records, slo) if slo else None,
+        "prompt_tokens_median": _median(
+            r.prompt_tokens for r in ok if r.token_count_source == "server"
+        ),
+        "prompt_tokens_counted": first.prompt_tokens_counted if first else None,
+        "completion_tokens_median": _median(r.completion_tokens for r in ok),
+        "output_forced": first.output_forced if first else None,
+        "n_cached": sum(1 for r in records if r.prompt_cached),
+        "send_lateness_s": {
+            "p50": float(np.percentile(lateness, 50)) if lateness else None,
+            "p99": float(np.percentile(lateness, 99)) if lateness else None,
+            "max": max(lateness) if lateness else None,
+        },
+    }
+
+
+def summarize(
+    records: Iterable[PerfResponse],
+    slo: dict[str, float],
+    capacity: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """``summary.json``: ``{slo, points: [{model, host, context, concurrency, ...figures}],
+    capacity: {"model|host": {...}}}``; points in first-seen order."""
+    by_point: dict[tuple[str, str, str, int], list[PerfResponse]] = {}
+    for r in records:
+        by_point.setdefault((r.model, r.host, r.context, r.concurrency), []).append(r)
+    points = [
+        {
+            "model": model,
+            "host": host,
+            "context": context,
+            "context_target_tokens": rs[0].context_target_tokens,
+            "cached": context.endswith("-cached"),
+            "concurrency": conc,
+            **point_summary(rs, slo),
+        }
+        for (model, host, context, conc), rs in by_point.items()
+    ]
+    return {"slo": slo, "points": points, "capacity": capacity or {}}
