@@ -183,14 +183,10 @@ class Bundle:
         return bundle
 
     def manifest(self) -> dict[str, Any]:
-        """The parsed ``bundle.json``; raises :class:`BundleError` if missing or truncated."""
-        try:
-            data = json.loads(self.manifest_path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise BundleError(f"{self.manifest_path}: missing; is this a bundle?") from None
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise BundleError(f"{self.manifest_path}: not valid JSON ({exc})") from None
-        if not isinstance(data, dict) or not isinstance(data.get("pack"), dict):
+        """The parsed ``bundle.json`` of an eval bundle; raises :class:`BundleError` if missing,
+        truncated, or without a pack."""
+        data = self.raw_manifest()
+        if not isinstance(data.get("pack"), dict):
             raise BundleError(f"{self.manifest_path}: not a touchstone bundle manifest")
         if not isinstance(data["pack"].get("sha256"), str):
             raise BundleError(f"{self.manifest_path}: pack.sha256 is missing; is this a bundle?")

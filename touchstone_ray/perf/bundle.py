@@ -8,7 +8,6 @@ points planned), ``config.yaml``, ``points/<model>.jsonl``, ``hosts/<host>.jsonl
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -31,13 +30,8 @@ class PerfBundle(Bundle):
     def manifest(self) -> dict[str, Any]:
         """The parsed ``bundle.json``; raises BundleError if missing, truncated or not a
         perf manifest."""
-        try:
-            data = json.loads(self.manifest_path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise BundleError(f"{self.manifest_path}: missing; is this a bundle?") from None
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise BundleError(f"{self.manifest_path}: not valid JSON ({exc})") from None
-        if not isinstance(data, dict) or data.get("kind") != "perf":
+        data = self.raw_manifest()
+        if data.get("kind") != "perf":
             raise BundleError(f"{self.root}: not a perf bundle (bundle.json has no kind: perf)")
         return data
 
