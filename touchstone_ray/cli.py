@@ -52,6 +52,12 @@ def validate(
         raise typer.Exit(2)
 
 
+FleetConfigOption = Annotated[Path, typer.Option("--config", help="Fleet config YAML.")]
+AddressOption = Annotated[
+    str | None, typer.Option(help="Ray address: 'auto' or 'ray://head:10001'.")
+]
+
+
 def _ids(value: str | None) -> list[str] | None:
     return [v.strip() for v in value.split(",") if v.strip()] if value else None
 
@@ -59,10 +65,8 @@ def _ids(value: str | None) -> list[str] | None:
 @app.command("eval")
 def eval_command(
     pack: Annotated[Path, typer.Option("--pack", help="Pack YAML.")],
-    config: Annotated[Path, typer.Option("--config", help="Fleet config YAML.")],
-    address: Annotated[
-        str | None, typer.Option(help="Ray address: 'auto' or 'ray://head:10001'.")
-    ] = None,
+    config: FleetConfigOption,
+    address: AddressOption = None,
     out: Annotated[Path | None, typer.Option(help="Folder for new bundles.")] = None,
     resume: Annotated[
         Path | None, typer.Option(help="Bundle to resume: re-runs cells without an ok record.")
@@ -100,10 +104,8 @@ def eval_command(
 
 @app.command()
 def perf(
-    config: Annotated[Path, typer.Option("--config", help="Fleet config YAML.")],
-    address: Annotated[
-        str | None, typer.Option(help="Ray address: 'auto' or 'ray://head:10001'.")
-    ] = None,
+    config: FleetConfigOption,
+    address: AddressOption = None,
     models: Annotated[str | None, typer.Option(help="Comma-separated model ids.")] = None,
     contexts: Annotated[str, typer.Option(help="Prompt lengths in tokens: 256,1k,4k.")] = "1k,4k",
     concurrency: Annotated[str, typer.Option(help="Requests in flight: 1,2,4.")] = "1,2,4",
@@ -146,10 +148,8 @@ def perf(
 
 @app.command()
 def hosts(
-    config: Annotated[Path, typer.Option("--config", help="Fleet config YAML.")],
-    address: Annotated[
-        str | None, typer.Option(help="Ray address: 'auto' or 'ray://head:10001'.")
-    ] = None,
+    config: FleetConfigOption,
+    address: AddressOption = None,
 ) -> None:
     """Preflight: every host's node, endpoints reached from that host, served models, GPU, PSI.
 
@@ -179,9 +179,7 @@ def demo(
 def judge(
     bundle: Annotated[Path, typer.Option("--bundle", help="Bundle folder to judge.")],
     judge_config: Annotated[Path, typer.Option("--judge-config", help="Judge config YAML.")],
-    address: Annotated[
-        str | None, typer.Option(help="Ray address: 'auto' or 'ray://head:10001'.")
-    ] = None,
+    address: AddressOption = None,
     judges: Annotated[str | None, typer.Option(help="Comma-separated judge ids.")] = None,
     repeats: Annotated[
         int, typer.Option(help="Verdicts per answer and judge (median score, majority flag).")
