@@ -97,6 +97,42 @@ class ResponseScan:
     malformed: int = 0
 
 
+def new_bundle_root(out: Path, name: str, config: FleetConfig) -> Path:
+    """Make ``out/<YYYY-MM-DD_HHMMSS>_<name>`` (``-2``, ``-3`` … on a clash) with the frozen
+    fleet config (``config.yaml``, no secrets) and an empty ``hosts/``; returns the folder."""
+    stamp = time.strftime("%Y-%m-%d_%H%M%S")
+    root = out / f"{stamp}_{name}"
+    n = 2
+    while root.exists():
+        root = out / f"{stamp}_{name}-{n}"
+        n += 1
+    root.mkdir(parents=True)
+    (root / "config.yaml").write_text(
+        yaml.safe_dump(frozen_config(config), sort_keys=False, allow_unicode=True),
+        encoding="utf-8",
+    )
+    (root / "hosts").mkdir()
+    return root
+
+
+def running_manifest(config: FleetConfig, ray_info: dict[str, Any]) -> dict[str, Any]:
+    """The manifest fields every bundle kind starts with: ``models`` (label + frozen entry),
+    empty ``hosts``, ``ray``, ``touchstone_version``, ``simulated``, ``started_at`` (epoch s),
+    ``finished_at`` null and ``status: running``."""
+    labels = [config.model_label(m) for m in config.models]
+    frozen = frozen_config(config)["models"]
+    return {
+        "models": [{"model": label, **m} for label, m in zip(labels, frozen, strict=True)],
+        "hosts": {},
+        "ray": ray_info,
+        "touchstone_version": __version__,
+        "simulated": any(m.engine == "simulated" for m in config.models),
+        "started_at": time.time(),
+        "finished_at": None,
+        "status": "running",
+    }
+
+
 class Bundle:
     """One bundle folder. Construct with :meth:`create` or :meth:`open`."""
 
@@ -137,38 +173,20 @@ class Bundle:
 
         The folder name is ``<YYYY-MM-DD_HHMMSS>_eval_<pack_id>`` (``-2``, ``-3`` … on a clash).
         """
-        stamp = time.strftime("%Y-%m-%d_%H%M%S")
-        root = out / f"{stamp}_eval_{pack.id}"
-        n = 2
-        while root.exists():
-            root = out / f"{stamp}_eval_{pack.id}-{n}"
-            n += 1
-        root.mkdir(parents=True)
+        root = new_bundle_root(out, f"eval_{pack.id}", config)
         bundle = cls(root)
         shutil.copyfile(pack_path, root / "pack.yaml")
-        (root / "config.yaml").write_text(
-            yaml.safe_dump(frozen_config(config), sort_keys=False, allow_unicode=True)
-        )
         bundle.responses_dir.mkdir()
-        bundle.hosts_dir.mkdir()
-        labels = [config.model_label(m) for m in config.models]
+        common = running_manifest(config, ray_info)
         bundle.write_manifest(
             {
                 "schema_version": SCHEMA_VERSION,
                 "pack": {"id": pack.id, "version": pack.version, "sha256": pack_sha256(pack_path)},
-                "models": [
-                    {"model": label, **m}
-                    for label, m in zip(labels, frozen_config(config)["models"], strict=True)
-                ],
+                "models": common.pop("models"),
                 "variants": [v.id for v in pack.prompt_variants],
-                "hosts": {},
+                "hosts": common.pop("hosts"),
                 "sampling": pack.sampling.model_dump(),
-                "ray": ray_info,
-                "touchstone_version": __version__,
-                "simulated": any(m.engine == "simulated" for m in config.models),
-                "started_at": time.time(),
-                "finished_at": None,
-                "status": "running",
+                **common,
             }
         )
         return bundle

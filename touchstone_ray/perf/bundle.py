@@ -8,15 +8,12 @@ points planned), ``config.yaml``, ``points/<model>.jsonl``, ``hosts/<host>.jsonl
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
-from touchstone_ray import __version__
-from touchstone_ray.bundle import Bundle, frozen_config
+from touchstone_ray.bundle import Bundle, new_bundle_root, running_manifest
 from touchstone_ray.config import FleetConfig
 from touchstone_ray.errors import BundleError
 from touchstone_ray.perf.records import PerfResponse
@@ -59,38 +56,19 @@ def create_perf_bundle(
     settings: dict[str, Any],
 ) -> PerfBundle:
     """A new perf bundle with a ``running`` manifest (``-2``, ``-3`` … on a name clash)."""
-    stamp = time.strftime("%Y-%m-%d_%H%M%S")
-    root = out / f"{stamp}_perf_{slug(config_name)}"
-    n = 2
-    while root.exists():
-        root = out / f"{stamp}_perf_{slug(config_name)}-{n}"
-        n += 1
-    root.mkdir(parents=True)
-    frozen = frozen_config(config)
-    (root / "config.yaml").write_text(
-        yaml.safe_dump(frozen, sort_keys=False, allow_unicode=True), encoding="utf-8"
-    )
+    root = new_bundle_root(out, f"perf_{slug(config_name)}", config)
     points_dir(root).mkdir()
-    (root / "hosts").mkdir()
     bundle = PerfBundle(root)
-    labels = [config.model_label(m) for m in config.models]
+    common = running_manifest(config, ray_info)
     bundle.write_manifest(
         {
             "schema_version": SCHEMA_VERSION,
             "kind": "perf",
             "config_name": config_name,
-            "models": [
-                {"model": label, **m} for label, m in zip(labels, frozen["models"], strict=True)
-            ],
+            "models": common.pop("models"),
             "points": planned,
             "settings": settings,
-            "hosts": {},
-            "ray": ray_info,
-            "touchstone_version": __version__,
-            "simulated": any(m.engine == "simulated" for m in config.models),
-            "started_at": time.time(),
-            "finished_at": None,
-            "status": "running",
+            **common,
         }
     )
     return bundle
