@@ -120,36 +120,18 @@ def build_perf_document(summary: dict[str, Any], manifest: dict[str, Any]) -> Do
         )
     )
     b.append(Heading(2, "TTFT and TPOT vs concurrency"))
-    b.append(
-        Chart(
-            "ttft-concurrency",
-            "TTFT vs concurrency",
-            line_svg(
-                "ttft-concurrency",
-                ttft_c,
-                x_label="concurrency",
-                y_label="TTFT p50 (s)",
-                hline=slo.get("ttft"),
-                hline_label="SLO TTFT",
-                log_x=True,
-            ),
+    for metric, series in (("ttft", ttft_c), ("tpot", tpot_c)):
+        name, upper = f"{metric}-concurrency", metric.upper()
+        svg = line_svg(
+            name,
+            series,
+            x_label="concurrency",
+            y_label=f"{upper} p50 (s)",
+            hline=slo.get(metric),
+            hline_label=f"SLO {upper}",
+            log_x=True,
         )
-    )
-    b.append(
-        Chart(
-            "tpot-concurrency",
-            "TPOT vs concurrency",
-            line_svg(
-                "tpot-concurrency",
-                tpot_c,
-                x_label="concurrency",
-                y_label="TPOT p50 (s)",
-                hline=slo.get("tpot"),
-                hline_label="SLO TPOT",
-                log_x=True,
-            ),
-        )
-    )
+        b.append(Chart(name, f"{upper} vs concurrency", svg))
     capacity = summary.get("capacity") or {}
     if capacity:
         b.append(Heading(2, "Capacity"))
