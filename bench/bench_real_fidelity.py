@@ -10,11 +10,16 @@ request the server's own ``timings`` are the ground truth:
 * E2E error = the tool's E2E − (``prompt_ms`` + ``predicted_ms``).
 
 Tools: ``touchstone`` (:class:`~touchstone_ray.engines.llamacpp.LlamaCppEngine`, one asyncio
-loop) and ``bare`` (the standard library's ``http.client``, one thread per in-flight request,
-the clock started right before ``request()``, lines read with ``readline()``). GuideLLM was
-not measured: see ``docs/benchmarks.md``.
+loop), ``bare`` (the standard library's ``http.client``, one thread per in-flight request,
+the clock started right before ``request()``, lines read with ``readline()``) and ``guidellm``
+(``guidellm run``, concurrent profile, from the venv of ``bench/README.md``). GuideLLM keeps no
+server timings, so its requests are matched to the server's own ``print_timing`` log lines by
+prompt length: each of its prompts has a unique token count (10 filler words apart), and
+``cache_prompt: false`` goes in its request body, so the log's prompt count equals the
+request's ``prompt_tokens``.
 
     python bench/bench_real_fidelity.py [--n 8] [--reps 3] [--max-tokens 16] [--levels 1,2,4]
+        [--tools touchstone,bare,guidellm] [--venv /tmp/benchvenv]
 
 Prints one JSON summary on stdout: per tool and level, the per-repetition median and p99 of
 both errors (ms) as ``{min, median, max, n}`` over repetitions, and the load average at the
@@ -30,7 +35,9 @@ import asyncio
 import http.client
 import json
 import os
+import re
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -138,6 +145,81 @@ def bare_request(root: str, messages: list[dict[str, str]], cap: int) -> dict:
     return row(ttft, e2e, timings)
 
 
+PRINT_TIMING = re.compile(
+    r"task (\d+) \|\s+(prompt eval|total) time =\s+([\d.]+) ms /\s+(\d+) tokens"
+)
+"""llama-server's per-request log lines (``slot print_timing``): task id, what, ms, tokens."""
+
+
+def log_timings(text: str) -> dict[int, dict[str, float]]:
+    """Server timings from a slice of llama-server's log, by prompt token count: ``prompt_ms``
+    and ``predicted_ms`` (= total − prompt). A prompt count seen twice is dropped (ambiguous)."""
+    per_task: dict[str, dict[str, float]] = {}
+    for task, what, ms, tokens in PRINT_TIMING.findall(text):
+        entry = per_task.setdefault(task, {})
+        if what == "prompt eval":
+            entry.update(prompt_ms=float(ms), prompt_n=float(tokens))
+        else:
+            entry["total_ms"] = float(ms)
+    by_count: dict[int, dict[str, float]] = {}
+    seen: set[int] = set()
+    for entry in per_task.values():
+        if "prompt_n" not in entry or "total_ms" not in entry:
+            continue
+        n = int(entry["prompt_n"])
+        timing = {
+            "prompt_ms": entry["prompt_ms"],
+            "predicted_ms": entry["total_ms"] - entry["prompt_ms"],
+        }
+        if n in seen:
+            by_count.pop(n, None)
+        else:
+            by_count[n] = timing
+        seen.add(n)
+    return by_count
+
+
+def run_guidellm(
+    server: Any, level: int, batch: list[list[dict[str, str]]], cap: int, venv: Path, work: Path
+) -> list[dict[str, Any]]:
+    """GuideLLM over ``batch`` at ``level`` streams; errors from the server's log timings."""
+    work.mkdir(parents=True, exist_ok=True)
+    data = work / "prompts.jsonl"
+    with data.open("w", encoding="utf-8") as fh:
+        for i, messages in enumerate(batch):
+            text = "\n".join(m["content"] for m in messages) + " ja" * (10 * i)
+            fh.write(json.dumps({"prompt": text}) + "\n")
+    out = work / "guidellm.json"
+    body = {"cache_prompt": False, "max_tokens": cap, "temperature": 0.0}
+    backend = {"kind": "openai_http", "target": server.root, "model": MODEL_ALIAS}
+    backend |= {"validate_backend": False, "extras": {"body": body}}
+    cmd = [str(venv / "bin" / "guidellm"), "run", "--backend", json.dumps(backend)]
+    cmd += ["--profile", f"kind=concurrent,streams={level}"]
+    cmd += ["--constraint", f"kind=max_requests,count={len(batch)}"]
+    cmd += ["--data", f"kind=json_file,path={data}", "--output", f"kind=json,path={out}"]
+    cmd += ["--disable-console-interactive"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHON"))}
+    env.update(HOME=str(work), HF_HUB_OFFLINE="1", NO_COLOR="1", TERM="dumb")
+    start = len(server.log_text())
+    with (work / "guidellm.log").open("w") as fh:
+        done = subprocess.run(cmd, cwd=work, env=env, stdout=fh, stderr=subprocess.STDOUT)
+    if done.returncode != 0:
+        tail = (work / "guidellm.log").read_text("utf-8", "replace")[-1500:]
+        raise RuntimeError(f"guidellm exited {done.returncode}: {tail}")
+    timings = log_timings(server.log_text()[start:])
+    bench = json.loads(out.read_text(encoding="utf-8"))["benchmarks"][0]
+    rows: list[dict[str, Any]] = []
+    for req in bench["requests"]["successful"]:
+        timing = timings.get(int(req.get("prompt_tokens") or -1))
+        ttft_ms = req.get("time_to_first_token_ms")
+        if timing is None or ttft_ms is None:
+            rows.append({"error": f"no server timing for {req.get('prompt_tokens')} tokens"})
+            continue
+        rows.append(row(ttft_ms / 1000, req["request_latency"], timing))
+    rows += [{"error": "guidellm request errored"} for _ in bench["requests"].get("errored") or []]
+    return rows
+
+
 def run_bare(root: str, level: int, batch: list[list[dict[str, str]]], cap: int) -> list:
     out: list[dict] = [{} for _ in batch]
     lock = threading.Lock()
@@ -175,22 +257,31 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3, help="repetitions (tool order alternates)")
     parser.add_argument("--max-tokens", type=int, default=16)
     parser.add_argument("--levels", default="1,2,4")
+    parser.add_argument("--tools", default="touchstone,bare,guidellm")
+    parser.add_argument("--venv", type=Path, default=Path("/tmp/benchvenv"))
     args = parser.parse_args()
+    tools_all = [t for t in args.tools.split(",") if t]
+    if "guidellm" in tools_all and not (args.venv / "bin" / "guidellm").exists():
+        log(f"guidellm: {args.venv}/bin/guidellm not found; skipped (bench/README.md)")
+        tools_all.remove("guidellm")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the server on a kill too
     levels = [int(x) for x in args.levels.split(",")]
     per_rep: dict[str, dict[str, list[dict[str, Any]]]] = {}
     with scratch("tsf") as tmp, llama_server(tmp, ctx_size=8192, parallel=max(levels)) as server:
         for rep in range(args.reps):
             for level in levels:
-                tools = ("touchstone", "bare") if rep % 2 == 0 else ("bare", "touchstone")
-                for tool in tools:
+                k = rep % len(tools_all)
+                for tool in tools_all[k:] + tools_all[:k]:
                     log(f"rep {rep + 1}: {tool} at concurrency {level}")
                     batch = prompts(f"{tool}{rep}", level, args.n)
                     load = os.getloadavg()[0]
                     if tool == "touchstone":
                         rows = run_touchstone(server.base_url, level, batch, args.max_tokens)
-                    else:
+                    elif tool == "bare":
                         rows = run_bare(server.root, level, batch, args.max_tokens)
+                    else:
+                        sub = tmp / f"guidellm-{rep}-{level}"
+                        rows = run_guidellm(server, level, batch, args.max_tokens, args.venv, sub)
                     per_rep.setdefault(f"c={level}", {}).setdefault(tool, []).append(
                         {
                             "ttft_minus_prompt_ms": stats(rows, "ttft_err_ms"),
@@ -220,7 +311,7 @@ def main() -> None:
             "reps": args.reps,
             "max_tokens": args.max_tokens,
             "results": results,
-            "guidellm": "not measured (see docs/benchmarks.md)",
+            "tools": tools_all,
             "machine": machine(),
         }
     )
