@@ -213,6 +213,8 @@ def test_bad_flags_exit_2(tmp_path: Path) -> None:
         "16k)",
         ("--slo", "ttft=-1"): "error: --slo: ttft must be > 0 s, not -1.0",
         ("--models", "nope"): "error: --models: unknown model 'nope'; the config has ['sim-a']",
+        ("--embed", "--embed-batch", "0"): "error: --embed-batch: must be ≥ 1, not 0",
+        ("--embed-chunks", "-1"): "error: --embed-chunks: must be ≥ 1, not -1",
     }
     for args, message in cases.items():
         done = cli(tmp_path, "--config", str(config), *args, timeout=60)
