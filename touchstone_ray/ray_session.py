@@ -123,7 +123,7 @@ def dashboard_http_url() -> str | None:
 
     Read from the GCS internal KV key ``webui:url`` (namespace ``dashboard``), which the head
     fills only when it serves the web UI; the ``dashboard`` key that :func:`dashboard_url`
-    reads first is set even without it (measured on Ray 2.x: ``127.0.0.1:8265`` with
+    reads first is set even without it (measured on Ray 2.60: ``127.0.0.1:8265`` with
     ``include_dashboard=False``, ``webui:url`` empty)."""
     url: str | None = None
     try:
