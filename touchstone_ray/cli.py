@@ -116,8 +116,11 @@ def perf(
         bool, typer.Option(help="Search the most users per model and host meeting --slo.")
     ] = False,
     embed: Annotated[
-        bool, typer.Option(help="Also measure embeddings: 64 chunks of ~256 tokens, batch 8.")
+        bool, typer.Option(help="Also measure embeddings (/v1/embeddings, Ollama /api/embed).")
     ] = False,
+    embed_chunks: Annotated[int, typer.Option(help="--embed: chunks per model.")] = 64,
+    embed_tokens: Annotated[int, typer.Option(help="--embed: ~tokens per chunk.")] = 256,
+    embed_batch: Annotated[int, typer.Option(help="--embed: chunks per request.")] = 8,
     out: Annotated[Path | None, typer.Option(help="Folder for new bundles.")] = None,
     resume: Annotated[
         Path | None, typer.Option(help="Perf bundle to resume: reuses complete points.")
@@ -139,6 +142,9 @@ def perf(
             slo=parse_slo(slo),
             capacity=capacity,
             embed=embed,
+            embed_chunks=embed_chunks,
+            embed_tokens=embed_tokens,
+            embed_batch=embed_batch,
             out=out,
             resume=resume,
         )

@@ -46,7 +46,8 @@ def resolve_address(address: str | None, settings: RaySettings) -> str | None:
 
 
 def ensure_ray(address: str | None, settings: RaySettings) -> dict[str, Any]:
-    """Connect the driver to Ray and return ``{"version", "address", "embedded"}``.
+    """Connect the driver to Ray and return ``{"version", "address", "embedded",
+    "dashboard_url"}`` (the last: :func:`dashboard_http_url`, ``None`` without a dashboard).
 
     Reuses an already initialised Ray; with an address (flag, ``RAY_ADDRESS``, config, in
     that order) joins that cluster; otherwise starts a local Ray with the dashboard bound to
@@ -78,6 +79,7 @@ def ensure_ray(address: str | None, settings: RaySettings) -> dict[str, Any]:
         "version": ray.__version__,
         "address": address or context.gcs_address,
         "embedded": embedded,
+        "dashboard_url": dashboard_http_url(),
     }
 
 
@@ -112,6 +114,27 @@ def dashboard_url() -> str | None:
         return _decode(node.address_info.get("webui_url")) if node is not None else None
     except Exception:
         return None
+
+
+def dashboard_http_url() -> str | None:
+    """The connected cluster's dashboard web UI as a link, ``http://host:port``, or ``None``
+    when it serves none (``include_dashboard: false``, ``--include-dashboard false``) or
+    that is not knowable. Requires an initialised Ray.
+
+    Read from the GCS internal KV key ``webui:url`` (namespace ``dashboard``), which the head
+    fills only when it serves the web UI; the ``dashboard`` key that :func:`dashboard_url`
+    reads first is set even without it (measured on Ray 2.60: ``127.0.0.1:8265`` with
+    ``include_dashboard=False``, ``webui:url`` empty)."""
+    url: str | None = None
+    try:
+        from ray.experimental.internal_kv import _internal_kv_get
+
+        url = _decode(_internal_kv_get("webui:url", namespace="dashboard"))
+    except Exception:
+        url = None
+    if not url:
+        return None
+    return url if "://" in url else f"http://{url}"
 
 
 def url_host(url: str) -> str:

@@ -130,6 +130,32 @@ def test_capacity_is_what_the_simulator_implies(capacity_run: tuple[Path, str, s
     assert implied_capacity(MODELS["sim-slots"]) == 4
 
 
+def test_capacity_points_listed_in_bundle_json(capacity_run: tuple[Path, str, str]) -> None:
+    """Each probed concurrency with its SLO-hit share and whether it met the 90 %, in the
+    order the search tried them, in ``bundle.json`` and ``summary.json`` alike; each share is
+    the one its point's stored requests give."""
+    bundle, _, _ = capacity_run
+    manifest = json.loads((bundle / "bundle.json").read_text())
+    summary = json.loads((bundle / "summary.json").read_text())
+    requests = [r for label in MODELS for r in lines(bundle / "points" / f"{label}.jsonl")]
+    for label, slowdown in MODELS.items():
+        expected = implied_capacity(slowdown)
+        entry = manifest["capacity"][f"{label}|local"]
+        assert entry == summary["capacity"][f"{label}|local"]
+        assert entry["capacity"] == expected and entry["context"] == 64
+        probed = [p["concurrency"] for p in entry["points"]]
+        # doubling from 1 until a point fails, then bisection between the last good and it
+        assert probed == ([1, 2, 3, 4] if expected == 3 else [1, 2, 4, 5, 6, 8])
+        for p in entry["points"]:
+            assert p["point"] == f"{label}|local|64|{p['concurrency']}"
+            mine = [r for r in requests if r["key"].rsplit("|", 1)[0] == p["point"]]
+            assert len(mine) == max(3, p["concurrency"])
+            met = sum(r["ok"] and r["ttft_s"] <= TTFT_SLO and r["tpot_s"] <= TPOT_SLO for r in mine)
+            assert p["slo_share"] == pytest.approx(met / len(mine))
+            assert p["meets_slo"] is (p["slo_share"] >= 0.9)
+            assert p["meets_slo"] is (p["concurrency"] <= expected)
+
+
 def test_perf_bundle_layout(capacity_run: tuple[Path, str, str]) -> None:
     bundle, _, stderr = capacity_run
     assert "warning: --runs 3 is under 8: percentiles and CV % of so few requests are noisy" in (
@@ -138,6 +164,7 @@ def test_perf_bundle_layout(capacity_run: tuple[Path, str, str]) -> None:
     assert bundle.name.endswith("_perf_simfleet")
     manifest = json.loads((bundle / "bundle.json").read_text())
     assert manifest["kind"] == "perf" and manifest["status"] == "done"
+    assert manifest["ray"]["dashboard_url"] is None  # the config turns the dashboard off
     planned = {(p["model"], p["context"], p["concurrency"]) for p in manifest["points"]}
     assert planned == {
         (m, c, n) for m in MODELS for c, n in (("64-cached", 1), ("64", 1), ("64", 2))
@@ -186,6 +213,8 @@ def test_bad_flags_exit_2(tmp_path: Path) -> None:
         "16k)",
         ("--slo", "ttft=-1"): "error: --slo: ttft must be > 0 s, not -1.0",
         ("--models", "nope"): "error: --models: unknown model 'nope'; the config has ['sim-a']",
+        ("--embed", "--embed-batch", "0"): "error: --embed-batch: must be ≥ 1, not 0",
+        ("--embed-chunks", "-1"): "error: --embed-chunks: must be ≥ 1, not -1",
     }
     for args, message in cases.items():
         done = cli(tmp_path, "--config", str(config), *args, timeout=60)
@@ -291,8 +320,10 @@ def test_report_on_a_perf_bundle(capacity_run: tuple[Path, str, str]) -> None:
 
 
 def test_compare_joins_perf_capacity_onto_eval_rows(capacity_run: tuple[Path, str, str]) -> None:
-    """An eval of the same fleet, then ``compare EVAL PERF``: each eval row of a model gets
-    the users at once its (model, host) reached in the perf bundle."""
+    """An eval of one model of the same fleet, then ``compare EVAL PERF``: the eval row gets
+    the users at once its (model, host) reached in the perf bundle; the other model, only in
+    the perf bundle, still gets a row: no pack, variant or quality, its single-user speed
+    from ``summary.json``, its users at once. ``compare PERF`` alone lists both that way."""
     perf_bundle, _, _ = capacity_run
     tmp = perf_bundle.parents[1]
     sys.path.insert(0, str(REPO / "tests" / "eval"))
@@ -312,6 +343,8 @@ def test_compare_joins_perf_capacity_onto_eval_rows(capacity_run: tuple[Path, st
             str(tmp / "simfleet.yaml"),
             "--variants",
             "baseline",
+            "--models",
+            "sim-tpot",
         ],
         capture_output=True,
         text=True,
@@ -350,6 +383,58 @@ def test_compare_joins_perf_capacity_onto_eval_rows(capacity_run: tuple[Path, st
     assert f"| {implied_capacity(MODELS['sim-tpot'])} ({slo}) |" in (
         (out / "compare.md").read_text(encoding="utf-8")
     )
+    assert list(rows) == ["sim-tpot", "sim-slots"]  # eval rows first
+    assert rows["sim-tpot"]["bundle"] == Path(eval_bundle).name
+    assert rows["sim-tpot"]["quality_pct"] == ""  # unjudged
+    assert rows["sim-tpot"]["variant"] == "baseline"
+    summary = json.loads((perf_bundle / "summary.json").read_text())
+    requests = lines(perf_bundle / "points" / "sim-slots.jsonl")
+    single = next(
+        p
+        for p in summary["points"]
+        if (p["model"], p["context"], p["concurrency"]) == ("sim-slots", "64", 1)
+    )
+    perf_only = rows["sim-slots"]
+    assert perf_only["bundle"] == perf_bundle.name
+    assert (perf_only["pack"], perf_only["variant"]) == ("–", "–")
+    assert perf_only["hosts"] == "local: no GPU"
+    assert (perf_only["quality_pct"], perf_only["ko_passed"]) == ("", "")
+    assert perf_only["ttft_p50_s"] == (
+        "" if single["ttft_s"]["p50"] is None else str(single["ttft_s"]["p50"])
+    )
+    assert perf_only["decode_tps_median"] == (
+        "" if single["decode_tps_median"] is None else str(single["decode_tps_median"])
+    )
+    engine = [r["engine_rss_mb"] for r in requests if r["engine_rss_mb"] is not None]
+    system = [r["sys_used_mb"] for r in requests if r["sys_used_mb"] is not None]
+    assert perf_only["memory_mb"] == str(max(engine) if engine else max(system))
+    assert perf_only["memory_source"] == ("engine" if engine else "system")
+    assert perf_only["simulated"] == "true"
+    md_row = next(
+        line
+        for line in (out / "compare.md").read_text(encoding="utf-8").splitlines()
+        if "| sim-slots |" in line
+    )
+    cells = [c.strip() for c in md_row.strip("|").split("|")]
+    assert cells[0] == perf_bundle.name and cells[3:6] == ["–", "–", "–"]
+    assert cells[-1] == f"{implied_capacity(MODELS['sim-slots'])} ({slo})"
+
+    alone = tmp / "cmp-perf"
+    done = subprocess.run(
+        [sys.executable, "-m", "touchstone_ray.cli", "compare", str(perf_bundle), "--out",
+         str(alone)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    with open(alone / "compare.csv", encoding="utf-8") as fh:
+        only = list(csv.DictReader(fh))
+    assert [(r["model"], r["users_at_slo"]) for r in only] == [
+        (label, str(implied_capacity(x))) for label, x in MODELS.items()
+    ]
+    assert {r["bundle"] for r in only} == {perf_bundle.name}
 
 
 def test_embed_throughput_against_the_simulator(tmp_path: Path) -> None:

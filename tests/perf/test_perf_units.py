@@ -32,6 +32,33 @@ def test_corpus_is_german_and_english_prose_and_wraps() -> None:
     assert passage(3, len(stream) - 1) == " ".join([stream[-1], stream[0], stream[1]])
 
 
+def test_corpus_has_4000_words_a_language_and_no_repeated_passage() -> None:
+    """≥ 4,000 words of each language, and no run of 12 words anywhere twice (nothing was
+    padded by copying); a prompt longer than the corpus repeats it from its first word."""
+    from importlib import resources
+
+    from touchstone_ray.perf.corpus import LANGUAGES
+
+    per_lang = {
+        lang: resources.files("touchstone_ray.perf")
+        .joinpath(f"corpus/{lang}.txt")
+        .read_text(encoding="utf-8")
+        .split()
+        for lang in LANGUAGES
+    }
+    assert {k: len(v) >= 4000 for k, v in per_lang.items()} == {"de": True, "en": True}
+    stream = words()
+    assert list(stream) == per_lang["de"] + per_lang["en"]
+    seen: dict[tuple[str, ...], int] = {}
+    for i in range(len(stream) - 11):
+        gram = stream[i : i + 12]
+        assert gram not in seen, (" ".join(gram), seen[gram], i)
+        seen[gram] = i
+    whole = passage(len(stream))
+    assert passage(len(stream) + 5) == whole + " " + passage(5)
+    assert passage(10, len(stream) + 7) == passage(10, 7)
+
+
 def test_parse_tokens_and_errors() -> None:
     assert parse_tokens("256, 1k,16K", "--contexts") == [256, 1024, 16384]
     with pytest.raises(UsageError) as info:

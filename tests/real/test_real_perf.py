@@ -1,10 +1,12 @@
 """``touchstone-ray perf`` against the real llama.cpp server (``--parallel 2``): prompts
 fitted by the server's tokenizer within 2 % of the target, TTFT growing with the context,
 the cached variant served from the prompt cache, the output forced to its length, and
-queueing at concurrency 4 (two slots)."""
+queueing at concurrency 4 (two slots); and a 16k-token prompt fitted by the server's tokenizer
+from the corpus without repeating a word of it."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import statistics
@@ -113,3 +115,32 @@ def test_concurrency_four_queues_on_two_slots(real_server: LlamaServer, tmp_path
     assert max(waits(two)) < 0.25 * service_s  # two streams, two slots: nobody waits
     assert waits(four)[-2] > 0.5 * service_s  # two of four wait for a slot
     assert all(0 <= r["send_lateness_s"] < 0.1 for r in recs)
+
+
+def test_a_16k_prompt_fits_from_the_corpus_without_repeating(real_server: LlamaServer) -> None:
+    """The 16k context target, counted by the server (``/apply-template`` + ``/tokenize``),
+    takes fewer words than the corpus holds: its passage never wraps around."""
+    from touchstone_ray.engines import EngineSettings, create_engine
+    from touchstone_ray.eval.prompts import nonce_line
+    from touchstone_ray.perf.corpus import passage, words
+    from touchstone_ray.perf.workload import fit_prompt
+
+    target = 16384
+    engine = create_engine("llamacpp", EngineSettings(base_url=real_server.base_url))
+
+    async def fit() -> Any:
+        async def count(messages: list[dict[str, str]]) -> int | None:
+            return await engine.count_prompt_tokens(MODEL_ALIAS, messages)
+
+        try:
+            fitted = await fit_prompt(count, target, nonce_line("corpus", "16k"))
+            whole = await count([{"role": "user", "content": passage(len(words()))}])
+            return fitted, whole
+        finally:
+            await engine.aclose()
+
+    fitted, whole = asyncio.run(fit())
+    assert fitted.source == "server" and fitted.offset == 0
+    assert 0.98 * target <= fitted.tokens <= target
+    assert fitted.n_words < len(words()), (fitted.n_words, len(words()))
+    assert whole > target  # the corpus alone is longer than the largest shipped target

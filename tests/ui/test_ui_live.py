@@ -1,9 +1,11 @@
 """The live page while a real eval of a simulated fleet runs (a ``touchstone-ray eval``
 subprocess with its own local Ray): progress grows through server-sent events, the failing
-model's cells show up with their ``error_kind``, and the stream ends when the run is done."""
+model's cells show up with their ``error_kind``, and the stream ends when the run is done; a run
+whose Ray served no dashboard records ``ray.dashboard_url: null`` and the page links none."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -121,6 +123,13 @@ def test_live_page_follows_a_running_eval(tmp_path: Path, page: Any) -> None:
             assert last[0] > first[0]
             assert page.locator(".host-card svg.spark").count() >= 1
             assert run.wait(timeout=60) == 1
+            # the run's local Ray served no dashboard: bundle.json says so, and no link
+            manifest = json.loads((runs / rel / "bundle.json").read_text(encoding="utf-8"))
+            assert manifest["ray"]["dashboard_url"] is None
+            page.goto(f"{server.url}/live/{rel}")
+            assert page.locator("#live-state").inner_text() == "failed"
+            assert page.locator("#ray-dashboard").count() == 0
+            assert "Ray dashboard" not in page.content()
         finally:
             if run.poll() is None:
                 run.terminate()

@@ -9,6 +9,7 @@ queue only gets longer).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 SLO_SHARE = 0.9
 """Share of requests (0..1) that must meet the SLO."""
@@ -60,3 +61,21 @@ def capacity_line(model: str, host: str, capacity: int, slo: dict[str, float]) -
     return (
         f"{model} on {host}: {users} at once with {' and '.join(parts)} for {SLO_SHARE * 100:.0f} %"
     )
+
+
+def capacity_points(
+    model: str, host: str, context: int, tried: dict[int, float], threshold: float = SLO_SHARE
+) -> list[dict[str, Any]]:
+    """The points the search probed, in the order of their concurrency: ``[{point, concurrency,
+    slo_share (0..1), meets_slo}]``; ``point`` is the key prefix of its requests
+    (``model|host|context|concurrency``) and ``meets_slo`` whether ``slo_share`` ≥
+    ``threshold``, the test that decided the search."""
+    return [
+        {
+            "point": f"{model}|{host}|{context}|{c}",
+            "concurrency": c,
+            "slo_share": share,
+            "meets_slo": share >= threshold,
+        }
+        for c, share in sorted(tried.items())
+    ]

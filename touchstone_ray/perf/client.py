@@ -100,22 +100,27 @@ class PerfClient(HostClient):
         await asyncio.gather(*(stream() for _ in range(p.concurrency)))
         return records
 
-    async def run_embed(self, label: str) -> list[dict[str, Any]]:
-        """The ``--embed`` run of ``label``: one record per batch (:mod:`.embed`)."""
-        from touchstone_ray.perf.embed import BATCH, chunks, embed_batch
+    async def run_embed(
+        self, label: str, n_chunks: int, chunk_tokens: int, batch: int
+    ) -> list[dict[str, Any]]:
+        """The ``--embed`` run of ``label``: ``n_chunks`` corpus chunks of about
+        ``chunk_tokens`` tokens, ``batch`` per request, one request in flight; one record per
+        batch (:mod:`.embed`)."""
+        from touchstone_ray.perf.embed import chunks, embed_batch
 
         engine = self._engine(label)
         spec = self.specs[label]
-        texts = chunks()
+        texts = chunks(n_chunks, chunk_tokens)
         out = []
-        for i in range(0, len(texts), BATCH):
-            rec = await embed_batch(engine, spec.engine, spec.id, texts[i : i + BATCH])
+        for i in range(0, len(texts), batch):
+            rec = await embed_batch(engine, spec.engine, spec.id, texts[i : i + batch])
             out.append(
                 {
-                    "key": f"{label}|{self.host}|embed|{BATCH}|{i // BATCH + 1}",
+                    "key": f"{label}|{self.host}|embed|{batch}|{i // batch + 1}",
                     "model": label,
                     "host": self.host,
                     "node_id": self.node_id,
+                    "chunk_tokens": chunk_tokens,
                     **rec,
                 }
             )

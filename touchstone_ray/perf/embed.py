@@ -1,11 +1,13 @@
 """``--embed``: embedding throughput of a model on its host.
 
-:data:`N_CHUNKS` corpus passages of about :data:`CHUNK_TOKENS` tokens each (words ×
-:data:`TOKENS_PER_WORD`, an estimate; the server's ``usage.prompt_tokens`` is recorded as
-the truth) are sent in batches of :data:`BATCH`, one batch in flight, to ``/v1/embeddings``
+``--embed-chunks`` (default :data:`N_CHUNKS`) corpus passages of about ``--embed-tokens``
+(:data:`CHUNK_TOKENS`) tokens each (words × :data:`TOKENS_PER_WORD`, an estimate; the
+server's ``usage.prompt_tokens`` is recorded as the truth) are sent in batches of
+``--embed-batch`` (:data:`BATCH`), one batch in flight, to ``/v1/embeddings``
 (OpenAI-compatible servers: ``{model, input: [str]}``) or Ollama's ``/api/embed``. Per batch
 one record (``embed/<model>.jsonl``): ``t_start``/``t_end`` (epoch s), ``latency_s``,
-``n_inputs``, ``prompt_tokens`` (server, or ``None``), ``ok``/``error``; the summary:
+``n_inputs``, ``chunk_tokens`` (the target), ``prompt_tokens`` (server, or ``None``),
+``ok``/``error``; the summary:
 embeddings/s and tokens/s over the whole run (first send to last answer), p95 batch latency
 (s), and the host's peak memory (MB) from finalize.
 """
@@ -78,7 +80,7 @@ def embed_line(model: str, host: str, s: dict[str, Any]) -> str:
         f"{model} on {host}: {s['embeddings_per_s']:.1f} embeddings/s, "
         + (f"{tps:.0f} tok/s, " if tps is not None else "")
         + f"p95 batch {s['batch_latency_p95_s']:.3f} s (batches of {s['batch']} × "
-        f"~{CHUNK_TOKENS} tok)"
+        f"~{s.get('chunk_tokens') or CHUNK_TOKENS} tok)"
     )
 
 
@@ -95,6 +97,7 @@ def embed_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
         "n_batches": len(records),
         "n_ok": len(ok),
         "batch": max(r["n_inputs"] for r in records),
+        "chunk_tokens": records[0].get("chunk_tokens"),
         "embeddings_per_s": sum(r["n_inputs"] for r in ok) / wall if wall > 0 else None,
         "tokens_per_s": sum(tokens) / wall if tokens and wall > 0 else None,
         "batch_latency_p95_s": float(np.percentile([r["latency_s"] for r in ok], 95)),

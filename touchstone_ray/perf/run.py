@@ -29,7 +29,7 @@ from touchstone_ray.perf.bundle import (
     read_points,
     shard_path,
 )
-from touchstone_ray.perf.capacity import capacity_line, search_capacity
+from touchstone_ray.perf.capacity import capacity_line, capacity_points, search_capacity
 from touchstone_ray.perf.plan import ModelPoints, Point, plan_points, runs_at
 from touchstone_ray.perf.records import PerfResponse
 from touchstone_ray.perf.summary import slo_share, summarize
@@ -57,6 +57,12 @@ class PerfOptions:
     slo: dict[str, float] = field(default_factory=dict)
     capacity: bool = False
     embed: bool = False
+    embed_chunks: int = 64
+    """``--embed``: chunks embedded per model."""
+    embed_tokens: int = 256
+    """``--embed``: target tokens per chunk (estimated from words, see :mod:`.embed`)."""
+    embed_batch: int = 8
+    """``--embed``: chunks per request."""
     out: Path | None = None
     resume: Path | None = None
 
@@ -127,6 +133,13 @@ def _check(opts: PerfOptions) -> None:
         raise UsageError(
             f"--output-tokens: must be ≥ 2 (TPOT needs two tokens), not {opts.output_tokens}"
         )
+    for flag, value in (
+        ("--embed-chunks", opts.embed_chunks),
+        ("--embed-tokens", opts.embed_tokens),
+        ("--embed-batch", opts.embed_batch),
+    ):
+        if value < 1:
+            raise UsageError(f"{flag}: must be ≥ 1, not {value}")
     if opts.capacity and not opts.slo:
         raise UsageError("--capacity needs --slo (e.g. --slo ttft=0.5,tpot=0.05)")
 
@@ -173,6 +186,12 @@ def run_perf(opts: PerfOptions, out: TextIO = sys.stdout) -> PerfOutcome:
             "concurrency": opts.concurrency,
             "capacity": opts.capacity,
         }
+        if opts.embed:
+            settings["embed"] = {
+                "chunks": opts.embed_chunks,
+                "chunk_tokens": opts.embed_tokens,
+                "batch": opts.embed_batch,
+            }
         bundle = create_perf_bundle(
             Path(opts.out or config.out), config, opts.config.stem, ray_info, planned, settings
         )
@@ -377,7 +396,13 @@ class _Fleet:
                 if opts.capacity:
                     self._capacity(actor, m, opts, existing)
                 if opts.embed:
-                    embeds = ray.get(actor.run_embed.remote(m.label), timeout=m.spec.timeout_s * 8)
+                    batches = -(-opts.embed_chunks // opts.embed_batch)
+                    embeds = ray.get(
+                        actor.run_embed.remote(
+                            m.label, opts.embed_chunks, opts.embed_tokens, opts.embed_batch
+                        ),
+                        timeout=m.spec.timeout_s * batches + POINT_SLACK_S,
+                    )
                     self.writer.embeds(m.label, embeds)
                 self.writer.event("model_done", host=host, model=m.label)
             except Exception as exc:
@@ -430,15 +455,22 @@ class _Fleet:
 
         found, tried = search_capacity(share_at)
         line = capacity_line(m.label, m.host, found, opts.slo)
-        self.capacity[f"{m.label}|{m.host}"] = {
+        entry = {
             "model": m.label,
             "host": m.host,
             "context": ctx,
             "capacity": found,
             "slo": opts.slo,
             "tried": {str(k): v for k, v in sorted(tried.items())},
+            "points": capacity_points(m.label, m.host, ctx, tried),
             "line": line,
         }
+        key = f"{m.label}|{m.host}"
+        self.capacity[key] = entry
+        with self.writer.lock:  # host threads share bundle.json
+            manifest = self.bundle.manifest()
+            manifest.setdefault("capacity", {})[key] = entry
+            self.bundle.write_manifest(manifest)
         self.writer.event("capacity", model=m.label, host=m.host, capacity=found)
 
     def stop(self) -> None:

@@ -105,12 +105,19 @@ def _rows_of(data: ReportData) -> list[CompareRow]:
 
 
 def compare_rows(roots: Sequence[Path]) -> tuple[list[CompareRow], str]:
-    """The rows of every bundle (given order, then ranking order) and the report language
-    (the packs' language when all agree, else ``en``). Raises
+    """The rows of every bundle (given order, then ranking order; then one row per (model,
+    host) of a perf bundle that no eval row has, see
+    :func:`~touchstone_ray.perf.join.perf_only_rows`) and the report language (the packs'
+    language when all agree, else ``en``). Raises
     :class:`~touchstone_ray.errors.BundleError` naming the first unusable bundle."""
     if not roots:
         raise UsageError("compare: name at least one bundle")
-    from touchstone_ray.perf.join import capacity_by_model_host, is_perf_bundle, join_capacity
+    from touchstone_ray.perf.join import (
+        capacity_by_model_host,
+        is_perf_bundle,
+        join_capacity,
+        perf_only_rows,
+    )
 
     rows: list[CompareRow] = []
     langs = set()
@@ -123,9 +130,11 @@ def compare_rows(roots: Sequence[Path]) -> tuple[list[CompareRow], str]:
         data = load_report_data(root, judged=judged)
         langs.add(data.lang)
         rows += _rows_of(data)
+    lang = langs.pop() if len(langs) == 1 else "en"
     if perf:
         rows = join_capacity(rows, capacity_by_model_host(perf))
-    return rows, langs.pop() if len(langs) == 1 else "en"
+        rows += perf_only_rows(perf, rows, lang)
+    return rows, lang
 
 
 def _cells(row: CompareRow, t: dict[str, str], with_users: bool = False) -> list[str]:

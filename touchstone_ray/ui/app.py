@@ -108,8 +108,10 @@ async def live_page(request: web.Request) -> web.Response:
         inner = live.live_body(state)
     except TouchstoneError as exc:
         inner = f'<p class="err">{e(exc)}</p>'
-    dashboard = request.app[JOBS].dashboard
-    ray_link = f' · <a href="{e(dashboard)}">Ray dashboard</a>' if dashboard else ""
+    dashboard = await asyncio.to_thread(live.recorded_dashboard, root)
+    ray_link = (
+        f' · <a id="ray-dashboard" href="{e(dashboard)}">Ray dashboard</a>' if dashboard else ""
+    )
     body = (
         f'<h1>Live · {e(root.name)}</h1><p><a href="/run/{e(rel)}">result page</a>{ray_link}</p>'
         f'<div id="live" data-events="/events/{e(rel)}">{inner}</div>'

@@ -19,14 +19,23 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from touchstone_ray.bundle import Bundle
+from touchstone_ray.errors import TouchstoneError
 from touchstone_ray.records import HostSample
 from touchstone_ray.report import load_report_data
 from touchstone_ray.report._data import ReportData
 from touchstone_ray.ui._page import e
 
-__all__ = ["HostProgress", "LiveState", "live_body", "live_state", "sparkline"]
+__all__ = [
+    "HostProgress",
+    "LiveState",
+    "live_body",
+    "live_state",
+    "recorded_dashboard",
+    "sparkline",
+]
 
 SPARK_POINTS = 120
 """Most recent samples a sparkline shows."""
@@ -134,6 +143,20 @@ def live_state(root: Path, now: float | None = None) -> LiveState:
     for hp in hosts.values():
         hp.last_failures = hp.last_failures[-5:]
     return LiveState(state, [hosts[k] for k in sorted(hosts)], now)
+
+
+def recorded_dashboard(root: Path) -> str | None:
+    """The Ray dashboard of the cluster the bundle's run used, as ``bundle.json`` recorded it
+    (``ray.dashboard_url``); ``None`` when it was off, not recorded, not an ``http(s)`` URL
+    (bundle text is untrusted: no ``javascript:`` link), or the manifest is unreadable."""
+    try:
+        ray_info = Bundle(root).raw_manifest().get("ray")
+    except TouchstoneError:
+        return None
+    url = ray_info.get("dashboard_url") if isinstance(ray_info, dict) else None
+    if not isinstance(url, str) or urlsplit(url).scheme not in ("http", "https"):
+        return None
+    return url
 
 
 def sparkline(values: list[float], width: int = 160, height: int = 28) -> str:
