@@ -132,7 +132,7 @@ def test_contended_cells_counted_and_out_of_speed(tmp_path: Path) -> None:
     assert stats.engine_rss_peak_mb == max(r.engine_rss_mb for r in fast if r.engine_rss_mb)
     card = build_scorecard(
         data.pack, fast + fast_hot, [], [], judges=[], vote="majority", simulated=True
-    )
+    ).model_dump(mode="json")
     (row,) = card["rows"]
     assert row["n_contended"] == stats.n_contended + 1
     assert row["engine_rss_peak_mb"] == stats.engine_rss_peak_mb

@@ -78,7 +78,7 @@ def test_scorecard_written_by_the_judging_stage_renders(tmp_path: Path) -> None:
         judges=["j1", "j2"],
         vote="majority",
         simulated=True,
-    )
+    ).model_dump(mode="json")
     (root / "scorecard.json").write_text(json.dumps(card), encoding="utf-8")
     md, html = write_report(root)
     assert "m-fast" in md.read_text(encoding="utf-8")

@@ -109,7 +109,7 @@ def test_scorecard_rows_carry_cold_ttft_cache_hits_and_concurrency() -> None:
     ]
     card = build_scorecard(
         pack, ROW + other, [], [], judges=[], vote="any", simulated=False, concurrency={"m": 4}
-    )
+    ).model_dump(mode="json")
     rows = {r["model"]: r for r in card["rows"]}
     m, n = rows["m"], rows["n"]
     assert m["ttft_p50_s"] == pytest.approx(0.3) and m["ttft_cold_p50_s"] == pytest.approx(0.35)

@@ -549,11 +549,11 @@ def _run_judge(
         )
         print(path, file=out, flush=True)
         return 1
-    best = card["rows"][0] if card["rows"] else None
-    lead = f"; rank 1: {best['model']} / {best['variant']}" if best else ""
+    best = card.rows[0] if card.rows else None
+    lead = f"; rank 1: {best.model} / {best.variant}" if best else ""
     print(
         f"judge {'aborted' if aborted else 'done'}: {len(counted)} judges, {len(responses)} "
-        f"answers, {len(card['rows'])} rows{lead} in {elapsed:.1f} s",
+        f"answers, {len(card.rows)} rows{lead} in {elapsed:.1f} s",
         file=out,
     )
     print(path, file=out, flush=True)
