@@ -54,6 +54,7 @@ from touchstone_ray.judging.agreement import (
 )
 from touchstone_ray.judging.prompts import TEMPLATE_VERSION
 from touchstone_ray.judging.scorecard_model import (
+    ROW_STATS_FIGURES,
     Agreement,
     Categories,
     CategoryRow,
@@ -158,18 +159,7 @@ def _view(
 
 def _speed(responses: Sequence[EvalResponse]) -> dict[str, float | int | None]:
     stats = row_stats(responses)
-    return {
-        "ttft_p50_s": stats.ttft_p50_s,
-        "ttft_p95_s": stats.ttft_p95_s,
-        "decode_tps_median": stats.decode_tps_median,
-        "e2e_p50_s": stats.e2e_p50_s,
-        "peak_ram_mb": stats.peak_ram_mb,
-        "model_delta_mb": stats.model_delta_mb,
-        "ttft_cold_p50_s": stats.ttft_cold_p50_s,
-        "n_cached": stats.n_cached,
-        "engine_rss_peak_mb": stats.engine_rss_peak_mb,
-        "n_contended": stats.n_contended,
-    }
+    return {name: getattr(stats, name) for name in ROW_STATS_FIGURES}
 
 
 def _by_row(items: Iterable[Any]) -> dict[tuple[str, str], list[Any]]:

@@ -18,6 +18,7 @@ from touchstone_ray.judging.scoring import RubricLevel
 from touchstone_ray.judging.stats import PromptStat, VariantComparison
 
 __all__ = [
+    "ROW_STATS_FIGURES",
     "Agreement",
     "CalibrationItem",
     "Categories",
@@ -31,6 +32,23 @@ __all__ = [
     "Scorecard",
     "ScorecardRow",
 ]
+
+
+ROW_STATS_FIGURES: tuple[str, ...] = (
+    "ttft_p50_s",
+    "ttft_p95_s",
+    "decode_tps_median",
+    "e2e_p50_s",
+    "peak_ram_mb",
+    "model_delta_mb",
+    "ttft_cold_p50_s",
+    "n_cached",
+    "engine_rss_peak_mb",
+    "n_contended",
+)
+"""The :class:`ScorecardRow` fields that are :class:`~touchstone_ray.aggregates.RowStats`
+figures of the same name: the scorecard copies them, and a judged report shows these values
+instead of computing them again."""
 
 
 class _Part(BaseModel):
