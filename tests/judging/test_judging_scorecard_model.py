@@ -100,7 +100,20 @@ def test_every_scorecard_field_is_documented() -> None:
     undocumented = [
         f"{name}.{field}"
         for name in scorecard_model.__all__
+        if name != "ROW_STATS_FIGURES"
         for field, info in getattr(scorecard_model, name).model_fields.items()
         if not info.description
     ]
     assert undocumented == []
+
+
+def test_scorecard_md_comes_from_the_report_writer(tmp_path: Path) -> None:
+    data = json.loads(GOLDEN.read_text(encoding="utf-8")) | {"generated_at": 1.5}
+    data["rows"][0]["model"] = "evil|<b>x_1</b>"
+    write_scorecard(tmp_path, scorecard_model.Scorecard.model_validate(data))
+    md = (tmp_path / "scorecard.md").read_text(encoding="utf-8")
+    assert md.startswith("---\npack: judgetest\npack_version: 1\njudges:\n- j1\n- j2\n")
+    assert "# Scorecard Judge test\n" in md
+    row = next(line for line in md.splitlines() if line.startswith("| 1 | "))
+    assert row.startswith("| 1 | evil\\|&lt;b&gt;x\\_1&lt;/b&gt; | baseline | 80.0 | solide |")
+    assert "- Kendalls τ-b zwischen den Ranglisten, j1 vs j2: 1.000 (n = 3)" in md
