@@ -10,11 +10,11 @@ import yaml
 from report_factories import make_bundle
 
 from touchstone_ray.judging.scorecard import build_scorecard
+from touchstone_ray.lang import labels
 from touchstone_ray.records import EngineProcessSample, EvalResponse
 from touchstone_ray.report._data import load_report_data, row_stats
 from touchstone_ray.report._doc import Callout, Table
 from touchstone_ray.report._footprint import engine_footprint
-from touchstone_ray.report._labels import labels
 from touchstone_ray.report._speed import _memory_series
 from touchstone_ray.report.compare import compare_rows
 

@@ -1,13 +1,13 @@
 """The scorecard as text: ``scorecard.md`` (written by the same document writer as
 ``report.md``) and the terminal table of ``touchstone-ray scorecard``. Both read only the
-scorecard dict (``scorecard.json``) and speak its ``language`` (labels from :mod:`._labels`)."""
+scorecard dict (``scorecard.json``) and speak its ``language`` (:mod:`touchstone_ray.lang`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from touchstone_ray.judging._labels import LABELS, LEVELS
+from touchstone_ray.lang import levels, scorecard_labels
 from touchstone_ray.report._doc import (
     Block,
     Bullets,
@@ -39,8 +39,7 @@ def _num(value: Any, digits: int = 2) -> str:
 
 def _labels(card: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
     lang = card.get("language", "en")
-    lang = lang if lang in LABELS else "en"
-    return LABELS[lang], LEVELS[lang]
+    return scorecard_labels(str(lang)), levels(str(lang))
 
 
 def _load_mark(row: Mapping[str, Any]) -> str:

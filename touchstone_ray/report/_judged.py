@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from touchstone_ray.aggregates import under_load
+from touchstone_ray.lang import levels
 from touchstone_ray.report import charts
 from touchstone_ray.report._data import ReportData, RowKey
 from touchstone_ray.report._doc import (
@@ -27,7 +28,6 @@ from touchstone_ray.report._doc import (
     num_cell,
 )
 from touchstone_ray.report._fmt import NONE, gb, num, pct
-from touchstone_ray.report._labels import levels
 from touchstone_ray.report._sections import links, row_label
 from touchstone_ray.report._speed import load_label, speed
 

@@ -23,9 +23,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from touchstone_ray.errors import UsageError
+from touchstone_ray.lang import labels
 from touchstone_ray.report._data import ReportData, load_report_data
 from touchstone_ray.report._fmt import NONE, mb, num, pct
-from touchstone_ray.report._labels import labels
 from touchstone_ray.storage import atomic_write_text
 
 __all__ = ["CompareRow", "compare_bundles", "compare_rows", "render_compare"]

@@ -19,7 +19,7 @@ from urllib.parse import quote
 from touchstone_ray.bundle import Bundle, find_bundles
 from touchstone_ray.errors import BundleError
 from touchstone_ray.judging.scorecard import load_scorecard
-from touchstone_ray.report._labels import labels
+from touchstone_ray.lang import labels
 from touchstone_ray.report.compare import CompareRow, _cells, _head, compare_rows, render_compare
 from touchstone_ray.ui._page import e
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from touchstone_ray.errors import BundleError
+from touchstone_ray.lang import labels
 from touchstone_ray.records import EvalResponse
 from touchstone_ray.report import build_document, load_report_data
 from touchstone_ray.report._answers import _answer_blocks
@@ -23,7 +24,6 @@ from touchstone_ray.report._data import ReportData
 from touchstone_ray.report._doc import Block, Heading
 from touchstone_ray.report._html import _CSS as REPORT_CSS
 from touchstone_ray.report._html import _Writer
-from touchstone_ray.report._labels import labels
 from touchstone_ray.ui._page import e
 
 __all__ = ["FILTERS", "filter_answers", "result_html"]
