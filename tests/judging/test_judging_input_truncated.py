@@ -9,10 +9,10 @@ from pathlib import Path
 from judging_factories import make_pack, response
 
 from touchstone_ray.judging.config import JudgeSpec
-from touchstone_ray.judging.plan import plan_judge
 from touchstone_ray.judging.scorecard import build_scorecard
 from touchstone_ray.judging.scoring import INPUT_CUT_RATIONALE, pre_judge_verdict
 from touchstone_ray.judging.store import JudgeStore
+from touchstone_ray.judging.worklist import plan_judge
 from touchstone_ray.records import Verdict
 
 SPEC = JudgeSpec(id="j", engine="openai", base_url="http://127.0.0.1:1/v1", model="judge-m")

@@ -22,8 +22,8 @@ from touchstone_ray.config import ModelSpec
 from touchstone_ray.engines.base import ChatRequest, Engine, EngineSettings
 from touchstone_ray.engines.openai import ENGINE_FOR_SERVER
 from touchstone_ray.engines.registry import create_engine
+from touchstone_ray.eval.matrix import Cell
 from touchstone_ray.eval.metrics import CellMetrics
-from touchstone_ray.eval.plan import Cell
 from touchstone_ray.eval.prompts import (
     PromptCount,
     cell_messages,

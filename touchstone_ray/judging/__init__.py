@@ -7,7 +7,7 @@ A/B), :mod:`.agreement` (several judges), :mod:`.prompts` (judge templates and r
 krippendorff are imported only inside the functions that need them (about 1 s together).
 
 Running judges: :func:`touchstone_ray.judging.runner.run_judge` (the ``judge`` command) over
-:mod:`.plan` (what is left to ask), :mod:`.client` (the judge actor), :mod:`.store` (the
+:mod:`.worklist` (what is left to ask), :mod:`.client` (the judge actor), :mod:`.store` (the
 JSONL files) and :mod:`.cache` (cache keys); :mod:`.flags` checks the flags a judge names
 against the prompt's, :mod:`.checks` qualifies each judge on the pack's calibration answers and
 warns about degenerate output; :mod:`.scorecard` builds ``scorecard.json`` and :mod:`.render`

@@ -97,7 +97,7 @@ class AnswerJob:
     @property
     def task_name(self) -> str:
         """Readable Ray task name: ``judge:<judge>:qwen3:8b:baseline:B3`` (judge added); bounded
-        by the pack, like eval's (see :attr:`touchstone_ray.eval.plan.Cell.task_name`)."""
+        by the pack, like eval's (see :attr:`touchstone_ray.eval.matrix.Cell.task_name`)."""
         return f"{self.model}:{self.variant}:{self.prompt_id}"
 
 
