@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from touchstone_ray.lang import levels, scorecard_labels
-from touchstone_ray.report._doc import (
+from touchstone_ray.report import (
     Block,
     Bullets,
     Callout,
@@ -20,7 +20,7 @@ from touchstone_ray.report._doc import (
     Table,
     cell,
 )
-from touchstone_ray.report._markdown import render_markdown as write_markdown
+from touchstone_ray.report import render_markdown as write_markdown
 
 __all__ = ["ranking_table", "render_markdown", "scorecard_document"]
 
@@ -181,8 +181,8 @@ def _agreement(card: Mapping[str, Any], t: dict[str, str]) -> Bullets:
 
 
 def scorecard_document(card: Mapping[str, Any]) -> Document:
-    """``scorecard.md`` as a document of the report's writer (:mod:`touchstone_ray.report.
-    _doc`): title, ranking, dimensions, categories, variant A/B, agreement."""
+    """``scorecard.md`` as a document of the report's writer (:mod:`touchstone_ray.report`):
+    title, ranking, dimensions, categories, variant A/B, agreement."""
     t, _ = _labels(card)
     head, body = _ranking_rows(card)
     title = f"{t['title']}: {card.get('pack_title', card['pack_id'])}"
@@ -218,6 +218,6 @@ def scorecard_document(card: Mapping[str, Any]) -> Document:
 
 def render_markdown(card: Mapping[str, Any]) -> str:
     """``scorecard.md``: :func:`scorecard_document` through the writer of ``report.md``
-    (:func:`touchstone_ray.report._markdown.render_markdown`: YAML frontmatter, Obsidian
+    (:func:`touchstone_ray.report.render_markdown`: YAML frontmatter, Obsidian
     tables, every text escaped)."""
     return write_markdown(scorecard_document(card))
