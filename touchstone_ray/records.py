@@ -2,7 +2,10 @@
 
 Times are seconds (float), memory MB (float), timestamps epoch seconds of the host that
 served the cell. ``None`` always means "not measurable here", never 0. Generation fills
-:class:`EvalResponse`; judging fills :class:`Verdict` and :class:`ModelReport` (seed 002).
+:class:`EvalResponse` from its parts: :class:`CellIdentity` (the client), :class:`ChatResult`
+(what the engine returned), :class:`CellConditions` (the client, around the call) and
+:class:`CellResources` (finalize, later); on disk it is flat, in :data:`EVAL_RESPONSE_FIELDS`
+order. Judging fills :class:`Verdict` and :class:`ModelReport` (seed 002).
 """
 
 from __future__ import annotations
