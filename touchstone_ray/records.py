@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler
+from pydantic_core import core_schema
 
 from touchstone_ray.errors import ErrorKind
 
@@ -262,11 +263,21 @@ class EvalResponse(CellIdentity, ChatResult, CellConditions, CellResources):
     object, keys in :data:`EVAL_RESPONSE_FIELDS` order; a subclass's own fields follow them.
     """
 
-    @model_serializer(mode="wrap")
-    def _on_disk_order(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        ordered = {name: data[name] for name in EVAL_RESPONSE_FIELDS if name in data}
-        return ordered | data
+    @classmethod
+    def __get_pydantic_core_schema__(
+        cls, source: type[BaseModel], handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        """The model's schema with its fields in on-disk order, so pydantic itself dumps them in
+        that order (no per-record cost); ``model_fields`` keeps the order of the parts."""
+        schema = handler(source)
+        part: Any = schema
+        while part.get("type") != "model-fields":
+            if "schema" not in part:
+                raise TypeError(f"{cls.__name__}: no model fields in its core schema")
+            part = part["schema"]
+        fields = part["fields"]
+        part["fields"] = {**{n: fields[n] for n in EVAL_RESPONSE_FIELDS if n in fields}, **fields}
+        return schema
 
     @classmethod
     def on_disk_fields(cls) -> list[str]:
