@@ -57,7 +57,7 @@ from _common import (
 
 from touchstone_ray.bundle import Bundle
 from touchstone_ray.config import load_config
-from touchstone_ray.eval.plan import plan_models
+from touchstone_ray.eval.matrix import plan_models
 from touchstone_ray.pack import load_pack
 
 MODELS = ("bench-a", "bench-b")

@@ -245,8 +245,7 @@ def report(
     reads the filled reply back.
     """
     from touchstone_ray.perf.report import is_perf_bundle, write_perf_report
-    from touchstone_ray.report import write_report
-    from touchstone_ray.report._build import parse_formats
+    from touchstone_ray.report import parse_formats, write_report
 
     if is_perf_bundle(bundle):
         for path in write_perf_report(bundle, parse_formats(fmt)):

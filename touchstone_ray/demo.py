@@ -81,7 +81,7 @@ def run_demo(out: Path, quick: bool = False, stream: TextIO = sys.stdout) -> int
     from ray.cluster_utils import Cluster
 
     from touchstone_ray.eval.run import EvalOptions, run_eval
-    from touchstone_ray.hosts import HOST_LABEL
+    from touchstone_ray.host_resolution import HOST_LABEL
     from touchstone_ray.judging.render import ranking_table
     from touchstone_ray.judging.runner import run_judge
     from touchstone_ray.judging.scorecard import load_scorecard

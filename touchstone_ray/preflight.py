@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from touchstone_ray.config import FleetConfig, load_config
-from touchstone_ray.hosts import NodeInfo, current_nodes, resolve_hosts
+from touchstone_ray.host_resolution import NodeInfo, current_nodes, resolve_hosts
 from touchstone_ray.ray_session import dashboard_exposure_warning, ensure_ray
 
 CALL_TIMEOUT_S = 60.0

@@ -2,14 +2,18 @@
 
 Times are seconds (float), memory MB (float), timestamps epoch seconds of the host that
 served the cell. ``None`` always means "not measurable here", never 0. Generation fills
-:class:`EvalResponse`; judging fills :class:`Verdict` and :class:`ModelReport` (seed 002).
+:class:`EvalResponse` from its parts: :class:`CellIdentity` (the client), :class:`ChatResult`
+(what the engine returned), :class:`CellConditions` (the client, around the call) and
+:class:`CellResources` (finalize, later); on disk it is flat, in :data:`EVAL_RESPONSE_FIELDS`
+order. Judging fills :class:`Verdict` and :class:`ModelReport` (seed 002).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler
+from pydantic_core import core_schema
 
 from touchstone_ray.errors import ErrorKind
 
@@ -37,82 +41,147 @@ def cell_key(model: str, variant: str, prompt_id: str, repeat: int) -> str:
     return f"{model}|{variant}|{prompt_id}|{repeat}"
 
 
-class EvalResponse(_Record):
-    """One answer (or one failed cell): a line of ``responses/<model>.jsonl``."""
+class CellIdentity(_Record):
+    """Which cell a record is: the pack, the model and endpoint, and where it ran."""
 
-    # identity
     key: str
-    """``model|variant|prompt_id|repeat``."""
+    """``model|variant|prompt_id|repeat`` (:func:`cell_key`); unique per bundle."""
     pack_id: str
+    """``id`` of the pack the prompt comes from (``perf`` in perf bundles)."""
     pack_version: int
+    """``version`` of that pack (0 in perf bundles)."""
     model: str
+    """The model's label in the fleet config (shard name ``responses/<slug(model)>.jsonl``)."""
     engine: str
     """``ollama`` | ``openai`` | ``llamacpp`` | ``vllm`` | ``lmstudio`` | ``simulated`` (as
     configured)."""
-    engine_version: str | None = None
-    """What the server reported (e.g. ``ollama 0.5.7``, ``vllm 0.8.1``), else ``None``."""
     host: str
+    """The fleet host the model is pinned to (a key of ``bundle.json`` ``hosts``)."""
     node_id: str | None = None
-    """Ray node id where the cell really ran."""
+    """Ray node id where the cell really ran; ``None`` when not known."""
     variant: str
+    """Prompt variant id (e.g. ``baseline``), the pack's ``prompt_variants``."""
     category: str
+    """Category id of the prompt in the pack."""
     prompt_id: str
+    """Prompt id in the pack (e.g. ``B3``)."""
     repeat: int
+    """Repeat number, from 1."""
+
+
+class ChatResult(_Record):
+    """One chat call's outcome, the answer-and-timing part of an :class:`EvalResponse`.
+
+    What an engine returns (:meth:`touchstone_ray.engines.base.Engine.chat`, SPEC §9
+    definitions): the answer, the timing of the last attempt, the server's own figures and the
+    outcome. Times are seconds measured on the client from when the HTTP request was sent;
+    timestamps are epoch seconds; token counts are tokens.
+    """
+
+    engine_version: str | None = None
+    """What the server reported (e.g. ``ollama 0.5.7``, ``vllm 0.8.1``, ``llama.cpp b4500``,
+    ``sim``); ``None`` unknown."""
     attempt: int = 1
     """Attempts used (1 = first try succeeded)."""
     request: dict[str, Any] = {}
-    """Sampling params actually sent (temperature, seed, max_tokens, extra_body; no secrets)."""
+    """Sampling params actually sent (temperature, seed, max_tokens/num_predict, extra_body,
+    keep_alive); never headers or keys."""
     # answer
     response_text: str = ""
+    """The answer, ``<think>`` reasoning split off; what the judge sees."""
     reasoning_text: str = ""
+    """The reasoning, from whichever channel carried it (``reasoning_source``); ``""`` none."""
     reasoning_source: ReasoningSource | None = None
+    """Where the reasoning came from (``reasoning_content`` | ``reasoning`` | ``thinking`` |
+    ``think_tag``); ``None`` when there was none."""
     content_empty: bool = True
+    """The answer has no text but whitespace (also true for a failed call)."""
     reasoning_only: bool = False
+    """No answer text but some reasoning: unscored, left out of all means (SPEC §10)."""
     finish_reason: str | None = None
-    """As received from the server, never defaulted."""
+    """As received from the server (Ollama ``done_reason``), never defaulted; ``None`` when it
+    sent none."""
     truncated: bool = False
-    # timing
+    """The server stopped at the token cap (``finish_reason == "length"``)."""
+    # timing (SPEC §9)
     t_start: float | None = None
-    """Epoch s when the HTTP request was sent."""
+    """Epoch s when the (last attempt's) HTTP request was sent."""
     t_end: float | None = None
-    queue_wait_s: float | None = None
+    """Epoch s when its stream ended or it failed."""
     ttft_s: float | None = None
+    """Time to first token (s): first chunk with a non-empty token on any channel."""
     ttfa_s: float | None = None
+    """Time to first answer token (s), after the reasoning; ``None`` without an answer."""
     e2e_s: float | None = None
+    """Request sent to end of stream (s)."""
     tpot_s: float | None = None
+    """Time per output token (s): ``(e2e − ttft) / (completion_tokens − 1)``; ``None`` for at
+    most one token."""
     itl_p50_s: float | None = None
+    """Median gap between consecutive token-carrying chunks (s, linear interpolation)."""
     itl_p95_s: float | None = None
+    """95th percentile of those gaps (s)."""
     decode_tps: float | None = None
+    """Decode speed (tok/s): ``(completion_tokens − 1) / (e2e − ttft)`` = 1 / ``tpot_s``."""
     prefill_tps: float | None = None
+    """Prefill speed (tok/s): ``(prompt_tokens − cached_tokens) / ttft`` (all prompt tokens
+    when the server does not report a cache)."""
     prompt_tokens: int | None = None
+    """Prompt tokens (tokens), from the server or estimated (``token_count_source``)."""
     completion_tokens: int | None = None
+    """Generated tokens, reasoning included (tokens)."""
     reasoning_tokens: int | None = None
+    """Of those, reasoning tokens (tokens); ``None`` when not reported and no reasoning."""
     token_count_source: TokenCountSource = "missing"
+    """``server`` (counts as sent by the server), ``estimated`` (any count estimated from
+    chunks and characters) or ``missing`` (a failed call)."""
     load_duration_s: float | None = None
-    is_cold_start: bool = False
+    """Model load time the server reported (s, Ollama ``load_duration``); ``None`` elsewhere."""
     # outcome
     ok: bool
+    """The call produced an answer stream (even an empty one); ``False`` = a failed cell."""
     error: str | None = None
+    """One line, when ``ok`` is false."""
     error_kind: ErrorKind | None = None
-    # server truth (SPEC §7 new): what the server itself reported, beside what we measured
+    """``timeout`` | ``http_4xx`` | ``http_5xx`` | ``connect`` | ``protocol`` | ``node_lost`` |
+    ``config`` | ``context`` when ``ok`` is false; else ``None``."""
+    # server truth: what the server itself reported, beside what we measured
     cached_tokens: int | None = None
     """Prompt tokens the server took from its prompt cache (``usage.prompt_tokens_details.
     cached_tokens`` or llama.cpp ``timings.cache_n``); ``None`` = the server did not say."""
     prompt_cached: bool = False
     """The server took a real part of the prompt from its cache (at least 2 tokens and 5 % of
-    the prompt: llama.cpp reports the one start token it always keeps): TTFT and prefill of
-    this cell are not cold figures."""
+    the prompt, :func:`~touchstone_ray.engines.normalize.is_prompt_cached`: llama.cpp reports
+    the one start token it always keeps): TTFT and prefill of this cell are not cold figures."""
     server_timings: dict[str, float | int | None] | None = None
     """The server's own timings as sent (``{prompt_n, prompt_ms, predicted_n, predicted_ms,
     cache_n}``; ms and token counts), or ``None`` when the server sends none."""
+
+
+class CellConditions(_Record):
+    """What the client knew about a cell around its call: queueing, cold start, context."""
+
+    queue_wait_s: float | None = None
+    """Time the cell waited on the client for a free request slot of its endpoint (s)."""
+    is_cold_start: bool = False
+    """The first timed request of its model on its host in this run (after the warm-up, if
+    any): left out of latency aggregates."""
     context_tokens: int | None = None
     """Context the model had for this cell (tokens): configured ``context_tokens`` or the
     server's own limit (llama.cpp ``n_ctx`` per slot, vLLM ``max_model_len``); ``None``
     unknown."""
     input_truncated: bool | None = None
     """The server saw far fewer prompt tokens than were sent (< 0.8×), or exactly the context
-    limit: the answer is to a cut prompt. ``None`` = not checkable (no counts)."""
-    # engine footprint (finalize, SPEC §7 new)
+    limit: the answer is to a cut prompt (:func:`touchstone_ray.eval.prompts.input_truncated`).
+    ``None`` = not checkable (no counts, or a failed call)."""
+
+
+class CellResources(_Record):
+    """Host and engine figures of a cell's time window, filled by finalize
+    (:mod:`touchstone_ray.telemetry.finalize` defines each); all ``None`` until then, and
+    where the host has no samples."""
+
+    # engine footprint
     engine_rss_mb: float | None = None
     """Peak RSS of the serving process and its children in the cell's window (MB)."""
     engine_rss_delta_mb: float | None = None
@@ -127,20 +196,103 @@ class EvalResponse(_Record):
     host_contended: bool | None = None
     """``foreign_cpu_pct`` above the contention threshold: speed figures of this cell are not
     comparable and it is left out of speed aggregates."""
-    # resources (finalize)
+    # host resources
     sys_used_mb: float | None = None
+    """Peak host memory in use in the window (MB)."""
     sys_used_baseline_mb: float | None = None
+    """Host memory in use at the model's baseline tick, before its first cell (MB)."""
     sys_used_delta_mb: float | None = None
+    """``sys_used_mb`` − ``sys_used_baseline_mb``: the model delta (MB)."""
     swap_delta_mb: float | None = None
+    """Peak swap in use in the window − the baseline's (MB)."""
     mem_pressure_max: MemPressure | None = None
+    """Worst memory pressure level in the window (``normal`` < ``warn`` < ``critical``)."""
     throttled: bool | None = None
+    """CPU throttling rose in the window, or a GPU throttle reason other than ``gpu_idle``
+    was set; ``None`` when neither is measurable."""
     gpu_mem_used_mb: float | None = None
+    """Peak over the window of the host's GPU memory in use, all GPUs summed (MB)."""
     gpu_mem_delta_mb: float | None = None
+    """``gpu_mem_used_mb`` − the baseline tick's sum (MB)."""
     gpu_util_pct: float | None = None
+    """Highest GPU utilisation over the window and GPUs (%)."""
     gpu_temp_c_max: float | None = None
+    """Highest GPU temperature over the window and GPUs (°C)."""
     gpu_power_w: float | None = None
+    """Highest host GPU power draw in the window, all GPUs summed (W)."""
     gpu_throttle_reasons: list[str] | None = None
+    """Sorted union of the GPU throttle reason names seen in the window (``gpu_idle``
+    included); ``None`` unsupported."""
     n_samples: int | None = None
+    """Host samples the figures come from (1 for the nearest-sample fallback; count)."""
+
+
+EVAL_RESPONSE_FIELDS: tuple[str, ...] = (
+    # identity
+    "key", "pack_id", "pack_version", "model", "engine", "engine_version", "host", "node_id",
+    "variant", "category", "prompt_id", "repeat", "attempt", "request",
+    # answer
+    "response_text", "reasoning_text", "reasoning_source", "content_empty", "reasoning_only",
+    "finish_reason", "truncated",
+    # timing
+    "t_start", "t_end", "queue_wait_s", "ttft_s", "ttfa_s", "e2e_s", "tpot_s", "itl_p50_s",
+    "itl_p95_s", "decode_tps", "prefill_tps", "prompt_tokens", "completion_tokens",
+    "reasoning_tokens", "token_count_source", "load_duration_s", "is_cold_start",
+    # outcome
+    "ok", "error", "error_kind",
+    # server truth
+    "cached_tokens", "prompt_cached", "server_timings", "context_tokens", "input_truncated",
+    # engine footprint
+    "engine_rss_mb", "engine_rss_delta_mb", "engine_cpu_pct", "engine_gpu_mem_mb",
+    "foreign_cpu_pct", "host_contended",
+    # resources
+    "sys_used_mb", "sys_used_baseline_mb", "sys_used_delta_mb", "swap_delta_mb",
+    "mem_pressure_max", "throttled", "gpu_mem_used_mb", "gpu_mem_delta_mb", "gpu_util_pct",
+    "gpu_temp_c_max", "gpu_power_w", "gpu_throttle_reasons", "n_samples",
+)  # fmt: skip
+"""Every :class:`EvalResponse` field in its on-disk order (SPEC §7, a Contract: the order of
+the keys in a response line)."""
+
+
+class EvalResponse(CellIdentity, ChatResult, CellConditions, CellResources):
+    """One answer (or one failed cell): a line of ``responses/<model>.jsonl``.
+
+    Composed of its parts: :class:`CellIdentity` (which cell), :class:`ChatResult` (what the
+    engine returned: answer, timing, outcome, server truth), :class:`CellConditions` (queueing,
+    cold start, context) and :class:`CellResources` (finalize). On disk it is one flat JSON
+    object, keys in :data:`EVAL_RESPONSE_FIELDS` order; a subclass's own fields follow them.
+    """
+
+    @classmethod
+    def __get_pydantic_core_schema__(
+        cls, source: type[BaseModel], handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        """The model's schema with its fields in on-disk order, so pydantic itself dumps them in
+        that order (no per-record cost); ``model_fields`` keeps the order of the parts."""
+        schema = handler(source)
+        part: Any = schema
+        while part.get("type") != "model-fields":
+            if "schema" not in part:
+                raise TypeError(f"{cls.__name__}: no model fields in its core schema")
+            part = part["schema"]
+        fields = part["fields"]
+        part["fields"] = {**{n: fields[n] for n in EVAL_RESPONSE_FIELDS if n in fields}, **fields}
+        return schema
+
+    @classmethod
+    def on_disk_fields(cls) -> list[str]:
+        """Field names in their on-disk order (:data:`EVAL_RESPONSE_FIELDS`, then a subclass's
+        own fields in declaration order)."""
+        return [*EVAL_RESPONSE_FIELDS, *(n for n in cls.model_fields if n not in _EVAL_FIELD_SET)]
+
+    @classmethod
+    def from_chat(cls, cell: CellIdentity, result: ChatResult, **fields: Any) -> Self:
+        """The record of ``cell`` from an engine's ``result`` plus the other parts' ``fields``
+        (:class:`CellConditions`, and a subclass's own)."""
+        return cls(**cell.model_dump(), **result.model_dump(), **fields)
+
+
+_EVAL_FIELD_SET = frozenset(EVAL_RESPONSE_FIELDS)
 
 
 class GpuSample(_Record):

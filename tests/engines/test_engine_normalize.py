@@ -13,13 +13,12 @@ from engine_helpers import REQ, delta, ndjson, odone, omsg, sse, usage
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from touchstone_ray.engines import ChatRequest, ChatResult, EngineSettings, create_engine
+from touchstone_ray.engines import ChatRequest, EngineSettings, create_engine
 from touchstone_ray.engines._stream import StreamParser
 from touchstone_ray.engines.normalize import StreamNormalizer, percentile, split_think
 from touchstone_ray.engines.ollama import OllamaEngine, OllamaStreamParser
 from touchstone_ray.engines.openai import OpenAIEngine, OpenAIStreamParser
 from touchstone_ray.errors import ConfigError, StreamProtocolError
-from touchstone_ray.records import EvalResponse
 
 T0 = 1000.0
 
@@ -43,15 +42,6 @@ def feed(
 def at(times: list[float], pieces: list[tuple[float, bytes]]) -> list[tuple[float, bytes]]:
     """Put absolute times on the byte pieces of :func:`sse`/:func:`ndjson`."""
     return [(t, data) for t, (_, data) in zip(times, pieces, strict=True)]
-
-
-def test_chat_result_has_exactly_the_eval_response_fields() -> None:
-    own = set(ChatResult.model_fields) - {"engine_version"}
-    assert own <= set(EvalResponse.model_fields)
-    for name in own:
-        mine, theirs = ChatResult.model_fields[name], EvalResponse.model_fields[name]
-        assert mine.annotation == theirs.annotation, name
-        assert mine.default == theirs.default, name
 
 
 @given(st.lists(st.floats(0, 10, allow_nan=False), min_size=1, max_size=40), st.integers(0, 100))

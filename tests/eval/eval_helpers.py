@@ -28,7 +28,7 @@ from ray_env import isolated_ray_auth
 
 from touchstone_ray.eval.client_actor import WARMUP_PROMPT
 from touchstone_ray.eval.run import EvalOptions, EvalOutcome, run_eval
-from touchstone_ray.hosts import HOST_LABEL
+from touchstone_ray.host_resolution import HOST_LABEL
 from touchstone_ray.sim._text import request_key
 
 REPO = Path(__file__).resolve().parents[2]

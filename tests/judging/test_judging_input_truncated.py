@@ -9,10 +9,10 @@ from pathlib import Path
 from judging_factories import make_pack, response
 
 from touchstone_ray.judging.config import JudgeSpec
-from touchstone_ray.judging.plan import plan_judge
 from touchstone_ray.judging.scorecard import build_scorecard
 from touchstone_ray.judging.scoring import INPUT_CUT_RATIONALE, pre_judge_verdict
 from touchstone_ray.judging.store import JudgeStore
+from touchstone_ray.judging.worklist import plan_judge
 from touchstone_ray.records import Verdict
 
 SPEC = JudgeSpec(id="j", engine="openai", base_url="http://127.0.0.1:1/v1", model="judge-m")
@@ -74,7 +74,8 @@ def test_scorecard_counts_cut_prompts_as_unscored() -> None:
         Verdict(key=rs[1].key, model="m", variant="baseline", prompt_id="A2", repeat=1,
                 category="A", judge="j", status="unscored_input_truncated"),
     ]  # fmt: skip
-    card = build_scorecard(pack, rs, verdicts, [], judges=["j"], vote="any", simulated=False)
+    scorecard = build_scorecard(pack, rs, verdicts, [], judges=["j"], vote="any", simulated=False)
+    card = scorecard.model_dump(mode="json")
     (row,) = card["rows"]
     assert (row["n_scored"], row["n_unscored"], row["n_judge_errors"]) == (1, 1, 0)
     assert row["mean_answer_score"] == 4.0

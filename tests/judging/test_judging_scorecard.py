@@ -71,9 +71,10 @@ def test_rows_latency_resources_and_missing_dimensions(tmp_path: Path) -> None:
         report("a", "j2", Q1=4, Q6=3),
         report("b", "j1", Q1=2),  # Q6 missing: not 0, not ranked as if scored
     ]
-    card = build_scorecard(
+    scorecard = build_scorecard(
         pack, responses, verdicts, reports, judges=["j1", "j2"], vote="majority", simulated=False
     )
+    card = scorecard.model_dump(mode="json")
     assert list(card)[:7] == [
         "schema_version",
         "pack_id",
@@ -105,11 +106,11 @@ def test_rows_latency_resources_and_missing_dimensions(tmp_path: Path) -> None:
     # with "any" the single B1 flag counts and knocks model a out (B1 is curated)
     anyvote = build_scorecard(
         pack, responses, verdicts, reports, judges=["j1", "j2"], vote="any", simulated=False
-    )
+    ).model_dump(mode="json")
     row_a = next(r for r in anyvote["rows"] if r["model"] == "a")
     assert (row_a["ko_passed"], row_a["ko_reason"]) == (False, "Red-Flag bei B1")
 
-    path = write_scorecard(tmp_path, card)
+    path = write_scorecard(tmp_path, scorecard)
     assert load_scorecard(tmp_path)["rows"] == card["rows"] and path.name == "scorecard.json"
     md = (tmp_path / "scorecard.md").read_text()
     assert "## Rangliste" in md and "nicht bestanden: Red-Flag bei A2" in md
@@ -126,7 +127,7 @@ def test_english_labels_and_terminal_table() -> None:
         judges=["j1"],
         vote="majority",
         simulated=True,
-    )
+    ).model_dump(mode="json")
     md = render_markdown(card)
     assert "## Ranking" in md and "| high |" in md and "Simulated" in md
     assert "Judge agreement" not in md  # one judge

@@ -309,7 +309,7 @@ def test_report_on_a_perf_bundle(capacity_run: tuple[Path, str, str]) -> None:
     assert 'id="capacity"' in html and 'id="points"' in html
     md = (bundle / "report.md").read_text(encoding="utf-8")
     summary = json.loads((bundle / "summary.json").read_text())
-    from touchstone_ray.report._markdown import escape_text
+    from touchstone_ray.report import escape_text
 
     for entry in summary["capacity"].values():
         assert escape_text(entry["line"]) in md

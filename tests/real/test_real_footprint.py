@@ -40,7 +40,7 @@ from ray_env import isolated_ray_auth
 
 from touchstone_ray.eval.run import EvalOptions, run_eval
 from touchstone_ray.records import EvalResponse, HostSample
-from touchstone_ray.report._data import row_stats
+from touchstone_ray.report import row_stats
 from touchstone_ray.storage import read_jsonl
 from touchstone_ray.telemetry.finalize import CONTENDED_SHARE
 

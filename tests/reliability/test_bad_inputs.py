@@ -22,7 +22,7 @@ from eval_helpers import cli, snapshot, tiny_pack, write_yaml
 from touchstone_ray.bundle import Bundle
 from touchstone_ray.cli import main
 from touchstone_ray.config import load_config
-from touchstone_ray.eval.plan import plan_models
+from touchstone_ray.eval.matrix import plan_models
 from touchstone_ray.pack import load_pack
 from touchstone_ray.records import EvalResponse
 from touchstone_ray.storage import JsonlWriter

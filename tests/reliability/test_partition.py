@@ -42,7 +42,7 @@ from ray_env import isolated_ray_auth
 from rel_helpers import line_count, read_log, start_cli, wait_for
 
 from touchstone_ray.eval.driver import DEADLINE_SLACK_S, LIVENESS_INTERVAL_S, LOAD_BUDGET_S
-from touchstone_ray.hosts import HOST_LABEL
+from touchstone_ray.host_resolution import HOST_LABEL
 
 pytestmark = pytest.mark.slow
 

@@ -10,11 +10,11 @@ import yaml
 from report_factories import make_bundle
 
 from touchstone_ray.judging.scorecard import build_scorecard
+from touchstone_ray.lang import labels
 from touchstone_ray.records import EngineProcessSample, EvalResponse
 from touchstone_ray.report._data import load_report_data, row_stats
 from touchstone_ray.report._doc import Callout, Table
 from touchstone_ray.report._footprint import engine_footprint
-from touchstone_ray.report._labels import labels
 from touchstone_ray.report._speed import _memory_series
 from touchstone_ray.report.compare import compare_rows
 
@@ -132,7 +132,7 @@ def test_contended_cells_counted_and_out_of_speed(tmp_path: Path) -> None:
     assert stats.engine_rss_peak_mb == max(r.engine_rss_mb for r in fast if r.engine_rss_mb)
     card = build_scorecard(
         data.pack, fast + fast_hot, [], [], judges=[], vote="majority", simulated=True
-    )
+    ).model_dump(mode="json")
     (row,) = card["rows"]
     assert row["n_contended"] == stats.n_contended + 1
     assert row["engine_rss_peak_mb"] == stats.engine_rss_peak_mb

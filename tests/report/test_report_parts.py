@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from report_factories import make_bundle, responses, scorecard
 
+from touchstone_ray.lang import de, en
 from touchstone_ray.report import charts, load_report_data, row_stats, write_report
-from touchstone_ray.report._labels import REPORT_LABELS
 
 POINTS = [
     charts.QsPoint("a / x", 80.0, 100.0, 2.0, True),
@@ -40,7 +40,7 @@ def test_empty_charts_render() -> None:
 
 
 def test_label_tables_have_the_same_keys() -> None:
-    assert set(REPORT_LABELS["de"]) == set(REPORT_LABELS["en"])
+    assert set(de.REPORT) == set(en.REPORT)
 
 
 def test_row_stats_exclude_cold_and_failed_cells() -> None:
@@ -78,7 +78,7 @@ def test_scorecard_written_by_the_judging_stage_renders(tmp_path: Path) -> None:
         judges=["j1", "j2"],
         vote="majority",
         simulated=True,
-    )
+    ).model_dump(mode="json")
     (root / "scorecard.json").write_text(json.dumps(card), encoding="utf-8")
     md, html = write_report(root)
     assert "m-fast" in md.read_text(encoding="utf-8")

@@ -109,7 +109,7 @@ def test_scorecard_rows_carry_cold_ttft_cache_hits_and_concurrency() -> None:
     ]
     card = build_scorecard(
         pack, ROW + other, [], [], judges=[], vote="any", simulated=False, concurrency={"m": 4}
-    )
+    ).model_dump(mode="json")
     rows = {r["model"]: r for r in card["rows"]}
     m, n = rows["m"], rows["n"]
     assert m["ttft_p50_s"] == pytest.approx(0.3) and m["ttft_cold_p50_s"] == pytest.approx(0.35)
@@ -174,13 +174,34 @@ def test_report_labels_load_and_counts_cache_hits(
 def test_report_figures_exclude_the_cache_hits(tmp_path: Path) -> None:
     root = make_bundle(tmp_path)
     _cache_some(root)
-    data = load_report_data(root, judged=True)
+    data = load_report_data(root, judged=False)
     stats = data.stats[("m-slow", "baseline")]
     rows = [r for r in data.responses if (r.model, r.variant) == ("m-slow", "baseline")]
     fair = [r.ttft_s for r in rows if not r.is_cold_start and not r.prompt_cached]
     assert len(fair) == 1 and stats.ttft_p50_s == fair[0]
     assert stats.n_cached == 1 and stats.ttft_cold_p50_s == fair[0]
     assert data.concurrency("m-slow") == 2 and data.concurrency("m-fast") == 1
+
+
+def test_a_judged_report_shows_the_scorecards_figures_once(tmp_path: Path) -> None:
+    root = make_bundle(tmp_path)
+    card = json.loads((root / "scorecard.json").read_text(encoding="utf-8"))
+    row = next(r for r in card["rows"] if (r["model"], r["variant"]) == ("m-slow", "baseline"))
+    row.update(ttft_p50_s=0.4321, decode_tps_median=98.7, model_delta_mb=3000.0)
+    (root / "scorecard.json").write_text(json.dumps(card), encoding="utf-8")
+    stats = load_report_data(root, judged=True).stats[("m-slow", "baseline")]
+    assert (stats.ttft_p50_s, stats.decode_tps_median, stats.model_delta_mb) == (
+        0.4321,
+        98.7,
+        3000.0,
+    )
+    assert stats.ttfa_p50_s == pytest.approx(0.165)  # not in the scorecard: computed here
+    md = write_report(root)[0].read_text(encoding="utf-8")
+    lines = [line for line in md.splitlines() if line.startswith("| 4 | m-slow | baseline")]
+    assert len(lines) == 1 and "| 0.432 | 98.7 |" in lines[0]
+    latency = [line for line in md.splitlines() if line.startswith("| m-slow | baseline | unter")]
+    assert len(latency) == 1 and latency[0].split(" | ")[3] == "0.432"
+    assert "0.165 | 0.160 |" not in latency[0]  # the recomputed TTFT p50 is not shown beside it
 
 
 def _cut_some(root: Path) -> None:

@@ -1,5 +1,8 @@
 """The engine data contracts: :class:`ChatRequest` in, :class:`ChatResult` out, and the
-:class:`EngineSettings` of one endpoint (re-exported by :mod:`touchstone_ray.engines.base`)."""
+:class:`EngineSettings` of one endpoint (re-exported by :mod:`touchstone_ray.engines.base`).
+
+:class:`ChatResult` is defined with the records (:mod:`touchstone_ray.records`): it is the
+answer-and-timing part of every :class:`~touchstone_ray.records.EvalResponse`."""
 
 from __future__ import annotations
 
@@ -7,8 +10,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from touchstone_ray.errors import ErrorKind
-from touchstone_ray.records import ReasoningSource, TokenCountSource
+from touchstone_ray.records import ChatResult
+
+__all__ = ["ChatRequest", "ChatResult", "EngineSettings"]
 
 
 class ChatRequest(BaseModel):
@@ -37,59 +41,6 @@ class ChatRequest(BaseModel):
     context_tokens: int | None = None
     """Context to give the model (tokens): Ollama ``options.num_ctx`` (an explicit
     ``extra_body.options.num_ctx`` wins); other protocols have no per-request context."""
-
-
-class ChatResult(BaseModel):
-    """One chat call's outcome: exactly the EvalResponse answer/timing/outcome fields
-    (same names, types and defaults; SPEC §7, §9) plus ``engine_version``."""
-
-    model_config = ConfigDict(use_attribute_docstrings=True)
-
-    response_text: str = ""
-    reasoning_text: str = ""
-    reasoning_source: ReasoningSource | None = None
-    content_empty: bool = True
-    reasoning_only: bool = False
-    finish_reason: str | None = None
-    """As received (Ollama ``done_reason``), never defaulted."""
-    truncated: bool = False
-    t_start: float | None = None
-    """Epoch s when the (last attempt's) HTTP request was sent."""
-    t_end: float | None = None
-    """Epoch s when its stream ended or it failed."""
-    ttft_s: float | None = None
-    ttfa_s: float | None = None
-    e2e_s: float | None = None
-    tpot_s: float | None = None
-    itl_p50_s: float | None = None
-    itl_p95_s: float | None = None
-    decode_tps: float | None = None
-    prefill_tps: float | None = None
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    reasoning_tokens: int | None = None
-    token_count_source: TokenCountSource = "missing"
-    load_duration_s: float | None = None
-    cached_tokens: int | None = None
-    """Prompt tokens the server took from its prompt cache (``usage.prompt_tokens_details.
-    cached_tokens`` or llama.cpp ``timings.cache_n``); ``None`` = the server did not say."""
-    prompt_cached: bool = False
-    """A real part of the prompt came from the server's cache (:func:`~touchstone_ray.engines.
-    normalize.is_prompt_cached`): TTFT and prefill of this call are not cold figures."""
-    server_timings: dict[str, float | int | None] | None = None
-    """The server's own timings (``{prompt_n, prompt_ms, predicted_n, predicted_ms,
-    cache_n}``; ms and token counts), or ``None`` when the server sends none."""
-    attempt: int = 1
-    """Attempts used (1 = first try succeeded)."""
-    request: dict[str, Any] = {}
-    """Sampling params actually sent (temperature, seed, max_tokens/num_predict, extra_body,
-    keep_alive); never headers or keys."""
-    ok: bool
-    error: str | None = None
-    """One line, when ``ok`` is false."""
-    error_kind: ErrorKind | None = None
-    engine_version: str | None = None
-    """e.g. ``ollama 0.5.7``, ``vllm 0.8.1``, ``llama.cpp b4500``, ``sim``; ``None`` unknown."""
 
 
 class EngineSettings(BaseModel):

@@ -22,8 +22,8 @@ from touchstone_ray.config import ModelSpec
 from touchstone_ray.engines.base import ChatRequest, Engine, EngineSettings
 from touchstone_ray.engines.openai import ENGINE_FOR_SERVER
 from touchstone_ray.engines.registry import create_engine
+from touchstone_ray.eval.matrix import Cell
 from touchstone_ray.eval.metrics import CellMetrics
-from touchstone_ray.eval.plan import Cell
 from touchstone_ray.eval.prompts import (
     PromptCount,
     cell_messages,
@@ -31,7 +31,7 @@ from touchstone_ray.eval.prompts import (
     input_truncated,
     nonce_line,
 )
-from touchstone_ray.records import EvalResponse
+from touchstone_ray.records import CellIdentity, EvalResponse
 
 WARMUP_PROMPT = "Antworte mit einem Wort: bereit?"
 """The untimed warm-up request's user message."""
@@ -268,29 +268,29 @@ class HostClient:
             finally:
                 self._in_flight[cell.model] -= 1
                 self._metrics.in_flight(cell.model, self._in_flight[cell.model])
-        fields = result.model_dump()
-        engine_version = fields.pop("engine_version")
         limit = self._limits.get(cell.model, spec.context_tokens)
         count = self._counts.get(cell.model, {}).get(f"{cell.variant}|{cell.prompt_id}")
         server_prompt = result.prompt_tokens if result.token_count_source == "server" else None
-        record = EvalResponse(
+        identity = CellIdentity(
             key=cell.key,
             pack_id=self.pack_id,
             pack_version=self.pack_version,
             model=cell.model,
             engine=spec.engine,
-            engine_version=engine_version,
             host=self.host,
             node_id=self.node_id,
             variant=cell.variant,
             category=cell.category,
             prompt_id=cell.prompt_id,
             repeat=cell.repeat,
+        )
+        record = EvalResponse.from_chat(
+            identity,
+            result,
             queue_wait_s=queue_wait,
             is_cold_start=is_cold_start,
             context_tokens=limit,
             input_truncated=input_truncated(server_prompt, count, limit) if result.ok else None,
-            **fields,
         )
         out = record.model_dump(mode="json")
         self._metrics.cell_done(out)

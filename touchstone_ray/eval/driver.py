@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from touchstone_ray.config import FleetConfig
-from touchstone_ray.eval.plan import Cell, ModelPlan
+from touchstone_ray.eval.matrix import Cell, ModelPlan
 from touchstone_ray.eval.sink import RecordSink
 
 WAIT_TIMEOUT_S = 0.5

@@ -20,9 +20,9 @@ from touchstone_ray.config import FleetConfig, load_config
 from touchstone_ray.errors import RunError
 from touchstone_ray.eval.context import check_context
 from touchstone_ray.eval.driver import HostRun, MatrixRunner, Phase
-from touchstone_ray.eval.plan import ModelPlan, plan_models
+from touchstone_ray.eval.matrix import ModelPlan, plan_models
 from touchstone_ray.eval.sink import RecordSink
-from touchstone_ray.hosts import current_nodes, resolve_hosts
+from touchstone_ray.host_resolution import current_nodes, resolve_hosts
 from touchstone_ray.pack import Pack, load_pack
 from touchstone_ray.ray_session import ensure_ray
 

@@ -7,12 +7,14 @@ A/B), :mod:`.agreement` (several judges), :mod:`.prompts` (judge templates and r
 krippendorff are imported only inside the functions that need them (about 1 s together).
 
 Running judges: :func:`touchstone_ray.judging.runner.run_judge` (the ``judge`` command) over
-:mod:`.plan` (what is left to ask), :mod:`.client` (the judge actor), :mod:`.store` (the
+:mod:`.worklist` (what is left to ask), :mod:`.client` (the judge actor), :mod:`.store` (the
 JSONL files) and :mod:`.cache` (cache keys); :mod:`.flags` checks the flags a judge names
 against the prompt's, :mod:`.checks` qualifies each judge on the pack's calibration answers and
-warns about degenerate output; :mod:`.scorecard` builds ``scorecard.json`` and :mod:`.render`
-its Markdown and terminal tables; :mod:`.ingest` takes an outside rater's filled rating task.
-They are not imported here (engines, Ray).
+warns about degenerate output; :mod:`.scorecard` builds ``scorecard.json`` (the
+:class:`~.scorecard_model.Scorecard` model; both re-exported here) and :mod:`.render` its
+Markdown and terminal tables; :mod:`.ingest` takes an outside rater's filled rating task.
+The runner, client, store and render modules are not imported here (engines, Ray, the report
+writer). The names in ``__all__`` are the package's public surface (a test pins them).
 """
 
 from __future__ import annotations
@@ -43,6 +45,14 @@ from touchstone_ray.judging.prompts import (
     holistic_prompt,
     holistic_schema,
 )
+from touchstone_ray.judging.scorecard import (
+    SCORECARD_JSON,
+    SCORECARD_MD,
+    build_scorecard,
+    load_scorecard,
+    write_scorecard,
+)
+from touchstone_ray.judging.scorecard_model import Scorecard, ScorecardRow
 from touchstone_ray.judging.scoring import (
     MissingDimensionsError,
     passes_ko,
@@ -62,6 +72,8 @@ from touchstone_ray.judging.stats import (
 
 __all__ = [
     "ANSWER_SCHEMA",
+    "SCORECARD_JSON",
+    "SCORECARD_MD",
     "TEMPLATE_VERSION",
     "AggregatedReport",
     "AgreementStat",
@@ -73,15 +85,19 @@ __all__ = [
     "ParsedHolistic",
     "ParsedVerdict",
     "PromptStat",
+    "Scorecard",
+    "ScorecardRow",
     "VariantComparison",
     "aggregate_reports",
     "answer_prompt",
+    "build_scorecard",
     "category_means",
     "compare_variants",
     "dimension_alpha",
     "holistic_prompt",
     "holistic_schema",
     "load_judge_config",
+    "load_scorecard",
     "mean_answer_score",
     "parse_answer_reply",
     "parse_holistic_reply",
@@ -95,4 +111,5 @@ __all__ = [
     "red_flagged_prompts",
     "rubric_level",
     "vote_red_flags",
+    "write_scorecard",
 ]

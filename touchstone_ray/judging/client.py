@@ -47,7 +47,6 @@ from typing import Any, Literal, TypeVar
 
 from touchstone_ray.engines.base import ChatRequest, ChatResult, Engine, EngineSettings
 from touchstone_ray.engines.registry import create_engine
-from touchstone_ray.judging._texts import TEXTS
 from touchstone_ray.judging.config import JudgeSpec
 from touchstone_ray.judging.flags import check_flags
 from touchstone_ray.judging.parse import (
@@ -64,6 +63,7 @@ from touchstone_ray.judging.prompts import (
     manipulation_signs,
 )
 from touchstone_ray.judging.store import record_extras
+from touchstone_ray.lang import judge_texts
 from touchstone_ray.pack import Pack
 from touchstone_ray.records import ModelReport, Verdict
 
@@ -97,7 +97,7 @@ class AnswerJob:
     @property
     def task_name(self) -> str:
         """Readable Ray task name: ``judge:<judge>:qwen3:8b:baseline:B3`` (judge added); bounded
-        by the pack, like eval's (see :attr:`touchstone_ray.eval.plan.Cell.task_name`)."""
+        by the pack, like eval's (see :attr:`touchstone_ray.eval.matrix.Cell.task_name`)."""
         return f"{self.model}:{self.variant}:{self.prompt_id}"
 
 
@@ -185,7 +185,7 @@ class JudgeClient:
         self._api_key = api_key
         self.pack = pack
         self.seed = seed
-        self.texts = TEXTS[pack.language]
+        self.texts = judge_texts(pack.language)
         self._engine: Engine | None = None
         self._sem: asyncio.Semaphore | None = None
         self._use_schema = True

@@ -24,8 +24,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from touchstone_ray.judging._texts import TEXTS
 from touchstone_ray.judging.flags import FlagKind, flag_label
+from touchstone_ray.lang import judge_texts
 from touchstone_ray.pack import Pack, Prompt, PromptVariant
 from touchstone_ray.records import Verdict
 
@@ -120,7 +120,7 @@ def answer_prompt(
     pack: Pack, prompt: Prompt, variant: PromptVariant, answer: str, *, token: str | None = None
 ) -> JudgePrompt:
     """The per-answer judge request for ``answer`` to ``prompt`` under ``variant``."""
-    t = TEXTS[pack.language]
+    t = judge_texts(pack.language)
     token = _token_for(answer, token)
     parts = [
         t["scale_intro"],
@@ -209,7 +209,7 @@ def holistic_prompt(
     pack: Pack, variant: PromptVariant, verdicts: Iterable[Verdict], *, token: str | None = None
 ) -> JudgePrompt:
     """The holistic request for one (model, variant), with this judge's ``verdicts`` as evidence."""
-    t = TEXTS[pack.language]
+    t = judge_texts(pack.language)
     ko = pack.ko_rule
     evidence = _evidence(pack, verdicts, t)
     token = _token_for(evidence, token)

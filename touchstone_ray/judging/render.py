@@ -1,15 +1,28 @@
-"""The scorecard as text: ``scorecard.md`` (Obsidian-friendly tables) and the terminal table
-of ``touchstone-ray scorecard``. Both read only the scorecard dict (``scorecard.json``) and
-speak its ``language`` (labels from :mod:`._labels`)."""
+"""The scorecard as text: ``scorecard.md`` (written by the same document writer as
+``report.md``) and the terminal table of ``touchstone-ray scorecard``. Both read only the
+scorecard dict (``scorecard.json``) and speak its ``language`` (:mod:`touchstone_ray.lang`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from touchstone_ray.judging._labels import LABELS, LEVELS
+from touchstone_ray.lang import levels, scorecard_labels
+from touchstone_ray.report import (
+    Block,
+    Bullets,
+    Callout,
+    Code,
+    Document,
+    Heading,
+    Inline,
+    Para,
+    Table,
+    cell,
+)
+from touchstone_ray.report import render_markdown as write_markdown
 
-__all__ = ["ranking_table", "render_markdown"]
+__all__ = ["ranking_table", "render_markdown", "scorecard_document"]
 
 _NONE = "–"
 
@@ -26,8 +39,7 @@ def _num(value: Any, digits: int = 2) -> str:
 
 def _labels(card: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
     lang = card.get("language", "en")
-    lang = lang if lang in LABELS else "en"
-    return LABELS[lang], LEVELS[lang]
+    return scorecard_labels(str(lang)), levels(str(lang))
 
 
 def _load_mark(row: Mapping[str, Any]) -> str:
@@ -81,13 +93,6 @@ def _ranking_rows(card: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     return head, body
 
 
-def _md_table(head: Sequence[str], body: Sequence[Sequence[str]]) -> str:
-    def line(cells: Sequence[str]) -> str:
-        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
-
-    return "\n".join([line(head), line(["---"] * len(head)), *(line(r) for r in body)])
-
-
 def ranking_table(card: Mapping[str, Any]) -> str:
     """The ranking as an aligned plain-text table (header, rule, one line per row)."""
     head, body = _ranking_rows(card)
@@ -107,7 +112,11 @@ def ranking_table(card: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _categories(card: Mapping[str, Any], t: dict[str, str]) -> str:
+def _table(head: Sequence[str], body: Sequence[Sequence[str]]) -> Table:
+    return Table(tuple(head), tuple(tuple(cell(c) for c in row) for row in body))
+
+
+def _categories(card: Mapping[str, Any], t: dict[str, str]) -> Table:
     section = card.get("categories") or {}
     names: dict[str, str] = section.get("names", {})
     head = [t["model"], t["variant"], *(f"{cid} {name}" for cid, name in names.items())]
@@ -115,20 +124,20 @@ def _categories(card: Mapping[str, Any], t: dict[str, str]) -> str:
         [r["model"], r["variant"], *(_num(r["means"].get(cid)) for cid in names)]
         for r in section.get("rows", [])
     ]
-    return _md_table(head, body)
+    return _table(head, body)
 
 
-def _dimensions(card: Mapping[str, Any], t: dict[str, str]) -> str:
+def _dimensions(card: Mapping[str, Any], t: dict[str, str]) -> Table:
     dims = card.get("dimensions") or []
     head = [t["model"], t["variant"], *(f"{d['id']} {d['name']} ×{d['weight']}" for d in dims)]
     body = [
         [r["model"], r["variant"], *(_num(r["dim_scores"].get(d["id"]), 1) for d in dims)]
         for r in card["rows"]
     ]
-    return _md_table(head, body)
+    return _table(head, body)
 
 
-def _variant_ab(card: Mapping[str, Any], t: dict[str, str]) -> str:
+def _variant_ab(card: Mapping[str, Any], t: dict[str, str]) -> Table:
     head = [t["model"], "A", "B", t["diff"], t["ci"], t["sign_p"], t["pairs"], t["e2e_diff"]]
     head.append(t["note"])
     body = []
@@ -149,7 +158,7 @@ def _variant_ab(card: Mapping[str, Any], t: dict[str, str]) -> str:
                 c.get("warning") or "",
             ]
         )
-    return _md_table(head, body)
+    return _table(head, body)
 
 
 def _stat(stat: Mapping[str, Any], t: dict[str, str]) -> str:
@@ -158,39 +167,57 @@ def _stat(stat: Mapping[str, Any], t: dict[str, str]) -> str:
     return f"{stat['value']:.3f} (n = {stat.get('n_items')})"
 
 
-def _agreement(card: Mapping[str, Any], t: dict[str, str]) -> str:
+def _agreement(card: Mapping[str, Any], t: dict[str, str]) -> Bullets:
     agreement = card.get("agreement") or {}
-    lines = [f"- {t['alpha']}:"]
+    items: list[tuple[Inline, ...]] = []
     for dim, stat in (agreement.get("dimension_alpha") or {}).items():
-        lines.append(f"  - {dim}: {_stat(stat, t)}")
+        items.append((f"{t['alpha']}, {dim}: {_stat(stat, t)}",))
     kappa = agreement.get("red_flag_kappa")
     if kappa:
-        lines.append(f"- {t['kappa']} ({kappa.get('method')}): {_stat(kappa, t)}")
-    taus = agreement.get("ranking_tau") or {}
-    if taus:
-        lines.append(f"- {t['tau']}:")
-        lines += [f"  - {pair}: {_stat(stat, t)}" for pair, stat in taus.items()]
-    return "\n".join(lines)
+        items.append((f"{t['kappa']} ({kappa.get('method')}): {_stat(kappa, t)}",))
+    for pair, stat in (agreement.get("ranking_tau") or {}).items():
+        items.append((f"{t['tau']}, {pair}: {_stat(stat, t)}",))
+    return Bullets(tuple(items))
+
+
+def scorecard_document(card: Mapping[str, Any]) -> Document:
+    """``scorecard.md`` as a document of the report's writer (:mod:`touchstone_ray.report`):
+    title, ranking, dimensions, categories, variant A/B, agreement."""
+    t, _ = _labels(card)
+    head, body = _ranking_rows(card)
+    title = f"{t['title']}: {card.get('pack_title', card['pack_id'])}"
+    vote = (card.get("agreement") or {}).get("red_flag_vote", "")
+    meta: tuple[Inline, ...] = (
+        Code(str(card["pack_id"])),
+        f" v{card['pack_version']} · {t['judges']}: ",
+        *(part for i, j in enumerate(card["judges"]) for part in ((", " if i else ""), Code(j))),
+        f" · {t['vote']} {vote}",
+    )
+    blocks: list[Block] = [Heading(1, title), Para(meta)]
+    if card.get("simulated"):
+        blocks.append(Callout("warning", t["simulated"], collapsed=False))
+    if card.get("aborted_judges"):
+        blocks.append(Para((f"{t['aborted']}: " + ", ".join(card["aborted_judges"]),)))
+    blocks += [Heading(2, t["ranking"]), _table(head, body)]
+    blocks += [Heading(2, t["dimensions"]), _dimensions(card, t)]
+    blocks += [Heading(2, t["categories"]), _categories(card, t)]
+    if card.get("variant_ab"):
+        blocks += [Heading(2, t["ab"]), _variant_ab(card, t)]
+    if len(card["judges"]) > 1:
+        blocks += [Heading(2, t["agreement"]), _agreement(card, t)]
+    front: dict[str, object] = {
+        "pack": card["pack_id"],
+        "pack_version": card["pack_version"],
+        "judges": list(card["judges"]),
+        "simulated": bool(card.get("simulated")),
+    }
+    return Document(
+        title=title, lang=str(card.get("language", "en")), frontmatter=front, blocks=blocks
+    )
 
 
 def render_markdown(card: Mapping[str, Any]) -> str:
-    """``scorecard.md``: title, ranking, dimensions, categories, variant A/B, agreement."""
-    t, _ = _labels(card)
-    head, body = _ranking_rows(card)
-    parts = [f"# {t['title']}: {card.get('pack_title', card['pack_id'])}"]
-    meta = f"`{card['pack_id']}` v{card['pack_version']} · {t['judges']}: "
-    meta += ", ".join(f"`{j}`" for j in card["judges"])
-    meta += f" · {t['vote']} {card.get('agreement', {}).get('red_flag_vote', '')}"
-    parts.append(meta)
-    if card.get("simulated"):
-        parts.append(f"> [!warning]\n> {t['simulated']}")
-    if card.get("aborted_judges"):
-        parts.append(f"{t['aborted']}: " + ", ".join(card["aborted_judges"]))
-    parts += [f"## {t['ranking']}", _md_table(head, body)]
-    parts += [f"## {t['dimensions']}", _dimensions(card, t)]
-    parts += [f"## {t['categories']}", _categories(card, t)]
-    if card.get("variant_ab"):
-        parts += [f"## {t['ab']}", _variant_ab(card, t)]
-    if len(card["judges"]) > 1:
-        parts += [f"## {t['agreement']}", _agreement(card, t)]
-    return "\n\n".join(parts) + "\n"
+    """``scorecard.md``: :func:`scorecard_document` through the writer of ``report.md``
+    (:func:`touchstone_ray.report.render_markdown`: YAML frontmatter, Obsidian
+    tables, every text escaped)."""
+    return write_markdown(scorecard_document(card))

@@ -2,7 +2,7 @@
 
 :func:`run_judge` is the public entry point; the CLI only parses flags and prints.
 
-1. **Plan** (:mod:`.plan`), per judge of the config: reuse every stored verdict and report
+1. **Plan** (:mod:`.worklist`), per judge of the config: reuse every stored verdict and report
    whose cache key (:mod:`.cache`) still matches; write the rule-based verdicts of SPEC §10
    (reasoning-only, empty answer, failed generation) without asking; queue the rest.
 2. **Ask** (:mod:`.client`): one async actor per judge, pinned with hard node affinity to the
@@ -43,9 +43,9 @@ from touchstone_ray.errors import BundleError, ConfigError, RunError, UsageError
 from touchstone_ray.judging.checks import check_line, judge_check
 from touchstone_ray.judging.client import AnswerJob, ReportJob, failed_outcome
 from touchstone_ray.judging.config import JudgeConfig, JudgeSpec, load_judge_config
-from touchstone_ray.judging.plan import JudgePlan, plan_judge
 from touchstone_ray.judging.scorecard import build_scorecard, write_scorecard
 from touchstone_ray.judging.store import JudgeStore
+from touchstone_ray.judging.worklist import JudgePlan, plan_judge
 from touchstone_ray.pack import Pack
 from touchstone_ray.records import EvalResponse, ModelReport, Verdict
 
@@ -165,10 +165,10 @@ def _check_hosts(
 
 
 def _resolve_nodes(specs: list[JudgeSpec], fleet: FleetConfig | None) -> dict[str, str]:
-    """Judge id → Ray node id, through :func:`touchstone_ray.hosts.resolve_hosts`."""
+    """Judge id → Ray node id, through :func:`touchstone_ray.host_resolution.resolve_hosts`."""
     import ray
 
-    from touchstone_ray.hosts import current_nodes, resolve_hosts
+    from touchstone_ray.host_resolution import current_nodes, resolve_hosts
 
     hosts = list(dict.fromkeys(spec.host or LOCAL_HOST for spec in specs))
     lookup = FleetConfig(
@@ -549,11 +549,11 @@ def _run_judge(
         )
         print(path, file=out, flush=True)
         return 1
-    best = card["rows"][0] if card["rows"] else None
-    lead = f"; rank 1: {best['model']} / {best['variant']}" if best else ""
+    best = card.rows[0] if card.rows else None
+    lead = f"; rank 1: {best.model} / {best.variant}" if best else ""
     print(
         f"judge {'aborted' if aborted else 'done'}: {len(counted)} judges, {len(responses)} "
-        f"answers, {len(card['rows'])} rows{lead} in {elapsed:.1f} s",
+        f"answers, {len(card.rows)} rows{lead} in {elapsed:.1f} s",
         file=out,
     )
     print(path, file=out, flush=True)

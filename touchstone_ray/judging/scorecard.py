@@ -42,8 +42,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from touchstone_ray.aggregates import row_stats
 from touchstone_ray.errors import BundleError
 from touchstone_ray.judging.agreement import (
@@ -55,15 +53,33 @@ from touchstone_ray.judging.agreement import (
     red_flagged_prompts,
 )
 from touchstone_ray.judging.prompts import TEMPLATE_VERSION
+from touchstone_ray.judging.scorecard_model import (
+    ROW_STATS_FIGURES,
+    Agreement,
+    Categories,
+    CategoryRow,
+    DimensionInfo,
+    JudgeCheck,
+    JudgeSpread,
+    JudgeView,
+    PromptRow,
+    RowDetails,
+    Scorecard,
+    ScorecardRow,
+)
 from touchstone_ray.judging.scoring import (
     MissingDimensionsError,
-    RubricLevel,
     passes_ko,
     quality_pct,
     rank_rows,
     rubric_level,
 )
-from touchstone_ray.judging.stats import category_means, compare_variants, prompt_stats
+from touchstone_ray.judging.stats import (
+    VariantComparison,
+    category_means,
+    compare_variants,
+    prompt_stats,
+)
 from touchstone_ray.pack import Pack
 from touchstone_ray.records import SCHEMA_VERSION, EvalResponse, ModelReport, Verdict
 from touchstone_ray.storage import atomic_write_json, atomic_write_text
@@ -71,6 +87,7 @@ from touchstone_ray.storage import atomic_write_json, atomic_write_text
 __all__ = [
     "SCORECARD_JSON",
     "SCORECARD_MD",
+    "Scorecard",
     "ScorecardRow",
     "build_scorecard",
     "load_scorecard",
@@ -80,56 +97,6 @@ __all__ = [
 
 SCORECARD_JSON = "scorecard.json"
 SCORECARD_MD = "scorecard.md"
-
-
-class ScorecardRow(BaseModel):
-    """One (model, variant) of ``scorecard.json`` (SPEC §7, the field names are a Contract)."""
-
-    model_config = ConfigDict(use_attribute_docstrings=True)
-
-    rank: int = 0
-    """1 = best: K.-o. passed first, then quality %, then mean answer score."""
-    model: str
-    variant: str
-    quality_pct: float | None
-    """Σ(score_d × weight_d) / (5 × Σ weight_d) × 100 over the median dimension scores;
-    ``None`` when a dimension has no score."""
-    rubric_level: RubricLevel | None
-    """hoch ≥ 85, solide ≥ 70, teilweise ≥ 50, else ungenügend; ``None`` without quality."""
-    ko_passed: bool
-    ko_reason: str
-    """``""`` when passed, else ``Red-Flag bei …``, ``<dim> ≤ <threshold>`` or
-    ``<dim> nicht bewertet``."""
-    red_flagged: list[str]
-    """Prompt ids with a red flag after the vote (sorted)."""
-    dim_scores: dict[str, float]
-    """Dimension id → median over the judges (1..5, may be x.5)."""
-    mean_answer_score: float | None
-    """Mean of all scored verdicts (1..5)."""
-    n_scored: int
-    """Verdicts with a score (answers × judges)."""
-    n_unscored: int
-    """Verdicts unscored by rule (reasoning-only, failed generation, prompt cut by the server)."""
-    n_judge_errors: int
-    """Verdicts the judge could not give (unreadable reply, failed call)."""
-    ttft_p50_s: float | None
-    ttft_p95_s: float | None
-    decode_tps_median: float | None
-    e2e_p50_s: float | None
-    peak_ram_mb: float | None
-    model_delta_mb: float | None
-    ttft_cold_p50_s: float | None = None
-    """TTFT p50 over the first uncached cell of each prompt (s)."""
-    n_cached: int = 0
-    """Cells whose prompt the server partly took from its cache: out of TTFT/E2E/prefill."""
-    concurrency: int | None = None
-    """Requests in flight to the model's endpoint (fleet config); > 1 means its per-request
-    speed was measured under load and includes the server's own queue. ``None`` unknown."""
-    engine_rss_peak_mb: float | None = None
-    """Peak RSS of the serving process tree over the row's cells (MB); ``None`` not found."""
-    n_contended: int = 0
-    """Cells measured while other processes used > 25 % of the host's cores (left out of the
-    latency figures above)."""
 
 
 def row_id(model: str, variant: str) -> str:
@@ -192,18 +159,7 @@ def _view(
 
 def _speed(responses: Sequence[EvalResponse]) -> dict[str, float | int | None]:
     stats = row_stats(responses)
-    return {
-        "ttft_p50_s": stats.ttft_p50_s,
-        "ttft_p95_s": stats.ttft_p95_s,
-        "decode_tps_median": stats.decode_tps_median,
-        "e2e_p50_s": stats.e2e_p50_s,
-        "peak_ram_mb": stats.peak_ram_mb,
-        "model_delta_mb": stats.model_delta_mb,
-        "ttft_cold_p50_s": stats.ttft_cold_p50_s,
-        "n_cached": stats.n_cached,
-        "engine_rss_peak_mb": stats.engine_rss_peak_mb,
-        "n_contended": stats.n_contended,
-    }
+    return {name: getattr(stats, name) for name in ROW_STATS_FIGURES}
 
 
 def _by_row(items: Iterable[Any]) -> dict[tuple[str, str], list[Any]]:
@@ -211,10 +167,6 @@ def _by_row(items: Iterable[Any]) -> dict[tuple[str, str], list[Any]]:
     for item in items:
         out[(item.model, item.variant)].append(item)
     return out
-
-
-def _stat_dump(stats: Mapping[str, BaseModel]) -> dict[str, Any]:
-    return {k: v.model_dump(mode="json") for k, v in stats.items()}
 
 
 def build_scorecard(
@@ -230,8 +182,8 @@ def build_scorecard(
     concurrency: Mapping[str, int] | None = None,
     judge_checks: Mapping[str, Mapping[str, Any]] | None = None,
     spreads: Mapping[tuple[str, str], Sequence[float]] | None = None,
-) -> dict[str, Any]:
-    """The scorecard of ``judges`` (their verdicts and reports only) as a JSON-ready dict.
+) -> Scorecard:
+    """The scorecard of ``judges`` (their verdicts and reports only).
 
     ``responses`` fix the rows (every (model, variant) that has one, in their order).
     ``concurrency``: model label → configured in-flight limit
@@ -250,7 +202,7 @@ def build_scorecard(
     verd_by_row = _by_row(verdicts)
     rep_by_row = _by_row(reports)
     rows: list[ScorecardRow] = []
-    details: list[dict[str, Any]] = []
+    details: list[RowDetails] = []
     per_judge: dict[str, list[_View]] = {j: [] for j in judges}
     for row, row_responses in resp_by_row.items():
         row_verdicts = verd_by_row.get(row, [])
@@ -275,7 +227,7 @@ def build_scorecard(
                 **_speed(row_responses),
             )
         )
-        judge_views: dict[str, Any] = {}
+        judge_views: dict[str, JudgeView] = {}
         for judge in judges:
             own = _view(
                 pack,
@@ -285,27 +237,27 @@ def build_scorecard(
                 "any",
             )
             per_judge[judge].append(own)
-            judge_views[judge] = {
-                "dim_scores": own.dim_scores,
-                "missing_dimensions": own.missing,
-                "quality_pct": own.quality_pct,
-                "ko_passed": own.ko_passed,
-                "ko_reason": own.ko_reason,
-                "red_flagged": own.red_flagged,
-                "mean_answer_score": own.mean_answer_score,
-                "report_status": own.report_status,
-            }
+            judge_views[judge] = JudgeView(
+                dim_scores=own.dim_scores,
+                missing_dimensions=own.missing,
+                quality_pct=own.quality_pct,
+                ko_passed=own.ko_passed,
+                ko_reason=own.ko_reason,
+                red_flagged=own.red_flagged,
+                mean_answer_score=own.mean_answer_score,
+                report_status=own.report_status,
+            )
         details.append(
-            {
-                "model": row[0],
-                "variant": row[1],
-                "n_answers": len(row_responses),
-                "n_generation_failed": sum(1 for r in row_responses if not r.ok),
-                "report_status": view.report_status,
-                "missing_dimensions": view.missing,
-                "judges": judge_views,
-                "judge_spread": _spread((spreads or {}).get(row, [])),
-            }
+            RowDetails(
+                model=row[0],
+                variant=row[1],
+                n_answers=len(row_responses),
+                n_generation_failed=sum(1 for r in row_responses if not r.ok),
+                report_status=view.report_status,
+                missing_dimensions=view.missing,
+                judges=judge_views,
+                judge_spread=_spread((spreads or {}).get(row, [])),
+            )
         )
     ranked = rank_rows(rows)
     for rank, ranked_row in ranked:
@@ -315,67 +267,62 @@ def build_scorecard(
         for judge, views in per_judge.items()
     }
     dims = [d.id for d in pack.dimensions]
-    agreement = {
-        "red_flag_vote": vote,
-        "n_judges": len(judges),
-        "dimension_alpha": _stat_dump(dimension_alpha(reports, dims)),
-        "red_flag_kappa": red_flag_kappa(verdicts).model_dump(mode="json"),
-        "ranking_tau": _stat_dump(ranking_tau(rankings)),
-        "rankings": rankings,
-    }
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "pack_id": pack.id,
-        "pack_version": pack.version,
-        "judges": judges,
-        "simulated": simulated,
-        "rows": [r.model_dump(mode="json") for _, r in ranked],
-        "agreement": agreement,
-        "language": pack.language,
-        "pack_title": pack.title,
-        "template_version": TEMPLATE_VERSION,
-        "generated_at": time.time(),
-        "aborted_judges": list(aborted_judges),
-        "judge_checks": {k: dict(v) for k, v in (judge_checks or {}).items()},
-        "unqualified_judges": [
-            k for k, v in (judge_checks or {}).items() if not v.get("qualified", True)
-        ],
-        "dimensions": [{"id": d.id, "name": d.name, "weight": d.weight} for d in pack.dimensions],
-        "categories": _categories(pack, verd_by_row, list(resp_by_row)),
-        "prompts": [
-            {
-                "model": row[0],
-                "variant": row[1],
-                "prompts": _stat_dump(prompt_stats(verd_by_row.get(row, []), pack)),
-            }
+    agreement = Agreement(
+        red_flag_vote=vote,
+        n_judges=len(judges),
+        dimension_alpha=dimension_alpha(reports, dims),
+        red_flag_kappa=red_flag_kappa(verdicts),
+        ranking_tau=ranking_tau(rankings),
+        rankings=rankings,
+    )
+    checks = {k: JudgeCheck.model_validate(v) for k, v in (judge_checks or {}).items()}
+    return Scorecard(
+        schema_version=SCHEMA_VERSION,
+        pack_id=pack.id,
+        pack_version=pack.version,
+        judges=judges,
+        simulated=simulated,
+        rows=[r for _, r in ranked],
+        agreement=agreement,
+        language=pack.language,
+        pack_title=pack.title,
+        template_version=TEMPLATE_VERSION,
+        generated_at=time.time(),
+        aborted_judges=list(aborted_judges),
+        judge_checks=checks,
+        unqualified_judges=[k for k, v in checks.items() if not v.qualified],
+        dimensions=[DimensionInfo(id=d.id, name=d.name, weight=d.weight) for d in pack.dimensions],
+        categories=_categories(pack, verd_by_row, list(resp_by_row)),
+        prompts=[
+            PromptRow(
+                model=row[0], variant=row[1], prompts=prompt_stats(verd_by_row.get(row, []), pack)
+            )
             for row in resp_by_row
         ],
-        "variant_ab": _variant_ab(pack, responses, verdicts, list(resp_by_row)),
-        "details": details,
-    }
+        variant_ab=_variant_ab(pack, responses, verdicts, list(resp_by_row)),
+        details=details,
+    )
 
 
-def _spread(values: Sequence[float]) -> dict[str, float | int] | None:
+def _spread(values: Sequence[float]) -> JudgeSpread | None:
     """``{n, mean, max}`` of per-verdict score spreads (score points), ``None`` when empty."""
     if not values:
         return None
-    return {"n": len(values), "mean": statistics.fmean(values), "max": max(values)}
+    return JudgeSpread(n=len(values), mean=statistics.fmean(values), max=max(values))
 
 
 def _categories(
     pack: Pack, verd_by_row: Mapping[tuple[str, str], list[Verdict]], rows: list[tuple[str, str]]
-) -> dict[str, Any]:
-    return {
-        "names": {c.id: c.name for c in pack.categories},
-        "rows": [
-            {
-                "model": row[0],
-                "variant": row[1],
-                "means": category_means(verd_by_row.get(row, []), pack),
-            }
+) -> Categories:
+    return Categories(
+        names={c.id: c.name for c in pack.categories},
+        rows=[
+            CategoryRow(
+                model=row[0], variant=row[1], means=category_means(verd_by_row.get(row, []), pack)
+            )
             for row in rows
         ],
-    }
+    )
 
 
 def _variant_ab(
@@ -383,28 +330,29 @@ def _variant_ab(
     responses: Sequence[EvalResponse],
     verdicts: Sequence[Verdict],
     rows: list[tuple[str, str]],
-) -> list[dict[str, Any]]:
+) -> list[VariantComparison]:
     """Per model: the pack's first variant (A) against each other variant it ran (B)."""
     order = [v.id for v in pack.prompt_variants]
-    out: list[dict[str, Any]] = []
+    out: list[VariantComparison] = []
     for model in dict.fromkeys(m for m, _ in rows):
         ran = [v for v in order if (model, v) in rows]
         for other in ran[1:]:
             comparison = compare_variants(
                 model, ran[0], other, verdicts, responses, language=pack.language
             )
-            out.append(comparison.model_dump(mode="json"))
+            out.append(comparison)
     return out
 
 
-def write_scorecard(root: Path, card: Mapping[str, Any]) -> Path:
+def write_scorecard(root: Path, card: Scorecard) -> Path:
     """Write ``scorecard.json`` and ``scorecard.md`` into the bundle ``root`` (atomically);
     returns the JSON path."""
     from touchstone_ray.judging.render import render_markdown
 
     path = root / SCORECARD_JSON
-    atomic_write_json(path, card)
-    atomic_write_text(root / SCORECARD_MD, render_markdown(card))
+    data = card.model_dump(mode="json")
+    atomic_write_json(path, data)
+    atomic_write_text(root / SCORECARD_MD, render_markdown(data))
     return path
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from touchstone_ray.errors import BundleError
 from touchstone_ray.perf.bundle import open_perf_bundle
 from touchstone_ray.perf.charts import line_svg
-from touchstone_ray.report._doc import Chart, Document, Heading, Para, Table, cell, num_cell
+from touchstone_ray.report import Chart, Document, Heading, Para, Table, cell, num_cell
 from touchstone_ray.storage import atomic_write_text
 
 CHARTS_DIR = "report-charts"
@@ -207,8 +207,7 @@ def build_perf_document(summary: dict[str, Any], manifest: dict[str, Any]) -> Do
 def write_perf_report(root: Path, formats: Collection[str]) -> list[Path]:
     """Write ``report.md`` (charts in ``report-charts/``) and/or ``report.html`` into the
     perf bundle ``root``; returns the paths. Raises BundleError without ``summary.json``."""
-    from touchstone_ray.report._html import render_html
-    from touchstone_ray.report._markdown import render_markdown
+    from touchstone_ray.report import render_html, render_markdown
 
     bundle = open_perf_bundle(Path(root))
     try:

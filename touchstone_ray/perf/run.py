@@ -158,7 +158,7 @@ def run_perf(opts: PerfOptions, out: TextIO = sys.stdout) -> PerfOutcome:
             "few requests are noisy",
             file=sys.stderr,
         )
-    from touchstone_ray.hosts import current_nodes, resolve_hosts
+    from touchstone_ray.host_resolution import current_nodes, resolve_hosts
     from touchstone_ray.ray_session import ensure_ray
 
     done: set[str] = set()

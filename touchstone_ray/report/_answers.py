@@ -29,7 +29,7 @@ from touchstone_ray.report._doc import (
 from touchstone_ray.report._fmt import NONE, mb, num
 from touchstone_ray.report._sections import prompt_heading
 
-__all__ = ["answers", "figures", "markers"]
+__all__ = ["answer_blocks", "answers", "figures", "markers"]
 
 BLANK = "________"
 """A fill-in blank in the unjudged report."""
@@ -168,7 +168,9 @@ def _prompt_stats(data: ReportData, prompt_id: str, t: dict[str, str]) -> Table 
     return Table((t["model"], t["variant"], t["mean"], t["ci"], "n"), tuple(rows))
 
 
-def _answer_blocks(data: ReportData, r: EvalResponse, t: dict[str, str]) -> list[Block]:
+def answer_blocks(data: ReportData, r: EvalResponse, t: dict[str, str]) -> list[Block]:
+    """The blocks of one answer ``r``: its heading line with markers, figures, verdicts, the
+    answer and reasoning callouts (labels ``t``)."""
     head: list[Inline] = [Strong(f"{r.model} / {r.variant} #{r.repeat}")]
     marks = markers(r, t)
     if marks:
@@ -221,5 +223,5 @@ def answers(data: ReportData, t: dict[str, str]) -> list[Block]:
                 key=lambda r: (order.get((r.model, r.variant), len(order)), r.repeat),
             )
             for r in responses:
-                blocks += _answer_blocks(data, r, t)
+                blocks += answer_blocks(data, r, t)
     return blocks

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from touchstone_ray.errors import UsageError
+from touchstone_ray.lang import labels
 from touchstone_ray.report import _answers, _judged, _judges, _sections, _speed, unjudged
 from touchstone_ray.report._data import ReportData, load_report_data
 from touchstone_ray.report._doc import Block, Chart, Document, Heading
-from touchstone_ray.report._labels import labels
 from touchstone_ray.storage import atomic_write_text
 
 __all__ = ["FORMATS", "build_document", "write_report"]

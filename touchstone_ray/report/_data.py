@@ -8,7 +8,9 @@ with ``judgements/<judge>/verdicts.jsonl`` and ``reports.jsonl`` of the scorecar
 
 Aggregates per (model, variant) are :func:`touchstone_ray.aggregates.row_stats` (SPEC §9: which
 cells count for speed, p50/p95 with linear interpolation, medians for tok/s; resource figures
-over every cell). Times are seconds, memory MB, throughput tokens/s.
+over every cell). In a judged report the figures the scorecard row already has
+(:data:`~touchstone_ray.judging.scorecard_model.ROW_STATS_FIGURES`) are the scorecard's, so a
+figure has one value wherever it is shown. Times are seconds, memory MB, throughput tokens/s.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import warnings
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +57,7 @@ class ReportData:
     rows: list[RowKey]
     """Ranking order (judged) or matrix order: manifest models × pack variants."""
     stats: dict[RowKey, RowStats]
+    """Per row its SPEC §9 aggregates (the scorecard's figures where it has them)."""
     samples: dict[str, list[HostSample]]
     phases: dict[str, list[Phase]]
     card: dict[str, Any] | None = None
@@ -212,6 +215,16 @@ def _load_judgements(data: ReportData) -> None:
             data.reports.setdefault((str(model), str(variant)), {})[judge] = report
 
 
+def _with_card_figures(stats: RowStats, card_row: dict[str, Any] | None) -> RowStats:
+    """``stats`` with the figures the scorecard row already has (``ROW_STATS_FIGURES``), so
+    the report shows the scorecard's value of a figure, never a second computation beside it."""
+    from touchstone_ray.judging.scorecard_model import ROW_STATS_FIGURES
+
+    if not card_row:
+        return stats
+    return replace(stats, **{f: card_row[f] for f in ROW_STATS_FIGURES if f in card_row})
+
+
 def load_report_data(root: Path, *, judged: bool) -> ReportData:
     """Load the bundle at ``root``. ``judged`` requires ``scorecard.json`` and reads the
     judgements of its judges; otherwise judgements are ignored entirely.
@@ -251,6 +264,9 @@ def load_report_data(root: Path, *, judged: bool) -> ReportData:
             (str(r["model"]), str(r["variant"])): r for r in card["rows"] if isinstance(r, dict)
         }
         data.rows = ranked + [k for k in data.rows if k not in data.card_rows]
+        data.stats = {
+            k: _with_card_figures(s, data.card_rows.get(k)) for k, s in data.stats.items()
+        }
         data.judges = [str(j) for j in card.get("judges", [])]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

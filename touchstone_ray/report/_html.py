@@ -29,14 +29,14 @@ from touchstone_ray.report._doc import (
     heading_text,
 )
 
-__all__ = ["render_html"]
+__all__ = ["REPORT_CSS", "REPORT_JS", "HtmlWriter", "render_html"]
 
 _CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
     "img-src data:; base-uri 'none'; form-action 'none'"
 )
 
-_CSS = """
+REPORT_CSS = """
 :root{--fg:#1d2430;--muted:#5b6575;--line:#d9dee7;--bg:#fff;--soft:#f4f6fa;--accent:#2f5fb3}
 *{box-sizing:border-box}
 body{margin:0;font:14.5px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);
@@ -91,8 +91,9 @@ figcaption{font-size:13px;color:var(--muted);margin-bottom:.3rem;font-weight:600
 max-height:none;border-right:0}}
 @media print{nav.toc{display:none}.layout{display:block}.callout .text{max-height:none}}
 """
+"""The report's stylesheet (inlined in ``report.html``; the web UI serves it too)."""
 
-_JS = """
+REPORT_JS = """
 (function(){
 function key(td){var s=td.getAttribute('data-sort');
 return s===null?null:(s===''?null:parseFloat(s));}
@@ -116,13 +117,17 @@ if(e.key==='Enter'||e.key===' '){e.preventDefault();sort();}});
 });});
 })();
 """
+"""The report's script: click-to-sort tables (inlined in ``report.html``, served by the UI)."""
 
 
 def _e(text: str) -> str:
     return html.escape(text, quote=True)
 
 
-class _Writer:
+class HtmlWriter:
+    """Renders blocks of a :class:`~._doc.Document` to HTML, numbering heading ids so they stay
+    unique on the page and collecting the table of contents (``toc``: level, text, id)."""
+
     def __init__(self) -> None:
         self.ids: dict[str, int] = {}
         self.toc: list[tuple[int, str, str]] = []
@@ -227,7 +232,7 @@ class _Writer:
 
 def render_html(doc: Document, *, toc_title: str | None = None) -> str:
     """The document as one self-contained HTML page."""
-    w = _Writer()
+    w = HtmlWriter()
     body = "\n".join(w.block(b) for b in doc.blocks)
     title = toc_title or ("Inhalt" if doc.lang == "de" else "Contents")
     return (
@@ -236,7 +241,7 @@ def render_html(doc: Document, *, toc_title: str | None = None) -> str:
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         '<meta name="generator" content="touchstone-ray">\n'
-        f"<title>{_e(doc.title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"
+        f"<title>{_e(doc.title)}</title>\n<style>{REPORT_CSS}</style>\n</head>\n<body>\n"
         f'<div class="layout">\n<nav class="toc">{w.toc_html(title)}</nav>\n'
-        f"<main>\n{body}\n</main>\n</div>\n<script>{_JS}</script>\n</body>\n</html>\n"
+        f"<main>\n{body}\n</main>\n</div>\n<script>{REPORT_JS}</script>\n</body>\n</html>\n"
     )

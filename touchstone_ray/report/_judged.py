@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from touchstone_ray.aggregates import under_load
+from touchstone_ray.lang import levels
 from touchstone_ray.report import charts
 from touchstone_ray.report._data import ReportData, RowKey
 from touchstone_ray.report._doc import (
@@ -27,7 +28,6 @@ from touchstone_ray.report._doc import (
     num_cell,
 )
 from touchstone_ray.report._fmt import NONE, gb, num, pct
-from touchstone_ray.report._labels import levels
 from touchstone_ray.report._sections import links, row_label
 from touchstone_ray.report._speed import load_label, speed
 
@@ -276,6 +276,9 @@ def _qs_svg(points: list[charts.QsPoint], t: dict[str, str], chart_id: str) -> s
 def quality_speed(data: ReportData, t: dict[str, str]) -> list[Block]:
     """Quality % against decode tok/s with the Pareto front, then latency and resources.
 
+    The chart's table lists only what the chart plots; TTFT and the other speed figures are in
+    the latency table below it (the same values as the ranking: the scorecard's).
+
     Rows measured under load (``concurrency`` > 1) are kept off the single-stream chart and
     its Pareto front: they get their own chart, and the table says ``under load (c = N)``."""
     single: list[charts.QsPoint] = []
@@ -284,10 +287,10 @@ def quality_speed(data: ReportData, t: dict[str, str]) -> list[Block]:
         r = data.card_rows.get(key, {})
         s = data.stats.get(key)
         q = r.get("quality_pct")
-        tps = r.get("decode_tps_median", s.decode_tps_median if s else None)
+        tps = s.decode_tps_median if s else None
         if q is None or tps is None:
             continue
-        delta = r.get("model_delta_mb", s.model_delta_mb if s else None)
+        delta = s.model_delta_mb if s else None
         point = charts.QsPoint(
             row_label(key),
             float(q),
@@ -303,7 +306,6 @@ def quality_speed(data: ReportData, t: dict[str, str]) -> list[Block]:
         t["quality"],
         t["ko"],
         t["tps"],
-        t["ttft_p50"],
         t["delta_gb"],
         t["pareto"],
     )
@@ -319,7 +321,6 @@ def quality_speed(data: ReportData, t: dict[str, str]) -> list[Block]:
                 num_cell(pct(p.quality_pct), p.quality_pct),
                 cell(_ko_text(r, t)),
                 num_cell(num(p.decode_tps, 1), p.decode_tps),
-                num_cell(num(r.get("ttft_p50_s"), 3), r.get("ttft_p50_s")),
                 num_cell(gb(None if p.delta_gb is None else p.delta_gb * 1024), p.delta_gb),
                 cell(load_label(c, t) if under_load(c) else "★" if p.label in front else ""),
             )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from touchstone_ray import lang
 from touchstone_ray.pack import Prompt
 from touchstone_ray.report._data import ReportData, RowKey
 from touchstone_ray.report._doc import (
@@ -25,7 +26,6 @@ from touchstone_ray.report._doc import (
 )
 from touchstone_ray.report._fmt import NONE, iso_utc, joined, utc
 from touchstone_ray.report._footprint import engine_footprint
-from touchstone_ray.report._glossary import GLOSSARY
 from touchstone_ray.report._speed import memory_chart
 
 __all__ = [
@@ -258,7 +258,7 @@ def glossary(data: ReportData, t: dict[str, str]) -> list[Block]:
     """Every metric with its definition and unit."""
     rows = tuple(
         (cell(Strong(term)), cell(definition), cell(unit))
-        for term, definition, unit in GLOSSARY.get(data.lang, GLOSSARY["en"])
+        for term, definition, unit in lang.glossary(data.lang)
     )
     return [Heading(2, t["glossary"]), Table((t["term"], t["definition"], t["unit"]), rows)]
 

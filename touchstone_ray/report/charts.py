@@ -25,14 +25,19 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = [
+    "PALETTE",
     "ForestItem",
     "MemorySeries",
     "QsPoint",
+    "empty_axes",
+    "figure_svg",
     "forest_svg",
     "heatmap_svg",
     "memory_svg",
     "pareto_front",
+    "plain_text",
     "quality_speed_svg",
+    "svg_figure",
     "ttft_svg",
 ]
 
@@ -47,11 +52,14 @@ _RC: dict[Any, Any] = {
     "grid.alpha": 0.3,
     "path.simplify": True,
 }
-_PALETTE = ("#3366cc", "#dc8a00", "#2ca02c", "#9467bd", "#d62728", "#17becf", "#8c564b")
+PALETTE = ("#3366cc", "#dc8a00", "#2ca02c", "#9467bd", "#d62728", "#17becf", "#8c564b")
+"""Series colours, in order (hex RGB)."""
 
 
 @contextlib.contextmanager
-def _figure(width: float, height: float, rc: Mapping[str, Any] | None = None) -> Iterator[Figure]:
+def svg_figure(
+    width: float, height: float, rc: Mapping[str, Any] | None = None
+) -> Iterator[Figure]:
     """A new SVG-ready figure (inches) inside the fixed rc settings; matplotlib is imported
     here, so importing this module stays cheap."""
     import matplotlib
@@ -62,12 +70,14 @@ def _figure(width: float, height: float, rc: Mapping[str, Any] | None = None) ->
         yield Figure(figsize=(width, height))
 
 
-def _t(text: str) -> str:
+def plain_text(text: str) -> str:
     """Text safe from matplotlib's mathtext (``$`` starts math)."""
     return text.replace("$", r"\$")
 
 
-def _finish(fig: Figure, name: str) -> str:
+def figure_svg(fig: Figure, name: str) -> str:
+    """``fig`` as inline SVG text without metadata, every id prefixed with ``name-`` so several
+    charts can share one HTML page."""
     buf = io.StringIO()
     fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
     svg = buf.getvalue()
@@ -79,11 +89,12 @@ def _finish(fig: Figure, name: str) -> str:
     return svg.strip() + "\n"
 
 
-def _empty(ax: object, text: str) -> None:
+def empty_axes(ax: object, text: str) -> None:
+    """Blank ``ax`` (a matplotlib ``Axes``) with ``text`` in its centre: a chart without data."""
     from matplotlib.axes import Axes
 
     assert isinstance(ax, Axes)
-    ax.text(0.5, 0.5, _t(text), ha="center", va="center", transform=ax.transAxes)
+    ax.text(0.5, 0.5, plain_text(text), ha="center", va="center", transform=ax.transAxes)
     ax.set_xticks([])
     ax.set_yticks([])
 
@@ -122,11 +133,11 @@ def quality_speed_svg(
     and joined by a dashed line; K.-o.-failed points hollow. ``labels``: ``x``, ``y``,
     ``pareto``, ``empty``; ``chart_id`` prefixes the SVG's element ids (two charts in one
     page must differ)."""
-    with _figure(8.0, 4.2) as fig:
+    with svg_figure(8.0, 4.2) as fig:
         ax = fig.add_subplot()
         if not points:
-            _empty(ax, labels["empty"])
-            return _finish(fig, chart_id)
+            empty_axes(ax, labels["empty"])
+            return figure_svg(fig, chart_id)
         deltas = [p.delta_gb for p in points if p.delta_gb is not None and p.delta_gb > 0]
         top = max(deltas) if deltas else 1.0
         front = pareto_front(points)
@@ -148,7 +159,7 @@ def quality_speed_svg(
                 for q in points[: i - 1]
             )
             size = 80.0 + 600.0 * max(p.delta_gb or 0.0, 0.0) / top
-            color = _PALETTE[(i - 1) % len(_PALETTE)]
+            color = PALETTE[(i - 1) % len(PALETTE)]
             mark = "" if p.ko_passed else " (K.-o.)"
             delta = f", Δ {p.delta_gb:.2f} GB" if p.delta_gb is not None else ""
             delta = delta.replace("Δ -0.00", "Δ 0.00")
@@ -162,7 +173,7 @@ def quality_speed_svg(
                 linewidths=1.5,
                 alpha=0.7,
                 zorder=2,
-                label=_t(f"{i}  {p.label}{mark}{delta}{star}"),
+                label=plain_text(f"{i}  {p.label}{mark}{delta}{star}"),
             )
             ax.annotate(
                 str(i),
@@ -176,40 +187,40 @@ def quality_speed_svg(
             loc="upper left",
             bbox_to_anchor=(1.02, 1.0),
             fontsize=7.5,
-            title=_t(f"★ = {labels['pareto']}"),
+            title=plain_text(f"★ = {labels['pareto']}"),
             title_fontsize=7.5,
             markerscale=0.5,
             frameon=False,
         )
-        ax.set_xlabel(_t(labels["x"]))
-        ax.set_ylabel(_t(labels["y"]))
+        ax.set_xlabel(plain_text(labels["x"]))
+        ax.set_ylabel(plain_text(labels["y"]))
         lo = min(p.quality_pct for p in points)
         ax.set_ylim(max(0.0, min(lo - 10.0, 50.0)), 102.0)
         ax.set_xlim(0.0, max(p.decode_tps for p in points) * 1.15)
         fig.tight_layout()
-        return _finish(fig, chart_id)
+        return figure_svg(fig, chart_id)
 
 
 def ttft_svg(groups: Mapping[str, Sequence[float]], *, labels: Mapping[str, str]) -> str:
     """Box plot of TTFT (s) per model with every value as a jittered dot (fixed seed).
     ``labels``: ``y``, ``empty``."""
     names = [n for n, v in groups.items() if v]
-    with _figure(7.0, 1.2 + 0.5 * max(len(names), 1)) as fig:
+    with svg_figure(7.0, 1.2 + 0.5 * max(len(names), 1)) as fig:
         ax = fig.add_subplot()
         if not names:
-            _empty(ax, labels["empty"])
-            return _finish(fig, "ttft")
+            empty_axes(ax, labels["empty"])
+            return figure_svg(fig, "ttft")
         data = [list(groups[n]) for n in names]
         ax.boxplot(data, orientation="horizontal", widths=0.5, showfliers=False)
         rng = np.random.default_rng(7)
         for i, values in enumerate(data, start=1):
             jitter = rng.uniform(-0.15, 0.15, size=len(values))
-            ax.scatter(values, i + jitter, s=8, alpha=0.5, color=_PALETTE[(i - 1) % 7])
-        ax.set_yticks(range(1, len(names) + 1), [_t(n) for n in names])
-        ax.set_xlabel(_t(labels["y"]))
+            ax.scatter(values, i + jitter, s=8, alpha=0.5, color=PALETTE[(i - 1) % 7])
+        ax.set_yticks(range(1, len(names) + 1), [plain_text(n) for n in names])
+        ax.set_xlabel(plain_text(labels["y"]))
         ax.set_xlim(left=0.0)
         fig.tight_layout()
-        return _finish(fig, "ttft")
+        return figure_svg(fig, "ttft")
 
 
 @dataclass(frozen=True)
@@ -234,18 +245,18 @@ def memory_svg(host: str, series: MemorySeries, *, labels: Mapping[str, str]) ->
     ``labels``: ``x``, ``ram``, ``gpu``, ``throttled``, ``pressure``, ``empty``, optional
     ``engine``."""
     name = "memory-" + re.sub(r"[^A-Za-z0-9_-]+", "_", host)
-    with _figure(7.0, 3.4) as fig:
+    with svg_figure(7.0, 3.4) as fig:
         ax = fig.add_subplot()
         if not series.t_s:
-            _empty(ax, labels["empty"])
-            return _finish(fig, name)
+            empty_axes(ax, labels["empty"])
+            return figure_svg(fig, name)
         for i, (model, t0, t1) in enumerate(series.phases):
-            color = _PALETTE[i % len(_PALETTE)]
+            color = PALETTE[i % len(PALETTE)]
             ax.axvspan(t0, t1, color=color, alpha=0.12, linewidth=0)
             ax.text(
                 (t0 + t1) / 2,
                 1.0,
-                _t(model),
+                plain_text(model),
                 transform=ax.get_xaxis_transform(),
                 ha="center",
                 va="bottom",
@@ -257,10 +268,12 @@ def memory_svg(host: str, series: MemorySeries, *, labels: Mapping[str, str]) ->
             return [np.nan if v is None else v for v in values]
 
         ram = line(series.ram_gb)
-        ax.plot(series.t_s, ram, color="#3366cc", linewidth=1.2, label=_t(labels["ram"]))
+        ax.plot(series.t_s, ram, color="#3366cc", linewidth=1.2, label=plain_text(labels["ram"]))
         if any(v is not None for v in series.gpu_gb):
             gpu = line(series.gpu_gb)
-            ax.plot(series.t_s, gpu, color="#2ca02c", linewidth=1.2, label=_t(labels["gpu"]))
+            ax.plot(
+                series.t_s, gpu, color="#2ca02c", linewidth=1.2, label=plain_text(labels["gpu"])
+            )
         engine_lines = [line(v) for v in series.engines_gb.values()]
         for i, (endpoint, values) in enumerate(zip(series.engines_gb, engine_lines, strict=True)):
             name = labels.get("engine", "engine") + (
@@ -269,10 +282,10 @@ def memory_svg(host: str, series: MemorySeries, *, labels: Mapping[str, str]) ->
             ax.plot(
                 series.t_s,
                 values,
-                color=_PALETTE[(i + 3) % len(_PALETTE)],
+                color=PALETTE[(i + 3) % len(PALETTE)],
                 linewidth=1.0,
                 linestyle="--",
-                label=_t(name),
+                label=plain_text(name),
             )
         top = np.nanmax([*ram, *line(series.gpu_gb), *(v for e in engine_lines for v in e), 0.0])
         if series.throttled_s:
@@ -282,7 +295,7 @@ def memory_svg(host: str, series: MemorySeries, *, labels: Mapping[str, str]) ->
                 marker="v",
                 color="#d62728",
                 s=18,
-                label=_t(labels["throttled"]),
+                label=plain_text(labels["throttled"]),
             )
         if series.pressure_s:
             ax.scatter(
@@ -291,14 +304,14 @@ def memory_svg(host: str, series: MemorySeries, *, labels: Mapping[str, str]) ->
                 marker="^",
                 color="#dc8a00",
                 s=18,
-                label=_t(labels["pressure"]),
+                label=plain_text(labels["pressure"]),
             )
         ax.set_ylim(0.0, float(top) * 1.15 if top > 0 else 1.0)
-        ax.set_xlabel(_t(labels["x"]))
+        ax.set_xlabel(plain_text(labels["x"]))
         ax.set_ylabel("GB")
         ax.legend(loc="lower right", fontsize=8)
         fig.tight_layout()
-        return _finish(fig, name)
+        return figure_svg(fig, name)
 
 
 def heatmap_svg(
@@ -310,11 +323,11 @@ def heatmap_svg(
 ) -> str:
     """Mean answer score (1..5) per row (model / variant) and category, annotated; missing
     cells grey. ``labels``: ``empty``."""
-    with _figure(7.0, 1.0 + 0.45 * max(len(rows), 1), rc={"axes.grid": False}) as fig:
+    with svg_figure(7.0, 1.0 + 0.45 * max(len(rows), 1), rc={"axes.grid": False}) as fig:
         ax = fig.add_subplot()
         if not rows or not cols:
-            _empty(ax, labels["empty"])
-            return _finish(fig, "heatmap")
+            empty_axes(ax, labels["empty"])
+            return figure_svg(fig, "heatmap")
         grid = np.ma.masked_invalid(
             np.array([[np.nan if v is None else v for v in row] for row in values], dtype=float)
         )
@@ -325,14 +338,14 @@ def heatmap_svg(
         for i, row in enumerate(values):
             for j, v in enumerate(row):
                 ax.text(j, i, "–" if v is None else f"{v:.2f}", ha="center", va="center")
-        ax.set_xticks(range(len(cols)), [_t(c) for c in cols])
-        ax.set_yticks(range(len(rows)), [_t(r) for r in rows])
+        ax.set_xticks(range(len(cols)), [plain_text(c) for c in cols])
+        ax.set_yticks(range(len(rows)), [plain_text(r) for r in rows])
         ax.tick_params(length=0)
         for spine in ax.spines.values():
             spine.set_visible(False)
         fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02)
         fig.tight_layout()
-        return _finish(fig, "heatmap")
+        return figure_svg(fig, "heatmap")
 
 
 @dataclass(frozen=True)
@@ -350,17 +363,17 @@ def forest_svg(items: Sequence[ForestItem], *, labels: Mapping[str, str]) -> str
     """Forest plot of B − A per model with CI whiskers and a zero line; a length confound
     draws the point hollow. ``labels``: ``x``, ``empty``."""
     shown = [it for it in items if it.diff is not None]
-    with _figure(7.0, 1.3 + 0.45 * max(len(shown), 1)) as fig:
+    with svg_figure(7.0, 1.3 + 0.45 * max(len(shown), 1)) as fig:
         ax = fig.add_subplot()
         if not shown:
-            _empty(ax, labels["empty"])
-            return _finish(fig, "forest")
+            empty_axes(ax, labels["empty"])
+            return figure_svg(fig, "forest")
         ax.axvline(0.0, color="#555555", linewidth=1)
         for i, it in enumerate(shown):
             assert it.diff is not None
             lo = it.diff - it.ci_low if it.ci_low is not None else 0.0
             hi = it.ci_high - it.diff if it.ci_high is not None else 0.0
-            color = _PALETTE[i % len(_PALETTE)]
+            color = PALETTE[i % len(PALETTE)]
             ax.errorbar(
                 [it.diff],
                 [i],
@@ -370,13 +383,13 @@ def forest_svg(items: Sequence[ForestItem], *, labels: Mapping[str, str]) -> str
                 mfc="none" if it.confound else color,
                 capsize=4,
             )
-        ax.set_yticks(range(len(shown)), [_t(it.label) for it in shown])
+        ax.set_yticks(range(len(shown)), [plain_text(it.label) for it in shown])
         ax.invert_yaxis()
         bound = max(
             [abs(v) for it in shown for v in (it.diff, it.ci_low, it.ci_high) if v is not None]
             + [0.5]
         )
         ax.set_xlim(-bound * 1.2, bound * 1.2)
-        ax.set_xlabel(_t(labels["x"]))
+        ax.set_xlabel(plain_text(labels["x"]))
         fig.tight_layout()
-        return _finish(fig, "forest")
+        return figure_svg(fig, "forest")

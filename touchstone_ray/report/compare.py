@@ -23,12 +23,19 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from touchstone_ray.errors import UsageError
+from touchstone_ray.lang import labels
 from touchstone_ray.report._data import ReportData, load_report_data
 from touchstone_ray.report._fmt import NONE, mb, num, pct
-from touchstone_ray.report._labels import labels
 from touchstone_ray.storage import atomic_write_text
 
-__all__ = ["CompareRow", "compare_bundles", "compare_rows", "render_compare"]
+__all__ = [
+    "CompareRow",
+    "compare_bundles",
+    "compare_cells",
+    "compare_head",
+    "compare_rows",
+    "render_compare",
+]
 
 
 @dataclass(frozen=True)
@@ -137,7 +144,9 @@ def compare_rows(roots: Sequence[Path]) -> tuple[list[CompareRow], str]:
     return rows, lang
 
 
-def _cells(row: CompareRow, t: dict[str, str], with_users: bool = False) -> list[str]:
+def compare_cells(row: CompareRow, t: dict[str, str], with_users: bool = False) -> list[str]:
+    """The comparison table's cells of ``row`` as text (labels ``t``), in
+    :func:`compare_head` order; ``with_users`` adds the users-at-SLO column."""
     if row.ko_passed is None:
         ko = NONE
     else:
@@ -159,7 +168,8 @@ def _cells(row: CompareRow, t: dict[str, str], with_users: bool = False) -> list
     )
 
 
-def _head(t: dict[str, str], with_users: bool = False) -> list[str]:
+def compare_head(t: dict[str, str], with_users: bool = False) -> list[str]:
+    """The comparison table's column titles (labels ``t``)."""
     return [
         t["bundle"],
         f"{t['host']} / {t['gpus']}",
@@ -185,8 +195,8 @@ def render_compare(rows: Sequence[CompareRow], lang: str) -> tuple[str, str, str
     """The comparison as (terminal text, Markdown, CSV)."""
     t = labels(lang)
     with_users = any(r.users_at_slo is not None for r in rows)
-    head = _head(t, with_users)
-    body = [_cells(r, t, with_users) for r in rows]
+    head = compare_head(t, with_users)
+    body = [compare_cells(r, t, with_users) for r in rows]
     widths = [max(len(r[i]) for r in [head, *body]) for i in range(len(head))]
 
     def line(cells: Sequence[str]) -> str:

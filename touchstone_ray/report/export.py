@@ -37,10 +37,6 @@ VERDICT_EXTRAS = ("judge_model", "template_version")
 """Stored beside each verdict by the judge store; exported when present."""
 
 
-def _columns(model: type[BaseModel]) -> list[str]:
-    return list(model.model_fields)
-
-
 def response_rows(bundle: Bundle) -> tuple[list[str], list[dict[str, Any]]]:
     """Columns and rows of every valid response record (bundle order)."""
     rows = []
@@ -49,7 +45,7 @@ def response_rows(bundle: Bundle) -> tuple[list[str], list[dict[str, Any]]]:
             rows.append(EvalResponse.model_validate(record).model_dump(mode="json"))
         except ValidationError:
             continue
-    return _columns(EvalResponse), rows
+    return EvalResponse.on_disk_fields(), rows
 
 
 def verdict_rows(bundle: Bundle) -> tuple[list[str], list[dict[str, Any]]]:
@@ -67,7 +63,7 @@ def verdict_rows(bundle: Bundle) -> tuple[list[str], list[dict[str, Any]]]:
                 continue
             row.update({k: record.get(k) for k in VERDICT_EXTRAS})
             rows.append(row)
-    return [*_columns(Verdict), *VERDICT_EXTRAS], rows
+    return [*Verdict.model_fields, *VERDICT_EXTRAS], rows
 
 
 def _text(value: Any) -> Any:

@@ -19,8 +19,14 @@ from urllib.parse import quote
 from touchstone_ray.bundle import Bundle, find_bundles
 from touchstone_ray.errors import BundleError
 from touchstone_ray.judging.scorecard import load_scorecard
-from touchstone_ray.report._labels import labels
-from touchstone_ray.report.compare import CompareRow, _cells, _head, compare_rows, render_compare
+from touchstone_ray.lang import labels
+from touchstone_ray.report.compare import (
+    CompareRow,
+    compare_cells,
+    compare_head,
+    compare_rows,
+    render_compare,
+)
 from touchstone_ray.ui._page import e
 
 __all__ = ["Picked", "compare_download", "compare_html", "picked_rows", "row_id"]
@@ -138,12 +144,12 @@ def compare_html(runs: Path, wanted: list[str]) -> str:
     differs = [n for n in names if n not in shared]
     facts = "".join(f"<li><strong>{e(n)}</strong>: {e(picked[0].facts[n])}</li>" for n in shared)
     head = "".join(f'<th class="differs">{e(n)}</th>' for n in differs) + "".join(
-        f"<th>{e(h)}</th>" for h in _head(t)[4:]
+        f"<th>{e(h)}</th>" for h in compare_head(t)[4:]
     )
     rows = "".join(
         "<tr>"
         + "".join(f"<td>{e(p.facts[n])}</td>" for n in differs)
-        + "".join(f"<td>{e(c)}</td>" for c in _cells(p.row, t)[4:])
+        + "".join(f"<td>{e(c)}</td>" for c in compare_cells(p.row, t)[4:])
         + "</tr>"
         for p in picked
     )

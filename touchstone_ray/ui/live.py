@@ -24,8 +24,7 @@ from urllib.parse import urlsplit
 from touchstone_ray.bundle import Bundle
 from touchstone_ray.errors import TouchstoneError
 from touchstone_ray.records import HostSample
-from touchstone_ray.report import load_report_data
-from touchstone_ray.report._data import ReportData
+from touchstone_ray.report import ReportData, load_report_data
 from touchstone_ray.ui._page import e
 
 __all__ = [

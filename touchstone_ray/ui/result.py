@@ -2,7 +2,7 @@
 
 The page is :func:`touchstone_ray.report.build_document` of the bundle (judged when it has a
 ``scorecard.json``, else the rating-task version) through the report's HTML writer; only its
-answers section is replaced by the same per-answer blocks (the report's ``_answer_blocks``:
+answers section is replaced by the same per-answer blocks (the report's ``answer_blocks``:
 verdicts with rationales, flags hit, speed and resource figures) for the answers that pass
 the filters ``prompt``, ``model``, ``variant``, ``score`` (exact 1..5 in any verdict) and
 ``red_flag`` (``1``: a verdict raised one). A K.-o. block on top names, per row, whether the
@@ -16,14 +16,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from touchstone_ray.errors import BundleError
+from touchstone_ray.lang import labels
 from touchstone_ray.records import EvalResponse
-from touchstone_ray.report import build_document, load_report_data
-from touchstone_ray.report._answers import _answer_blocks
-from touchstone_ray.report._data import ReportData
-from touchstone_ray.report._doc import Block, Heading
-from touchstone_ray.report._html import _CSS as REPORT_CSS
-from touchstone_ray.report._html import _Writer
-from touchstone_ray.report._labels import labels
+from touchstone_ray.report import (
+    REPORT_CSS,
+    Block,
+    Heading,
+    HtmlWriter,
+    ReportData,
+    answer_blocks,
+    build_document,
+    load_report_data,
+)
 from touchstone_ray.ui._page import e
 
 __all__ = ["FILTERS", "filter_answers", "result_html"]
@@ -135,8 +139,8 @@ def result_html(root: Path, filters: dict[str, str], action: str) -> tuple[str, 
     shown = filter_answers(data, filters)
     answers: list[Block] = []
     for r in shown:
-        answers += _answer_blocks(data, r, t)
-    w = _Writer()
+        answers += answer_blocks(data, r, t)
+    w = HtmlWriter()
     body = (
         f'<style>{REPORT_CSS}</style><div class="report">'
         + "".join(w.block(b) for b in before[:1])

@@ -12,8 +12,8 @@ from judging_factories import make_pack, response
 from touchstone_ray.judging.cache import answer_cache_key, report_cache_key
 from touchstone_ray.judging.client import judge_extra_body
 from touchstone_ray.judging.config import JudgeSpec
-from touchstone_ray.judging.plan import plan_judge
 from touchstone_ray.judging.store import JudgeStore, record_extras
+from touchstone_ray.judging.worklist import plan_judge
 from touchstone_ray.records import EvalResponse
 
 SPEC = JudgeSpec(id="j", engine="openai", base_url="http://127.0.0.1:1/v1", model="judge-m")

@@ -1,0 +1,90 @@
+"""The record types: EvalResponse is composed of its parts but flat on disk, in SPEC §7 order."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from touchstone_ray.engines import ChatResult
+from touchstone_ray.perf.records import PerfResponse
+from touchstone_ray.records import (
+    EVAL_RESPONSE_FIELDS,
+    CellConditions,
+    CellIdentity,
+    CellResources,
+    EvalResponse,
+)
+from touchstone_ray.storage import to_json_line
+
+GOLDEN = Path(__file__).parent / "golden" / "eval_response_v1.jsonl"
+"""A response line written by the flat EvalResponse before it was split into parts."""
+
+
+def test_a_line_written_before_the_split_reads_and_writes_back_byte_for_byte() -> None:
+    line = GOLDEN.read_text(encoding="utf-8")
+    record = EvalResponse.model_validate_json(line)
+    assert to_json_line(record) == line
+    assert list(record.model_dump(mode="json")) == list(json.loads(line))
+    assert EvalResponse.on_disk_fields() == list(json.loads(line))
+    assert len(EVAL_RESPONSE_FIELDS) == 65
+
+
+def test_the_parts_cover_every_field_exactly_once() -> None:
+    parts = (CellIdentity, ChatResult, CellConditions, CellResources)
+    names = [name for part in parts for name in part.model_fields]
+    assert len(names) == len(set(names)) == 65
+    assert set(names) == set(EvalResponse.model_fields) == set(EVAL_RESPONSE_FIELDS)
+    assert issubclass(EvalResponse, ChatResult)
+    assert set(ChatResult.model_fields) == {
+        *EVAL_RESPONSE_FIELDS[5:6],
+        *EVAL_RESPONSE_FIELDS[12:23],
+        *EVAL_RESPONSE_FIELDS[24:37],
+        *EVAL_RESPONSE_FIELDS[38:44],
+    }
+
+
+def test_from_chat_keeps_the_engine_result_unchanged() -> None:
+    line = json.loads(GOLDEN.read_text(encoding="utf-8"))
+    result = ChatResult.model_validate(line)
+    identity = CellIdentity.model_validate(line)
+    conditions = CellConditions.model_validate(line).model_dump()
+    record = EvalResponse.from_chat(identity, result, **conditions)
+    assert record.engine_version == "llama.cpp b4500"
+    assert record.server_timings == {
+        "prompt_n": 59,
+        "prompt_ms": 180.5,
+        "predicted_n": 27,
+        "predicted_ms": 1200.0,
+        "cache_n": 1,
+    }
+    assert record.queue_wait_s == 0.01
+    assert record.sys_used_mb is None and record.n_samples is None
+    assert list(record.model_dump()) == list(line)
+
+
+def test_a_subclass_keeps_the_eval_fields_first_then_its_own() -> None:
+    own = ["context", "context_target_tokens", "concurrency", "run", "prompt_tokens_counted"]
+    line = json.loads(GOLDEN.read_text(encoding="utf-8"))
+    perf = PerfResponse.model_validate(
+        line | {"context": "512", "context_target_tokens": 512, "concurrency": 2, "run": 1}
+    )
+    keys = list(perf.model_dump(mode="json"))
+    assert keys[:65] == list(EVAL_RESPONSE_FIELDS)
+    assert keys[65:70] == own
+    assert PerfResponse.on_disk_fields() == keys
+
+
+def test_include_and_exclude_still_apply() -> None:
+    record = EvalResponse.model_validate_json(GOLDEN.read_text(encoding="utf-8"))
+    assert list(record.model_dump(include={"ok", "key", "n_samples"})) == [
+        "key",
+        "ok",
+        "n_samples",
+    ]
+    assert "response_text" not in record.model_dump(exclude={"response_text"})
+
+
+def test_every_eval_response_field_is_documented() -> None:
+    undocumented = [n for n, f in EvalResponse.model_fields.items() if not f.description]
+    assert undocumented == []
+    assert len(EvalResponse.model_fields) == 65
