@@ -13,6 +13,7 @@ PACKAGE = Path(touchstone_ray.__file__).parent
 
 REPORT_ALL = [
     "FORMATS",
+    "NONE",
     "REPORT_CSS",
     "REPORT_JS",
     "Block",

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from touchstone_ray.errors import BundleError
 from touchstone_ray.perf.report import is_perf_bundle
-from touchstone_ray.report._fmt import NONE
+from touchstone_ray.report import NONE
 
 if TYPE_CHECKING:
     from touchstone_ray.report.compare import CompareRow
@@ -112,8 +112,8 @@ def perf_only_rows(
     of the point requests (source ``engine``), else their peak ``sys_used_mb`` (``system``);
     the users at once under the SLO where ``--capacity`` ran. Raises BundleError for a perf
     bundle without a readable ``summary.json`` or request shards."""
+    from touchstone_ray.lang import labels
     from touchstone_ray.perf.bundle import PerfBundle, read_points
-    from touchstone_ray.report._labels import labels
     from touchstone_ray.report.compare import CompareRow
 
     no_gpu = labels(lang)["no_gpu"]

@@ -35,11 +35,13 @@ from touchstone_ray.report._doc import (
     cell,
     num_cell,
 )
+from touchstone_ray.report._fmt import NONE
 from touchstone_ray.report._html import REPORT_CSS, REPORT_JS, HtmlWriter, render_html
 from touchstone_ray.report._markdown import escape_text, render_markdown
 
 __all__ = [
     "FORMATS",
+    "NONE",
     "REPORT_CSS",
     "REPORT_JS",
     "Block",
