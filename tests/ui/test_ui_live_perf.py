@@ -22,10 +22,11 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from ui_helpers import REPO, UiServer, packs_folder, ui_server
+from ui_helpers import REPO, UiServer, packs_folder, shot, ui_server
 
 from touchstone_ray.bundle import STALE_AFTER_S, Bundle
 from touchstone_ray.config import load_config
+from touchstone_ray.errors import BundleError
 from touchstone_ray.perf.plan import plan_points
 from touchstone_ray.ui.live import live_state
 
@@ -135,6 +136,7 @@ def test_live_page_follows_a_running_perf(perf_run: tuple[UiServer, Any, Path], 
     assert first[1] == total and first[3] == 6 and first[0] < total
     assert page.locator(".host-card .failure-kinds").inner_text() == "failures: http_5xx × 6"
     assert page.locator(".host-card .failures li").count() == 5  # the last five
+    shot(page, "live-perf")
     page.wait_for_function(
         "() => document.getElementById('live-state')?.textContent === 'failed'",
         timeout=120_000,
@@ -219,3 +221,10 @@ def test_live_state_counts_the_plan_and_a_cut_copy(
         fh.write("".join(lines[:2]) + json.dumps(extra) + "\n")
     [hp] = live_state(cut, now=last + 1.0).hosts
     assert (hp.planned, hp.ok, hp.failed, hp.extra) == (total, 2, 6, 1)
+
+    # a line that is not a perf request: one line naming the bundle
+    with open(shard, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"key": "sim-steady|local|256|1|1", "ok": True}) + "\n")
+    with pytest.raises(BundleError) as exc:
+        live_state(cut)
+    assert str(exc.value).startswith(f"{cut}: a request line is not a perf record: ")
