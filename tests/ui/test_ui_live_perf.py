@@ -27,10 +27,13 @@ from ui_helpers import REPO, UiServer, packs_folder, shot, ui_server
 from touchstone_ray.bundle import STALE_AFTER_S, Bundle
 from touchstone_ray.config import load_config
 from touchstone_ray.errors import BundleError
-from touchstone_ray.perf.plan import plan_points
+from touchstone_ray.perf.plan import plan_points, runs_at
 from touchstone_ray.ui.live import live_state
 
 CONTEXTS, CONCURRENCY, RUNS = [256], [1, 2], 2
+SLO = "ttft=1,tpot=0.2"
+"""The capacity search's SLO: met up to the 2 slots (a third stream waits 1.6 s for its first
+token), never by the failing model."""
 FLEET: dict[str, Any] = {
     "ray": {"include_dashboard": False},
     "models": [
@@ -39,10 +42,10 @@ FLEET: dict[str, Any] = {
             "engine": "simulated",
             "sim": {"ttft_ms": 5, "tps": 1000, "answer_tokens": 400, "fail_rate": 1.0},
         },
-        {  # 16 tokens at 10 tok/s: 1.6 s a request, ~8 s for its three points
+        {  # 16 tokens at 10 tok/s: 1.6 s a request; a stream beyond the 2 slots waits one
             "id": "sim-steady",
             "engine": "simulated",
-            "sim": {"ttft_ms": 20, "tps": 10, "answer_tokens": 400},
+            "sim": {"ttft_ms": 20, "tps": 10, "answer_tokens": 400, "slots": 2},
         },
     ],
     "scheduling": {"warmup": False, "max_attempts": 1},
@@ -74,7 +77,7 @@ def perf_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[UiServe
     for name in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_ADDRESS"):
         env.pop(name, None)
     args = ["perf", "--config", str(fleet), "--contexts", "256", "--concurrency", "1,2"]
-    args += ["--runs", str(RUNS), "--output-tokens", "16"]
+    args += ["--runs", str(RUNS), "--output-tokens", "16", "--capacity", "--slo", SLO]
     with ui_server(runs, packs_folder(tmp)) as server:
         run = subprocess.Popen(
             [sys.executable, "-m", "touchstone_ray.cli", *args],
@@ -92,12 +95,32 @@ def perf_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[UiServe
                 run.wait(timeout=30)
 
 
+def extra_requests(bundle: Path) -> int:
+    """Requests the capacity search ran beyond the plan: each concurrency it tried that the
+    plan does not have, ``runs_at(RUNS, c)`` requests (from ``bundle.json`` ``capacity``)."""
+    manifest = json.loads((bundle / "bundle.json").read_text(encoding="utf-8"))
+    return sum(
+        runs_at(RUNS, p["concurrency"])
+        for entry in manifest["capacity"].values()
+        for p in entry["points"]
+        if p["concurrency"] not in CONCURRENCY
+    )
+
+
 def finished_bundle(run: Any) -> Path:
     """The bundle of the perf run once it exited (1: the broken model's requests failed)."""
     out, _ = run.communicate(timeout=240)
     assert run.returncode == 1, out
-    assert "perf failed: 6 ok, 6 failed, 0 points reused" in out
-    return Path(out.strip().splitlines()[-1])
+    bundle = Path(out.strip().splitlines()[-1])
+    assert f"perf failed: {6 + extra_requests(bundle)} ok, 6 failed, 0 points reused" in out
+    return bundle
+
+
+def server_runs(server: UiServer) -> Path:
+    """The runs folder the UI serves (from its command line)."""
+    args = server.proc.args
+    assert isinstance(args, list)
+    return Path(args[args.index("--runs") + 1])
 
 
 def _progress(page: Any) -> tuple[int, int, int, int]:
@@ -142,6 +165,11 @@ def test_live_page_follows_a_running_perf(perf_run: tuple[UiServer, Any, Path], 
         timeout=120_000,
     )
     assert _progress(page) == (total, total, 6, 6)
+    extra = extra_requests(server_runs(server) / rel)
+    assert extra >= 2  # the search went beyond the planned concurrency 2
+    assert page.locator(".host-card .extra").inner_text() == (
+        f"+{extra} requests beyond the plan (capacity search)"
+    )
     assert page.locator(".host-card .in-flight").inner_text() == "0"
     assert page.locator(".host-card svg.spark").count() >= 1
     assert page.locator("#ray-dashboard").count() == 0  # the config turned it off
@@ -157,7 +185,8 @@ def test_live_state_counts_the_plan_and_a_cut_copy(
     live = live_state(bundle)
     assert live.state == "failed"
     [hp] = live.hosts
-    assert (hp.host, hp.planned, hp.ok, hp.failed, hp.extra) == ("local", total, 6, 6, 0)
+    extra = extra_requests(bundle)
+    assert (hp.host, hp.planned, hp.ok, hp.failed, hp.extra) == ("local", total, 6, 6, extra)
     assert hp.failures_by_kind == {"http_5xx": 6}
     broken = (bundle / "points" / "sim-broken.jsonl").read_text(encoding="utf-8").splitlines()
     assert [f["key"] for f in hp.last_failures] == [json.loads(x)["key"] for x in broken][-5:]
@@ -214,17 +243,35 @@ def test_live_state_counts_the_plan_and_a_cut_copy(
     [hp] = live_state(cut, now=last + 1.0).hosts
     assert (hp.planned, hp.ok, hp.failed) == (total, 2, 6)
 
-    # a request of a point outside the plan (a capacity-search concurrency) is extra
-    extra = json.loads(lines[0])
-    extra.update(key="sim-steady|local|256|3|1", context="256", concurrency=3, run=1)
-    with open(shard, "w", encoding="utf-8") as fh:
-        fh.write("".join(lines[:2]) + json.dumps(extra) + "\n")
-    [hp] = live_state(cut, now=last + 1.0).hosts
-    assert (hp.planned, hp.ok, hp.failed, hp.extra) == (total, 2, 6, 1)
+    # cut after the steady model's planned points: its capacity search is in flight, how
+    # many requests it has out is not known; after its capacity event nothing is planned
+    shard.write_text("".join(lines[:6]), encoding="utf-8")
+    assert {json.loads(x)["key"].rsplit("|", 1)[0] for x in lines[:6]} == {
+        f"sim-steady|local|{c}|{n}" for (m, c, n) in plan if m == "sim-steady"
+    }
+    last_point = next(
+        i for i, x in enumerate(events) if json.loads(x).get("point") == "sim-steady|local|256|2"
+    )
+    (cut / "events.jsonl").write_text("".join(events[: last_point + 1]), encoding="utf-8")
+    [hp] = live_state(cut, now=time.time()).hosts
+    assert (hp.ok, hp.failed, hp.extra, hp.eta_s) == (6, 6, 0, None)
+    assert (hp.current_model, hp.current_point, hp.in_flight) == (
+        "sim-steady",
+        "capacity search",
+        None,
+    )
+    searched = next(
+        i
+        for i, x in enumerate(events)
+        if json.loads(x)["event"] == "capacity" and json.loads(x)["model"] == "sim-steady"
+    )
+    (cut / "events.jsonl").write_text("".join(events[: searched + 1]), encoding="utf-8")
+    [hp] = live_state(cut, now=time.time()).hosts
+    assert (hp.current_model, hp.current_point, hp.in_flight) == ("sim-steady", None, 0)
 
     # a line that is not a perf request: one line naming the bundle
     with open(shard, "a", encoding="utf-8") as fh:
-        fh.write(json.dumps({"key": "sim-steady|local|256|1|1", "ok": True}) + "\n")
+        fh.write(json.dumps({"key": "sim-steady|local|256|9|1", "ok": True}) + "\n")
     with pytest.raises(BundleError) as exc:
         live_state(cut)
     assert str(exc.value).startswith(f"{cut}: a request line is not a perf record: ")

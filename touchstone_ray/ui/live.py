@@ -54,11 +54,13 @@ class HostProgress:
     planned: int = 0
     ok: int = 0
     failed: int = 0
-    in_flight: int = 0
+    in_flight: int | None = 0
+    """Cells (requests) in flight; ``None``: not known here (a perf capacity search)."""
     current_model: str | None = None
     unit: str = "cells"
     current_point: str | None = None
-    """Perf: the point in flight (``context 256 · concurrency 2``); ``None`` for eval."""
+    """Perf: the point in flight (``context 256 · concurrency 2``, ``capacity search`` or
+    ``embeddings``); ``None`` for eval."""
     extra: int = 0
     """Perf: requests of points outside the plan (the capacity search), not in ``planned``."""
     eta_s: float | None = None
@@ -227,6 +229,7 @@ def _card(hp: HostProgress) -> str:
         f"<div>{e(SERIES_LABELS[k])}: {v[-1]:.0f} MB{sparkline(v)}</div>"
         for k, v in hp.series.items()
     )
+    in_flight = "—" if hp.in_flight is None else hp.in_flight
     model = f" · now {e(hp.current_model)}" if hp.current_model else ""
     if hp.current_point:
         model += f' at <span class="point">{e(hp.current_point)}</span>'
@@ -240,7 +243,7 @@ def _card(hp: HostProgress) -> str:
         f'<div class="bar"><span style="width:{pct:.1f}%"></span></div>'
         f'<div class="progress">{finished}/{hp.planned} {e(hp.unit)} ({hp.ok} ok, '
         f'<span class="failed">{hp.failed} failed</span>)</div>{extra}'
-        f'<div>in flight: <span class="in-flight">{hp.in_flight}</span>{model} · ETA '
+        f'<div>in flight: <span class="in-flight">{in_flight}</span>{model} · ETA '
         f'<span class="eta">{_eta(hp.eta_s)}</span></div>'
         f'<div class="failure-kinds">failures: {e(kinds)}</div>'
         f'<ul class="failures">{failures}</ul>{sparks}</div>'

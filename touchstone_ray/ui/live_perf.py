@@ -18,7 +18,10 @@ Everything is read from the bundle's files through the perf bundle's own readers
   ``events.jsonl`` (no ``model_done`` / ``model_failed`` after it) while the run is
   ``running``; its first planned point with fewer requests recorded than planned is the point
   in flight, with ``concurrency`` requests in flight (closed loop). A point's requests are
-  written when the point returns, so the point in flight has none yet.
+  written when the point returns, so the point in flight has none yet. With every planned
+  point recorded the model is in its ``capacity search`` (``settings.capacity`` and no
+  ``capacity`` event of it yet) or its ``embeddings`` (``settings.embed``); how many
+  requests those have in flight is not known here (``None``).
 - **ETA** (s) = requests left ÷ (requests finished ÷ seconds since the host's first
   ``model_start``), as in the eval view: an estimate from the rate so far.
 - **sparklines**: ``hosts/<host>.jsonl`` as in the eval view (MB).
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -100,14 +104,28 @@ def planned_points(root: Path, manifest: dict[str, Any]) -> list[PlannedPoint]:
     return _replanned(root, settings) if isinstance(settings, dict) else []
 
 
-def _model_phases(root: Path) -> tuple[dict[str, str | None], dict[str, float]]:
-    """Host → the model whose phase is open (``None``: none), and host → epoch s of its first
-    ``model_start``."""
-    open_: dict[str, str | None] = {}
-    first: dict[str, float] = {}
+@dataclass
+class _Phases:
+    """What ``events.jsonl`` says of each host's models."""
+
+    open: dict[str, str | None] = field(default_factory=dict)
+    """Host → the model whose phase is open (``None``: none)."""
+    first: dict[str, float] = field(default_factory=dict)
+    """Host → epoch s of its first ``model_start``."""
+    searched: set[tuple[str, str]] = field(default_factory=set)
+    """``(host, model)`` whose capacity search ended (a ``capacity`` event)."""
+
+
+def _model_phases(root: Path) -> _Phases:
+    out = _Phases()
+    open_, first = out.open, out.first
     for ev in read_jsonl(root / "events.jsonl").records:
         kind, host, model, ts = ev.get("event"), ev.get("host"), ev.get("model"), ev.get("ts")
-        if kind not in MODEL_EVENTS or not isinstance(host, str) or not isinstance(model, str):
+        if not isinstance(host, str) or not isinstance(model, str):
+            continue
+        if kind == "capacity":
+            out.searched.add((host, model))
+        if kind not in MODEL_EVENTS:
             continue
         if kind == "model_start":
             open_[host] = model
@@ -115,7 +133,17 @@ def _model_phases(root: Path) -> tuple[dict[str, str | None], dict[str, float]]:
                 first.setdefault(host, float(ts))
         elif open_.get(host) == model:
             open_[host] = None
-    return open_, first
+    return out
+
+
+def _stage(settings: Any, searched: bool) -> str | None:
+    """What a model does after its planned points: ``capacity search``, ``embeddings`` or
+    ``None`` (nothing more planned)."""
+    if not isinstance(settings, dict):
+        return None
+    if settings.get("capacity") and not searched:
+        return "capacity search"
+    return "embeddings" if settings.get("embed") else None
 
 
 def perf_live_state(root: Path, now: float | None = None) -> LiveState:
@@ -154,8 +182,8 @@ def perf_live_state(root: Path, now: float | None = None) -> LiveState:
             hp.last_failures.append(
                 {"model": r.model, "key": r.key, "error_kind": kind, "error": r.error}
             )
-    open_model, first_start = _model_phases(root)
-    for name, model in open_model.items():
+    phases = _model_phases(root)
+    for name, model in phases.open.items():
         hp = host(name)
         if model is None or state != "running":
             continue
@@ -169,10 +197,14 @@ def perf_live_state(root: Path, now: float | None = None) -> LiveState:
         if point is not None:
             hp.current_point = f"context {point[0]} · concurrency {point[1]}"
             hp.in_flight = point[1]
+        else:
+            hp.current_point = _stage(manifest.get("settings"), (name, model) in phases.searched)
+            hp.in_flight = None if hp.current_point else 0
     for hp in hosts.values():
         finished = hp.ok + hp.failed
         left = max(hp.planned - finished, 0)
-        elapsed = now - first_start[hp.host] if hp.host in first_start else 0.0
+        start = phases.first.get(hp.host)
+        elapsed = now - start if start is not None else 0.0
         if state == "running" and finished and elapsed > 0 and left:
             hp.eta_s = left / (finished / elapsed)
         hp.last_failures = hp.last_failures[-5:]
