@@ -100,6 +100,14 @@ async def result_page(request: web.Request) -> web.Response:
     return page(title, body, scripts=("report.js",))
 
 
+def _is_perf(root: Path) -> bool:
+    """A perf bundle has no eval result page (its report is ``report.html``)."""
+    try:
+        return Bundle(root).kind() == "perf"
+    except TouchstoneError:
+        return False
+
+
 async def live_page(request: web.Request) -> web.Response:
     root = _bundle_root(request)
     rel = root.relative_to(request.app[RUNS].resolve()).as_posix()
@@ -109,11 +117,15 @@ async def live_page(request: web.Request) -> web.Response:
     except TouchstoneError as exc:
         inner = f'<p class="err">{e(exc)}</p>'
     dashboard = await asyncio.to_thread(live.recorded_dashboard, root)
-    ray_link = (
-        f' · <a id="ray-dashboard" href="{e(dashboard)}">Ray dashboard</a>' if dashboard else ""
+    links = (
+        []
+        if await asyncio.to_thread(_is_perf, root)
+        else [f'<a href="/run/{e(rel)}">result page</a>']
     )
+    if dashboard:
+        links.append(f'<a id="ray-dashboard" href="{e(dashboard)}">Ray dashboard</a>')
     body = (
-        f'<h1>Live · {e(root.name)}</h1><p><a href="/run/{e(rel)}">result page</a>{ray_link}</p>'
+        f"<h1>Live · {e(root.name)}</h1><p>{' · '.join(links)}</p>"
         f'<div id="live" data-events="/events/{e(rel)}">{inner}</div>'
     )
     return page(f"Live {root.name}", body, scripts=("live.js",))

@@ -10,6 +10,9 @@ a host's open ``model_start`` phase (``events.jsonl``) is the model in flight, w
 seconds since the host's first ``model_start``), an estimate from the rate so far. The
 sparklines plot ``sys_used_mb``, the sum of the GPUs' ``mem_used_mb`` and the sum of the
 engines' ``rss_mb`` of ``hosts/<host>.jsonl`` (MB); a series never measured is left out.
+
+A perf bundle (``kind: perf``) has its own reader, :mod:`touchstone_ray.ui.live_perf`
+(requests instead of cells), shown with the same cards.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from touchstone_ray.ui._page import e
 __all__ = [
     "HostProgress",
     "LiveState",
+    "host_series",
     "live_body",
     "live_state",
     "recorded_dashboard",
@@ -42,14 +46,22 @@ SPARK_POINTS = 120
 
 @dataclass
 class HostProgress:
-    """One host's progress; ``eta_s`` in seconds (``None``: no rate yet or nothing left)."""
+    """One host's progress; ``eta_s`` in seconds (``None``: no rate yet or nothing left).
+    Counts are ``unit``: eval cells, or perf requests."""
 
     host: str
     planned: int = 0
     ok: int = 0
     failed: int = 0
-    in_flight: int = 0
+    in_flight: int | None = 0
+    """Cells (requests) in flight; ``None``: not known here (a perf capacity search)."""
     current_model: str | None = None
+    unit: str = "cells"
+    current_point: str | None = None
+    """Perf: the point in flight (``context 256 · concurrency 2``, ``capacity search`` or
+    ``embeddings``); ``None`` for eval."""
+    extra: int = 0
+    """Perf: requests of points outside the plan (the capacity search), not in ``planned``."""
     eta_s: float | None = None
     failures_by_kind: dict[str, int] = field(default_factory=dict)
     last_failures: list[dict[str, Any]] = field(default_factory=list)
@@ -66,7 +78,9 @@ class LiveState:
     updated_at: float
 
 
-def _series(samples: list[HostSample]) -> dict[str, list[float]]:
+def host_series(samples: list[HostSample]) -> dict[str, list[float]]:
+    """``ram`` / ``gpu`` / ``engine`` → MB over the last :data:`SPARK_POINTS` samples
+    (``samples`` sorted by ``ts``); a series never measured is left out."""
     recent = samples[-SPARK_POINTS:]
     ram = [s.sys_used_mb for s in recent if s.sys_used_mb is not None]
     gpu = [
@@ -96,9 +110,14 @@ def _host_of(data: ReportData) -> dict[str, str]:
 
 
 def live_state(root: Path, now: float | None = None) -> LiveState:
-    """The live view of the bundle at ``root``. Raises
+    """The live view of the bundle at ``root`` (a perf bundle's:
+    :func:`~touchstone_ray.ui.live_perf.perf_live_state`). Raises
     :class:`~touchstone_ray.errors.BundleError` for an unreadable bundle."""
     now = time.time() if now is None else now
+    if Bundle(root).kind() == "perf":
+        from touchstone_ray.ui.live_perf import perf_live_state
+
+        return perf_live_state(root, now)
     data = load_report_data(root, judged=False)
     state = Bundle(root).run_state(now)
     n_variants = len(data.manifest.get("variants") or data.pack.prompt_variants)
@@ -138,7 +157,7 @@ def live_state(root: Path, now: float | None = None) -> LiveState:
         if state == "running" and finished and elapsed > 0 and left:
             hp.eta_s = left / (finished / elapsed)
     for name, samples in data.samples.items():
-        host(name).series = _series(samples)
+        host(name).series = host_series(samples)
     for hp in hosts.values():
         hp.last_failures = hp.last_failures[-5:]
     return LiveState(state, [hosts[k] for k in sorted(hosts)], now)
@@ -209,13 +228,21 @@ def _card(hp: HostProgress) -> str:
         f"<div>{e(SERIES_LABELS[k])}: {v[-1]:.0f} MB{sparkline(v)}</div>"
         for k, v in hp.series.items()
     )
+    in_flight = "—" if hp.in_flight is None else hp.in_flight
     model = f" · now {e(hp.current_model)}" if hp.current_model else ""
+    if hp.current_point:
+        model += f' at <span class="point">{e(hp.current_point)}</span>'
+    extra = (
+        f'<div class="extra">+{hp.extra} {e(hp.unit)} beyond the plan (capacity search)</div>'
+        if hp.extra
+        else ""
+    )
     return (
         f'<div class="card host-card" data-host="{e(hp.host)}"><h3>{e(hp.host)}</h3>'
         f'<div class="bar"><span style="width:{pct:.1f}%"></span></div>'
-        f'<div class="progress">{finished}/{hp.planned} cells ({hp.ok} ok, '
-        f'<span class="failed">{hp.failed} failed</span>)</div>'
-        f'<div>in flight: <span class="in-flight">{hp.in_flight}</span>{model} · ETA '
+        f'<div class="progress">{finished}/{hp.planned} {e(hp.unit)} ({hp.ok} ok, '
+        f'<span class="failed">{hp.failed} failed</span>)</div>{extra}'
+        f'<div>in flight: <span class="in-flight">{in_flight}</span>{model} · ETA '
         f'<span class="eta">{_eta(hp.eta_s)}</span></div>'
         f'<div class="failure-kinds">failures: {e(kinds)}</div>'
         f'<ul class="failures">{failures}</ul>{sparks}</div>'
