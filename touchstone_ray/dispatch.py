@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from touchstone_ray.engines._http import one_line
 from touchstone_ray.engines.base import EngineSettings
 
 __all__ = [
@@ -302,8 +303,7 @@ class Dispatcher:
             return
         except Exception as exc:  # a bug in the actor: keep the run going, the lane records it
             self._pop(ref)
-            text = f"task failed: {type(exc).__name__}: {exc}"
-            flight.lane.failed(flight.call, text, timed_out=False)
+            flight.lane.failed(flight.call, _task_error(exc), timed_out=False)
             return
         self._pop(ref)
         flight.lane.landed(flight.call, value)
@@ -360,3 +360,12 @@ class Dispatcher:
             pinned.on_lost(reason)
         for lane in pinned.lanes:
             lane.lost(self.cancel(lane), reason)
+
+
+def _task_error(exc: BaseException) -> str:
+    """``task failed: <type>: <message>`` in one line, of the exception the task itself raised
+    (Ray wraps it in a ``RayTaskError`` whose text carries the remote traceback)."""
+    cause = getattr(exc, "cause", None)
+    if isinstance(cause, BaseException):
+        exc = cause
+    return one_line(f"task failed: {type(exc).__name__}: {exc}")
