@@ -24,19 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from touchstone_ray.config import FleetConfig
-from touchstone_ray.dispatch import (
-    DEADLINE_SLACK_S as DEADLINE_SLACK_S,
-)
-from touchstone_ray.dispatch import (
-    LIVENESS_INTERVAL_S as LIVENESS_INTERVAL_S,
-)
-from touchstone_ray.dispatch import (
-    Call,
-    Dispatcher,
-    Lane,
-    Pinned,
-    call_deadline_s,
-)
+from touchstone_ray.dispatch import Call, Dispatcher, Lane, Pinned, call_deadline_s
 from touchstone_ray.engines.registry import engine_class
 from touchstone_ray.eval.plan import Cell, ModelPlan
 from touchstone_ray.eval.sink import RecordSink
