@@ -264,3 +264,22 @@ def test_deadline_derives_from_the_engine_settings() -> None:
     assert call_deadline_s(eval_settings) == 20.0 * 2 + 900.0 + 30.0
     judge = JudgeSpec(id="j", engine="simulated", model="jm")
     assert call_deadline_s(judge.engine_settings(None), calls=2) == 2 * 300.0 * 3 + 900 + 30
+
+
+def test_an_actor_added_while_running_is_run_too(local_ray: str) -> None:
+    """A host may join the loop while it runs (as soon as its own actor is ready)."""
+    late_actor = spawn_pinned(_worker_class(), local_ray, max_concurrency=100)
+    late = ListLane(late_actor, items=[7, 8], sleep_s=0.01, window=2)
+
+    class JoinLane(ListLane):
+        def landed(self, call: Call, value: Any) -> None:
+            super().landed(call, value)
+            if len(self.results) == 1:
+                assert self.dispatcher is not None
+                late.dispatcher = self.dispatcher
+                self.dispatcher.add(Pinned("late box", local_ray, late_actor, lanes=[late]))
+
+    first, _, dispatcher = _run(local_ray, JoinLane, items=[1, 2, 3], sleep_s=0.2, window=1)
+    assert first.results == [10, 20, 30] and first.closed_n == 1
+    assert sorted(late.results) == [70, 80] and late.closed_n == 1
+    assert [p.name for p in dispatcher.pinned] == ["test box", "late box"]
