@@ -108,7 +108,7 @@ def _check_hosts(
     for i, spec in enumerate(config.judges):
         if spec not in selected:
             continue
-        host = spec.host or LOCAL_HOST
+        host = spec.host_name
         if host != LOCAL_HOST and (fleet is None or host not in fleet.hosts):
             raise ConfigError(
                 f"{source}: judges[{i}].host: host {host!r} is not a host of the bundle's fleet "
@@ -122,13 +122,13 @@ def _resolve_nodes(specs: list[JudgeSpec], fleet: FleetConfig | None) -> dict[st
 
     from touchstone_ray.hosts import current_nodes, resolve_hosts
 
-    hosts = list(dict.fromkeys(spec.host or LOCAL_HOST for spec in specs))
+    hosts = list(dict.fromkeys(spec.host_name for spec in specs))
     lookup = FleetConfig(
         hosts=fleet.hosts if fleet else {},
         models=tuple(ModelSpec(id=f"judge@{h}", engine="simulated", host=h) for h in hosts),
     )
     nodes = resolve_hosts(lookup, current_nodes(), ray.get_runtime_context().get_node_id())
-    return {spec.id: nodes[spec.host or LOCAL_HOST].node_id for spec in specs}
+    return {spec.id: nodes[spec.host_name].node_id for spec in specs}
 
 
 def _judgements(plan: JudgePlan) -> tuple[list[Verdict], list[ModelReport]]:
