@@ -12,10 +12,11 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol
-from urllib.parse import urlparse
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from touchstone_ray.endpoint import LOCAL_HOST as LOCAL_HOST
+from touchstone_ray.endpoint import EndpointSpec
 from touchstone_ray.errors import ConfigError
 from touchstone_ray.sim import SimConfig
 from touchstone_ray.yamlio import (
@@ -24,9 +25,6 @@ from touchstone_ray.yamlio import (
     read_document,
     validate_document,
 )
-
-LOCAL_HOST = "local"
-"""The host name that always means the driver's own node."""
 
 
 class _Strict(BaseModel):
@@ -74,28 +72,14 @@ class HostSpec(_Strict):
         return self
 
 
-class ModelSpec(_Strict):
-    """One model on one endpoint."""
+class ModelSpec(EndpointSpec):
+    """One model on one endpoint (the endpoint keys: :class:`~touchstone_ray.endpoint.
+    EndpointSpec`)."""
 
     id: str = Field(min_length=1)
     """The name the server knows (e.g. ``qwen3:8b``)."""
-    engine: Literal["ollama", "openai", "llamacpp", "vllm", "lmstudio", "simulated"]
-    """``ollama`` | ``openai`` | ``llamacpp`` | ``vllm`` | ``lmstudio`` | ``simulated``: the
-    last three speak OpenAI's protocol and also read their server's own endpoints."""
-    base_url: str | None = None
-    """Endpoint as seen FROM the serving host (OpenAI: ending in ``/v1``)."""
-    host: str | None = None
-    """Host name the cells are pinned to; ``None`` runs them from the driver's node."""
-    concurrency: int = Field(default=1, ge=1)
-    """Max in-flight requests to this endpoint (local servers: 1)."""
-    api_key_env: str | None = None
-    """Name of an env var holding the API key; the key never reaches a file."""
-    extra_body: dict[str, Any] = {}
-    """Merged verbatim into every request (e.g. ``think: false``, ``options.num_ctx``)."""
     keep_alive: str | int | None = "30m"
     """Ollama only: how long the server keeps the model loaded between requests."""
-    timeout_s: float = Field(default=600.0, gt=0)
-    """Deadline of one request attempt (s)."""
     context_tokens: int | None = Field(default=None, gt=0)
     """Context the model gets (tokens; sent as Ollama ``options.num_ctx``; checked against the
     server's own limit at start). ``None``: the server's default."""
@@ -105,21 +89,6 @@ class ModelSpec(_Strict):
     exactly one process tree on the host."""
     sim: dict[str, Any] | None = None
     """Simulator knobs for ``engine: simulated`` (see ``touchstone-ray sim-server --help``)."""
-
-    @field_validator("base_url")
-    @classmethod
-    def _url(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        parsed = urlparse(value)
-        if parsed.scheme not in ("http", "https") or not parsed.hostname:
-            raise ValueError("base_url must be an http(s) URL with a host")
-        return value.rstrip("/")
-
-    @property
-    def host_name(self) -> str:
-        """The host the cells run on (``local`` when unset)."""
-        return self.host or LOCAL_HOST
 
 
 class SchedulingSettings(_Strict):

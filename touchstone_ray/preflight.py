@@ -69,8 +69,8 @@ def _capability_line(caps: dict[str, Any], name: str) -> str:
 def check_hosts(config: FleetConfig, address: str | None) -> list[HostReport]:
     """Run the preflight on every host; raises ConfigError if a host matches no node."""
     import ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+    from touchstone_ray.dispatch import pin
     from touchstone_ray.eval.client_actor import spawn_client
 
     ensure_ray(address, config.ray)
@@ -85,11 +85,11 @@ def check_hosts(config: FleetConfig, address: str | None) -> list[HostReport]:
     for host, models in by_host.items():
         node = nodes[host]
         reports[host] = HostReport(host=host, node=node)
-        pin = NodeAffinitySchedulingStrategy(node.node_id, soft=False)
         actor = spawn_client(host, node.node_id, models)
         actors.append(actor)
         calls[actor.preflight.remote()] = (host, "endpoints")
-        ref = probe.options(scheduling_strategy=pin).remote(host, node.node_id, config.monitor.gpu)
+        pinned = probe.options(scheduling_strategy=pin(node.node_id))
+        ref = pinned.remote(host, node.node_id, config.monitor.gpu)
         calls[ref] = (host, "caps")
     ready, pending = ray.wait(list(calls), num_returns=len(calls), timeout=CALL_TIMEOUT_S)
     for ref in ready:

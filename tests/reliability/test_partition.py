@@ -41,7 +41,8 @@ from eval_helpers import RayCluster, all_keys, cli, shard_lines, tiny_pack, writ
 from ray_env import isolated_ray_auth
 from rel_helpers import line_count, read_log, start_cli, wait_for
 
-from touchstone_ray.eval.driver import DEADLINE_SLACK_S, LIVENESS_INTERVAL_S, LOAD_BUDGET_S
+from touchstone_ray.dispatch import LIVENESS_INTERVAL_S, call_deadline_s
+from touchstone_ray.engines.base import EngineSettings
 from touchstone_ray.host_resolution import HOST_LABEL
 
 pytestmark = pytest.mark.slow
@@ -190,7 +191,8 @@ def test_partitioned_host_ends_node_lost_and_resumes(tmp_path: Path) -> None:
             "monitor": {"interval_s": 0.5, "gpu": "off"},
         },
     )
-    deadline_s = CELL_TIMEOUT_S * 3 + LOAD_BUDGET_S + DEADLINE_SLACK_S
+    settings = EngineSettings(base_url="http://unused:1", timeout_s=CELL_TIMEOUT_S, max_attempts=3)
+    deadline_s = call_deadline_s(settings)  # the driver's own deadline of these cells
     out = tmp_path / "runs"
     with partition_cluster() as part:
         part.start_worker(tmp_path / "worker1.log")

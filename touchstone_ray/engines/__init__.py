@@ -6,7 +6,7 @@
 
 from touchstone_ray.engines.base import ChatRequest, ChatResult, Engine, EngineSettings
 from touchstone_ray.engines.normalize import StreamNormalizer
-from touchstone_ray.engines.registry import create_engine, known_kinds
+from touchstone_ray.engines.registry import create_engine, engine_class, known_kinds
 
 __all__ = [
     "ChatRequest",
@@ -15,5 +15,6 @@ __all__ = [
     "EngineSettings",
     "StreamNormalizer",
     "create_engine",
+    "engine_class",
     "known_kinds",
 ]

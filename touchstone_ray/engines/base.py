@@ -71,6 +71,21 @@ class Engine(ABC):
     chat_path: ClassVar[str]
     reuse_connections: ClassVar[bool] = True
     """Keep connections in a pool between requests (``False``: a new one per request)."""
+    needs_unload: ClassVar[bool] = False
+    """The server loads models on demand and keeps them loaded (``keep_alive``): the eval
+    unloads a model (:meth:`unload`) after its cells, before the host's next model."""
+    checks_server_ttft: ClassVar[bool] = False
+    """The server reports its own TTFT (:meth:`server_metrics`): the eval snapshots it before
+    and after a model's cells and stores the server's mean beside ours."""
+
+    @classmethod
+    def without_thinking(cls, extra_body: dict[str, Any]) -> None:
+        """Ask the server in ``extra_body`` (changed in place) not to reason before answering;
+        a value already there wins. Default: OpenAI-compatible chat templates
+        (``chat_template_kwargs: {enable_thinking: false}``, Qwen3's switch)."""
+        kwargs = extra_body.setdefault("chat_template_kwargs", {})
+        if isinstance(kwargs, dict):
+            kwargs.setdefault("enable_thinking", False)
 
     def __init__(
         self,

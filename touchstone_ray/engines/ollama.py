@@ -94,6 +94,12 @@ class OllamaEngine(Engine):
     name = "ollama"
     parser_cls = OllamaStreamParser
     chat_path = "/api/chat"
+    needs_unload = True
+
+    @classmethod
+    def without_thinking(cls, extra_body: dict[str, Any]) -> None:
+        """Ollama's top-level ``think: false`` (a value already there wins)."""
+        extra_body.setdefault("think", False)
 
     def build_body(self, req: ChatRequest) -> tuple[dict[str, Any], dict[str, Any]]:
         """The request body (``stream: true``; ``extra_body`` merged, its ``options`` into

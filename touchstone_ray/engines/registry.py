@@ -32,6 +32,20 @@ def known_kinds() -> list[str]:
     return sorted(_ENGINES)
 
 
+def engine_class(kind: str) -> type[Engine]:
+    """The Engine class of ``kind`` (for its class attributes such as
+    :attr:`~Engine.needs_unload`, without starting anything); ``simulated`` answers for its
+    default protocol, OpenAI's. Raises :class:`ConfigError` for an unknown kind."""
+    target = _ENGINES.get(kind)
+    if target is None:
+        raise ConfigError(f"unknown engine {kind!r}; known engines: {', '.join(known_kinds())}")
+    if kind == "simulated":
+        target = _ENGINES["openai"]
+    module_name, _, attr = target.partition(":")
+    cls: type[Engine] = getattr(importlib.import_module(module_name), attr)
+    return cls
+
+
 def create_engine(kind: str, settings: EngineSettings, sim: dict[str, Any] | None = None) -> Engine:
     """A new engine of ``kind`` for ``settings`` (``sim``: SimConfig knobs for ``simulated``,
     plus ``api: ollama|openai``). Raises :class:`ConfigError` for an unknown kind (naming the

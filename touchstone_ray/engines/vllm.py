@@ -82,6 +82,7 @@ class VllmEngine(OpenAIEngine):
     """``engine: vllm``; ``base_url`` ends in ``/v1``."""
 
     name = "vllm"
+    checks_server_ttft = True
 
     async def probe_server(self) -> tuple[str, str | None]:
         """``("vllm", version)`` from ``GET /version``. Raises EngineError."""

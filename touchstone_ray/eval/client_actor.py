@@ -19,9 +19,9 @@ from typing import Any
 import psutil
 
 from touchstone_ray.config import ModelSpec
-from touchstone_ray.engines.base import ChatRequest, Engine, EngineSettings
+from touchstone_ray.engines.base import ChatRequest, Engine
 from touchstone_ray.engines.openai import ENGINE_FOR_SERVER
-from touchstone_ray.engines.registry import create_engine
+from touchstone_ray.engines.registry import create_engine, engine_class
 from touchstone_ray.eval.matrix import Cell
 from touchstone_ray.eval.metrics import CellMetrics
 from touchstone_ray.eval.prompts import (
@@ -131,12 +131,8 @@ class HostClient:
     def _engine(self, label: str) -> Engine:
         if label not in self._engines:
             spec = self.specs[label]
-            settings = EngineSettings(
-                base_url=spec.base_url or "http://127.0.0.1:0",
-                api_key=self._keys[label],
-                timeout_s=spec.timeout_s,
-                max_attempts=self.max_attempts,
-                prompt_cache=self.prompt_cache,
+            settings = spec.engine_settings(
+                self._keys[label], max_attempts=self.max_attempts, prompt_cache=self.prompt_cache
             )
             self._engines[label] = create_engine(spec.engine, settings, spec.sim)
             self._sems[label] = asyncio.Semaphore(spec.concurrency)
@@ -237,7 +233,7 @@ class HostClient:
             seed=self.sampling.get("seed"),
             max_tokens=max_tokens,
             extra_body=spec.extra_body,
-            keep_alive=spec.keep_alive if spec.engine == "ollama" else None,
+            keep_alive=spec.keep_alive if engine_class(spec.engine).needs_unload else None,
             context_tokens=spec.context_tokens,
         )
 
@@ -328,8 +324,7 @@ def spawn_client(
     restarted elsewhere; ``models`` maps label → spec; ``scheduling`` and ``run_id`` as for
     :class:`HostClient`. API keys are read from their env vars here, on the driver, and travel
     only in memory."""
-    import ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+    from touchstone_ray.dispatch import spawn_pinned
 
     specs = {
         label: (
@@ -338,25 +333,17 @@ def spawn_client(
         )
         for label, spec in models.items()
     }
-    options: dict[str, Any] = {
-        "num_cpus": 0,
-        "max_restarts": 0,
-        "max_concurrency": 1000,
-        "scheduling_strategy": NodeAffinitySchedulingStrategy(node_id, soft=False),
-    }
-    if name is not None:
-        options["name"] = name
-    return (
-        ray.remote(HostClient)
-        .options(**options)
-        .remote(
-            host,
-            specs,
-            pack_id,
-            pack_version,
-            sampling or {},
-            max_attempts,
-            scheduling,
-            run_id,
-        )
+    return spawn_pinned(
+        HostClient,
+        node_id,
+        host,
+        specs,
+        pack_id,
+        pack_version,
+        sampling or {},
+        max_attempts,
+        scheduling,
+        run_id,
+        name=name,
+        max_concurrency=1000,
     )

@@ -1,67 +1,50 @@
-"""The eval driver: one bounded window of pinned cells per host, results written as they land.
+"""The eval driver: each model on each host is a lane of the shared dispatcher.
 
 Flow (SPEC §8): per host, models one after another (``models_per_host`` at once), each with
-warm-up, baseline tick, its cells, then unload (vLLM: instead, its own mean TTFT over the
-cells from ``/metrics``, stored under ``server_checks`` in ``bundle.json``; the "before"
-snapshot is taken after the warm-up, or, without one, alongside the first cells, so it may
-count one of them); different hosts in parallel. Per endpoint at
-most ``concurrency`` requests are in flight (plus :data:`QUEUE_AHEAD` cells queued in the
-actor); results are consumed with ``ray.wait`` (timeout) and written at once. Every wait has
-a deadline: a cell past its deadline is cancelled and recorded ``timeout``; a host whose node
-dies (or whose actor dies) gets ``node_lost`` records for its in-flight and pending cells
-while the rest of the fleet finishes.
+warm-up, baseline tick, its cells, then the engine's own end step: unload where the engine
+keeps models loaded (:attr:`~touchstone_ray.engines.base.Engine.needs_unload`), or, where it
+reports its own TTFT (:attr:`~touchstone_ray.engines.base.Engine.checks_server_ttft`, vLLM),
+its mean over the cells from ``/metrics``, stored under ``server_checks`` in ``bundle.json``
+(the "before" snapshot is taken after the warm-up, or, without one, alongside the first cells,
+so it may count one of them); different hosts in parallel. Per endpoint at most
+``concurrency`` requests are in flight (plus :data:`QUEUE_AHEAD` cells queued in the actor).
+
+Waiting, deadlines, cancelling and host loss are :mod:`touchstone_ray.dispatch`'s: a cell past
+its deadline (:func:`~touchstone_ray.dispatch.call_deadline_s` of the model's engine
+settings) is cancelled and recorded ``timeout``; a host whose node dies (or whose actor dies)
+gets ``node_lost`` records for its in-flight and pending cells while the rest of the fleet
+finishes.
 """
 
 from __future__ import annotations
 
-import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from touchstone_ray.config import FleetConfig
+from touchstone_ray.dispatch import Call, Dispatcher, Lane, Pinned, call_deadline_s
+from touchstone_ray.engines.registry import engine_class
 from touchstone_ray.eval.matrix import Cell, ModelPlan
 from touchstone_ray.eval.sink import RecordSink
 
-WAIT_TIMEOUT_S = 0.5
-"""Longest single ``ray.wait``; the loop checks deadlines and liveness in between."""
-LIVENESS_INTERVAL_S = 2.0
-"""How often node liveness is polled (s)."""
-DEADLINE_SLACK_S = 30.0
-"""Added to a cell's own retry budget before the driver gives up on it (s)."""
 QUEUE_AHEAD = 2
 """Cells queued in a client actor beyond its endpoint's ``concurrency``; the actor's semaphore
 still caps requests in flight, and the driver's round trip leaves the critical path (their
 wait is ``queue_wait_s``, outside every latency figure)."""
-LOAD_BUDGET_S = 900.0
-"""Matches the engines' ``load_timeout_s``: time a model may spend loading (s)."""
-
-
-@dataclass
-class InFlight:
-    """A submitted cell and the time after which the driver gives up on it."""
-
-    cell: Cell
-    deadline: float
 
 
 @dataclass
 class Phase:
-    """One model on one host: warm-up → cells → unload."""
+    """One model on one host: warm-up → cells → unload or server check."""
 
     plan: ModelPlan
     cells: Iterator[Cell]
     todo: int
     stage: str = "queued"  # queued | warmup | run | unload | check | done
-    inflight: dict[Any, InFlight] = field(default_factory=dict)
-    control_ref: Any = None
     cold_pending: bool = False
     exhausted: bool = False
-
-    def cell_deadline_s(self, max_attempts: int) -> float:
-        spec = self.plan.spec
-        return spec.timeout_s * max_attempts + LOAD_BUDGET_S + DEADLINE_SLACK_S
 
 
 @dataclass
@@ -74,6 +57,122 @@ class HostRun:
     queue: deque[Phase]
     active: list[Phase] = field(default_factory=list)
     lost: bool = False
+
+
+class _PhaseLane(Lane):
+    """The dispatcher's view of one :class:`Phase`."""
+
+    def __init__(self, runner: MatrixRunner, run: HostRun, phase: Phase) -> None:
+        self.runner = runner
+        self.run = run
+        self.phase = phase
+        spec = phase.plan.spec
+        self.engine = engine_class(spec.engine)
+        settings = spec.engine_settings(None, max_attempts=runner.max_attempts)
+        self.budget_s = call_deadline_s(settings)
+        self.cells_in_flight = 0
+
+    @property
+    def label(self) -> str:
+        return self.phase.plan.label
+
+    @property
+    def window(self) -> int:
+        return self.phase.plan.spec.concurrency + QUEUE_AHEAD
+
+    def finished(self) -> bool:
+        return self.phase.stage == "done" or (self.phase.stage == "queued" and not self.phase.todo)
+
+    def _control(self, stage: str, method: Any) -> Call:
+        self.phase.stage = stage
+        name = f"{stage}:{self.label}"
+        return Call(method, (self.label,), name, None, stage, self.budget_s)
+
+    def next_call(self) -> Call | None:
+        phase, run = self.phase, self.run
+        if phase.stage == "queued":
+            if not phase.todo or not self.runner.may_start(run):
+                return None
+            run.active.append(phase)
+            if self.runner.on_model_start is not None:
+                self.runner.on_model_start(run.host, self.label)
+            self.runner.sink.event("model_start", host=run.host, model=self.label, cells=phase.todo)
+            if self.runner.config.scheduling.warmup:
+                return self._control("warmup", run.actor.warmup)
+            phase.stage = "run"
+            phase.cold_pending = True
+            if self.engine.checks_server_ttft:
+                run.actor.mark_cells_start.remote(self.label)  # before the cells
+        if phase.stage != "run":
+            return None
+        if not phase.exhausted:
+            cell = next(phase.cells, None)
+            if cell is not None:
+                cold, phase.cold_pending = phase.cold_pending, False
+                self.cells_in_flight += 1
+                return Call(
+                    run.actor.run_cell, (cell, cold), cell.task_name, cell, "cell", self.budget_s
+                )
+            phase.exhausted = True
+        if self.cells_in_flight:
+            return None
+        if self.engine.checks_server_ttft:  # the server's own TTFT over the cells
+            return self._control("check", run.actor.server_check)
+        if self.engine.needs_unload:
+            return self._control("unload", run.actor.unload)
+        phase.stage = "done"
+        return None
+
+    def landed(self, call: Call, value: Any) -> None:
+        phase, run, sink = self.phase, self.run, self.runner.sink
+        if call.kind == "cell":
+            self.cells_in_flight -= 1
+            if isinstance(value, dict):
+                sink.record(value)
+            else:
+                self._cell_failed(call, "protocol", f"cell task returned {value!r}")
+        elif call.kind == "warmup":
+            sink.event("warmup", host=run.host, model=self.label, result=value)
+            phase.stage = "run"
+        elif call.kind == "unload":
+            sink.event("unload", host=run.host, model=self.label, error=value)
+            phase.stage = "done"
+        elif call.kind == "check":
+            check = value if isinstance(value, dict) else {"error": str(value)}
+            sink.event("server_check", host=run.host, model=self.label, check=check)
+            manifest = sink.bundle.manifest()
+            manifest.setdefault("server_checks", {})[self.label] = check
+            sink.bundle.write_manifest(manifest)
+            phase.stage = "done"
+
+    def failed(self, call: Call, error: str, *, timed_out: bool) -> None:
+        if call.kind == "cell":
+            self.cells_in_flight -= 1
+            if timed_out:
+                self._cell_failed(call, "timeout", error)
+            else:
+                self._cell_failed(call, "protocol", f"cell {error}")
+        elif call.kind == "warmup":  # like a warm-up that answered an error: the cells run
+            self.landed(call, {"ok": False, "error": error, "load_duration_s": None})
+        else:
+            self.landed(call, error if call.kind == "unload" else {"error": error})
+
+    def _cell_failed(self, call: Call, kind: str, error: str) -> None:
+        self.runner.sink.record(self.runner.failed(call.job, self.run, kind, error))
+
+    def lost(self, calls: list[Call], reason: str) -> None:
+        sink, run = self.runner.sink, self.run
+        for call in calls:
+            if call.kind == "cell":
+                sink.record(self.runner.failed(call.job, run, "node_lost", reason))
+        for cell in self.phase.cells:
+            sink.record(self.runner.failed(cell, run, "node_lost", reason))
+        self.phase.stage = "done"
+
+    def closed(self) -> None:
+        if self.phase in self.run.active:
+            self.run.active.remove(self.phase)
+            self.runner.sink.event("model_done", host=self.run.host, model=self.label)
 
 
 class MatrixRunner:
@@ -96,184 +195,33 @@ class MatrixRunner:
         self.on_model_start = on_model_start
         self.max_attempts = config.scheduling.max_attempts
         self.engines = {config.model_label(m): m.engine for m in config.models}
-        self._last_liveness = time.monotonic()
+        self.dispatcher = Dispatcher(on_tick=sink.tick)
+        self._pinned: dict[str, Pinned] = {}
+        for run in hosts:
+            pinned = Pinned(f"host {run.host}", run.node_id, run.actor, role="client actor")
+            pinned.on_lost = lambda reason, run=run: self._on_lost(run, reason)
+            pinned.lanes = [_PhaseLane(self, run, phase) for phase in run.queue]
+            self._pinned[run.host] = pinned
+            self.dispatcher.add(pinned)
 
-    # --- phase transitions -----------------------------------------------------------------
-    def _start_phases(self, run: HostRun) -> None:
-        while (
-            not run.lost and run.queue and len(run.active) < self.config.scheduling.models_per_host
-        ):
-            phase = run.queue.popleft()
-            if phase.todo == 0:
-                continue
-            if self.on_model_start is not None:
-                self.on_model_start(run.host, phase.plan.label)
-            self.sink.event("model_start", host=run.host, model=phase.plan.label, cells=phase.todo)
-            if self.config.scheduling.warmup:
-                phase.stage = "warmup"
-                phase.control_ref = run.actor.warmup.options(
-                    name=f"warmup:{phase.plan.label}"
-                ).remote(phase.plan.label)
-            else:
-                phase.stage = "run"
-                phase.cold_pending = True
-                if self.engines[phase.plan.label] == "vllm":
-                    run.actor.mark_cells_start.remote(phase.plan.label)  # before the cells
-            run.active.append(phase)
+    def may_start(self, run: HostRun) -> bool:
+        """Whether ``run``'s host may start another model now (``models_per_host``)."""
+        return not run.lost and len(run.active) < self.config.scheduling.models_per_host
 
-    def _top_up(self, run: HostRun, phase: Phase) -> None:
-        limit = phase.plan.spec.concurrency + QUEUE_AHEAD
-        while phase.stage == "run" and not phase.exhausted and len(phase.inflight) < limit:
-            cell = next(phase.cells, None)
-            if cell is None:
-                phase.exhausted = True
-                break
-            ref = run.actor.run_cell.options(name=cell.task_name).remote(cell, phase.cold_pending)
-            phase.cold_pending = False
-            deadline = time.monotonic() + phase.cell_deadline_s(self.max_attempts)
-            phase.inflight[ref] = InFlight(cell, deadline)
-        if phase.stage == "run" and phase.exhausted and not phase.inflight:
-            self._finish_phase(run, phase)
-
-    def _finish_phase(self, run: HostRun, phase: Phase) -> None:
-        if phase.plan.spec.engine == "vllm":  # the server's own TTFT over the cells
-            phase.stage = "check"
-            phase.control_ref = run.actor.server_check.options(
-                name=f"check:{phase.plan.label}"
-            ).remote(phase.plan.label)
-        elif phase.plan.spec.engine == "ollama":
-            phase.stage = "unload"
-            phase.control_ref = run.actor.unload.options(name=f"unload:{phase.plan.label}").remote(
-                phase.plan.label
-            )
-        else:
-            self._drop_phase(run, phase)
-
-    def _drop_phase(self, run: HostRun, phase: Phase) -> None:
-        phase.stage = "done"
-        phase.control_ref = None
-        if phase in run.active:
-            run.active.remove(phase)
-        self.sink.event("model_done", host=run.host, model=phase.plan.label)
-
-    # --- the loop --------------------------------------------------------------------------
     def run(self) -> None:
         """Drive every host until all phases are done or lost."""
-        import ray
-
-        while True:
-            refs: dict[Any, tuple[HostRun, Phase, str]] = {}
-            for run in self.hosts:
-                self._start_phases(run)
-                for phase in list(run.active):
-                    self._top_up(run, phase)
-                    if phase.control_ref is not None:
-                        refs[phase.control_ref] = (run, phase, phase.stage)
-                    for ref in phase.inflight:
-                        refs[ref] = (run, phase, "cell")
-            if not refs and all(not r.active and not r.queue for r in self.hosts):
-                return
-            if refs:
-                ready, rest = ray.wait(list(refs), num_returns=1, timeout=WAIT_TIMEOUT_S)
-                if ready and rest:
-                    more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
-                    ready += more
-                for ref in ready:
-                    run, phase, kind = refs[ref]
-                    if not run.lost:
-                        self._collect(run, phase, kind, ref)
-            self._check_deadlines()
-            self._check_liveness()
-            self.sink.tick()
-
-    def _collect(self, run: HostRun, phase: Phase, kind: str, ref: Any) -> None:
-        import ray
-        from ray.exceptions import GetTimeoutError, RayActorError, TaskCancelledError
-
-        try:
-            value = ray.get(ref, timeout=30)
-        except (RayActorError, GetTimeoutError) as exc:
-            self.host_lost(
-                run, f"client actor on node {run.node_id[:8]} died: {type(exc).__name__}"
-            )
-            return
-        except TaskCancelledError:
-            value = None
-        except Exception as exc:  # a bug in the actor: keep the run going, record the cell
-            value = exc
-        if kind == "cell":
-            flight = phase.inflight.pop(ref)
-            if isinstance(value, dict):
-                self.sink.record(value)
-            else:
-                self.sink.record(
-                    self._failed(flight.cell, run, "protocol", f"cell task failed: {value}")
-                )
-        elif kind == "warmup":
-            self.sink.event("warmup", host=run.host, model=phase.plan.label, result=value)
-            phase.stage = "run"
-            phase.control_ref = None
-        elif kind == "unload":
-            self.sink.event("unload", host=run.host, model=phase.plan.label, error=value)
-            self._drop_phase(run, phase)
-        elif kind == "check":
-            check = value if isinstance(value, dict) else {"error": str(value)}
-            self.sink.event("server_check", host=run.host, model=phase.plan.label, check=check)
-            manifest = self.sink.bundle.manifest()
-            manifest.setdefault("server_checks", {})[phase.plan.label] = check
-            self.sink.bundle.write_manifest(manifest)
-            self._drop_phase(run, phase)
-
-    def _check_deadlines(self) -> None:
-        import ray
-
-        now = time.monotonic()
-        for run in self.hosts:
-            for phase in run.active:
-                for ref, flight in list(phase.inflight.items()):
-                    if now > flight.deadline:
-                        ray.cancel(ref, force=False)
-                        del phase.inflight[ref]
-                        budget = phase.cell_deadline_s(self.max_attempts)
-                        self.sink.record(
-                            self._failed(
-                                flight.cell,
-                                run,
-                                "timeout",
-                                f"no result within the driver's deadline ({budget:.0f} s)",
-                            )
-                        )
-
-    def _check_liveness(self) -> None:
-        import ray
-
-        if time.monotonic() - self._last_liveness < LIVENESS_INTERVAL_S:
-            return
-        self._last_liveness = time.monotonic()
-        try:
-            alive = {n["NodeID"] for n in ray.nodes() if n.get("Alive")}
-        except Exception:
-            return
-        for run in self.hosts:
-            if not run.lost and (run.active or run.queue) and run.node_id not in alive:
-                self.host_lost(run, f"node {run.node_id[:8]} of host {run.host} is dead")
+        self.dispatcher.run()
 
     def host_lost(self, run: HostRun, reason: str) -> None:
         """Record ``node_lost`` for every in-flight and pending cell of ``run``'s host."""
+        self.dispatcher.lose(self._pinned[run.host], reason)
+
+    def _on_lost(self, run: HostRun, reason: str) -> None:
         run.lost = True
         self.sink.event("node_lost", host=run.host, node_id=run.node_id, reason=reason)
-        phases = [*run.active, *run.queue]
         run.active.clear()
-        run.queue.clear()
-        for phase in phases:
-            for flight in phase.inflight.values():
-                self.sink.record(self._failed(flight.cell, run, "node_lost", reason))
-            phase.inflight.clear()
-            for cell in phase.cells:
-                self.sink.record(self._failed(cell, run, "node_lost", reason))
-            phase.stage = "done"
 
-    def _failed(self, cell: Cell, run: HostRun, kind: str, error: str) -> dict[str, Any]:
+    def failed(self, cell: Cell, run: HostRun, kind: str, error: str) -> dict[str, Any]:
         """An ``ok=false`` record for a cell that never produced a result."""
         engine = self.engines[cell.model]
         return self.sink.failed_record(cell, run.host, run.node_id, engine, kind, error)

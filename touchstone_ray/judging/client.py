@@ -45,8 +45,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
-from touchstone_ray.engines.base import ChatRequest, ChatResult, Engine, EngineSettings
-from touchstone_ray.engines.registry import create_engine
+from touchstone_ray.engines.base import ChatRequest, ChatResult, Engine
+from touchstone_ray.engines.registry import create_engine, engine_class
 from touchstone_ray.judging.config import JudgeSpec
 from touchstone_ray.judging.flags import check_flags
 from touchstone_ray.judging.parse import (
@@ -132,12 +132,7 @@ def judge_extra_body(spec: JudgeSpec) -> dict[str, Any]:
     ``suppress_thinking`` (values the judge config sets itself win)."""
     extra = copy.deepcopy(spec.extra_body)
     if spec.suppress_thinking:
-        if spec.engine == "ollama":
-            extra.setdefault("think", False)
-        else:
-            kwargs = extra.setdefault("chat_template_kwargs", {})
-            if isinstance(kwargs, dict):
-                kwargs.setdefault("enable_thinking", False)
+        engine_class(spec.engine).without_thinking(extra)
     return extra
 
 
@@ -193,11 +188,7 @@ class JudgeClient:
 
     def _get_engine(self) -> tuple[Engine, asyncio.Semaphore]:
         if self._engine is None or self._sem is None:
-            settings = EngineSettings(
-                base_url=self.spec.base_url or "http://127.0.0.1:0",
-                api_key=self._api_key,
-                timeout_s=self.spec.timeout_s,
-            )
+            settings = self.spec.engine_settings(self._api_key)
             sim = self.spec.sim.model_dump() if self.spec.sim is not None else None
             self._engine = create_engine(self.spec.engine, settings, sim)
             self._sem = asyncio.Semaphore(self.spec.concurrency)

@@ -12,12 +12,12 @@ offending value.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
-from urllib.parse import urlparse
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from touchstone_ray.config import check_api_key_env
+from touchstone_ray.endpoint import EndpointSpec
 from touchstone_ray.errors import ConfigError
 from touchstone_ray.sim import SimModelKnobs
 from touchstone_ray.yamlio import (
@@ -42,26 +42,19 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
 
 
-class JudgeSpec(_Strict):
-    """One judge: a model on an endpoint that scores answers."""
+class JudgeSpec(EndpointSpec):
+    """One judge: a model on an endpoint that scores answers (the endpoint keys:
+    :class:`~touchstone_ray.endpoint.EndpointSpec`; a judge's ``timeout_s`` defaults to 300)."""
 
     id: str = Field(pattern=JUDGE_ID_PATTERN)
     """Unique judge id; the folder name under ``judgements/`` (e.g. ``qwen3-32b``)."""
     engine: Literal["openai", "ollama", "llamacpp", "vllm", "lmstudio", "simulated"]
     """``openai`` | ``ollama`` | ``llamacpp`` | ``vllm`` | ``lmstudio`` (OpenAI's protocol plus
     their server's own endpoints) | ``simulated`` (a simulator on loopback)."""
-    base_url: str | None = None
-    """Endpoint as seen from the judge's host (OpenAI: ending in ``/v1``); not for simulated."""
     model: str = Field(min_length=1)
     """The model name the server knows (e.g. ``Qwen/Qwen3-32B``)."""
-    host: str | None = None
-    """Optional host pin (a host name of the bundle's fleet config); ``None``: any node."""
-    api_key_env: str | None = None
-    """Name of an env var holding the API key; the key never reaches a file or a log."""
     temperature: float = Field(default=0.0, ge=0.0)
     """Sampling temperature of the judge; default 0.0 (deterministic)."""
-    concurrency: int = Field(default=1, ge=1)
-    """Max in-flight judge requests to this endpoint; default 1."""
     max_tokens: int | None = Field(default=None, gt=0)
     """Completion token limit of one judge reply; default None (the server's limit)."""
     timeout_s: float = Field(default=300.0, gt=0)
@@ -72,21 +65,9 @@ class JudgeSpec(_Strict):
     max_consecutive_failures: int = Field(default=3, ge=0)
     """Abort this judge after this many failed requests or unparseable replies in a row;
     0 = never; default 3."""
-    extra_body: dict[str, Any] = {}
-    """Merged verbatim into every judge request (e.g. ``options.num_ctx``); default {}."""
     sim: SimModelKnobs | None = None
     """Simulator knobs for ``engine: simulated`` (``ttft_ms``, ``tps``, ``fail_rate``, …);
     default: the simulator's defaults."""
-
-    @field_validator("base_url")
-    @classmethod
-    def _url(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        parsed = urlparse(value)
-        if parsed.scheme not in ("http", "https") or not parsed.hostname:
-            raise ValueError("base_url must be an http(s) URL with a host")
-        return value.rstrip("/")
 
 
 class AggregateSettings(_Strict):

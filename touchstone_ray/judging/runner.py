@@ -8,12 +8,14 @@
 2. **Ask** (:mod:`.client`): one async actor per judge, pinned with hard node affinity to the
    judge's ``host`` (a host of the fleet config frozen in the bundle's ``config.yaml``,
    resolved like eval's hosts; no host: the driver's node). It holds one engine and a
-   semaphore of ``concurrency``. The driver keeps a bounded window of ``2 × concurrency``
-   jobs per judge, consumes results with ``ray.wait`` (timeout) and appends each record to
+   semaphore of ``concurrency``. The driver (:mod:`.driver`, on the shared dispatcher) keeps
+   a bounded window of ``2 × concurrency`` jobs per judge and appends each record to
    ``judgements/<judge>/verdicts.jsonl`` / ``reports.jsonl`` at once. A row's holistic report
    is asked as soon as its last verdict is in. Every wait has a deadline.
 3. ``max_consecutive_failures`` judge errors or failed calls in a row abort that judge (exit
-   1): its in-flight jobs are cancelled, every stored record is kept, a rerun continues.
+   1): its in-flight jobs are cancelled, every stored record is kept, a rerun continues. A
+   judge whose node or actor is lost ends its pending jobs as judge errors with the reason
+   and is aborted the same way; the other judges finish.
 4. **Score** (:mod:`.scorecard`): every judge of the config whose judgements are complete and
    current (the judges run now that were not aborted, and any other judge of the config whose
    stored records already cover the bundle) is aggregated into ``scorecard.json`` and
@@ -22,16 +24,12 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
 import sys
 import time
-import uuid
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import Any, TextIO
 
 import yaml
 from pydantic import ValidationError
@@ -41,8 +39,8 @@ from touchstone_ray.bundle import Bundle
 from touchstone_ray.config import LOCAL_HOST, FleetConfig, ModelSpec, RaySettings
 from touchstone_ray.errors import BundleError, ConfigError, RunError, UsageError
 from touchstone_ray.judging.checks import check_line, judge_check
-from touchstone_ray.judging.client import AnswerJob, ReportJob, failed_outcome
 from touchstone_ray.judging.config import JudgeConfig, JudgeSpec, load_judge_config
+from touchstone_ray.judging.driver import JudgeDriver, JudgeRun
 from touchstone_ray.judging.scorecard import build_scorecard, write_scorecard
 from touchstone_ray.judging.store import JudgeStore
 from touchstone_ray.judging.worklist import JudgePlan, plan_judge
@@ -50,52 +48,6 @@ from touchstone_ray.pack import Pack
 from touchstone_ray.records import EvalResponse, ModelReport, Verdict
 
 __all__ = ["run_judge"]
-
-ACTOR_READY_TIMEOUT_S = float(os.environ.get("TOUCHSTONE_ACTOR_READY_TIMEOUT_S", "60"))
-"""How long a judge actor may take to be scheduled and start (s)."""
-WAIT_TIMEOUT_S = 0.5
-"""Longest single ``ray.wait``; deadlines are checked in between."""
-PROGRESS_INTERVAL_S = 5.0
-"""How often a progress line per judge is printed (s)."""
-LOAD_BUDGET_S = 900.0
-"""Time a judge model may spend loading (the engines' ``load_timeout_s``, s)."""
-DEADLINE_SLACK_S = 30.0
-"""Added to a job's own retry budget before the driver gives up on it (s)."""
-MAX_ATTEMPTS = 3
-"""Engine attempts per judge call (the engines' default)."""
-
-
-@dataclass
-class _InFlight:
-    kind: Literal["answer", "report", "calibration"]
-    job: AnswerJob | ReportJob
-    deadline: float
-
-
-@dataclass
-class _JudgeRun:
-    """One judge being run: its plan, actor, window and counters."""
-
-    plan: JudgePlan
-    actor: Any = None
-    inflight: dict[Any, _InFlight] = field(default_factory=dict)
-    failures_in_row: int = 0
-    aborted: str | None = None
-    answers_total: int = 0
-    answers_done: int = 0
-    reports_done: int = 0
-    n_calls: int = 0
-    n_errors: int = 0
-    schema_noted: bool = False
-
-    @property
-    def spec(self) -> JudgeSpec:
-        return self.plan.spec
-
-    @property
-    def deadline_s(self) -> float:
-        """Budget of one job: two calls (the format retry) with their retries, plus loading."""
-        return 2 * self.spec.timeout_s * MAX_ATTEMPTS + LOAD_BUDGET_S + DEADLINE_SLACK_S
 
 
 def _select(config: JudgeConfig, judges: list[str] | None) -> list[JudgeSpec]:
@@ -156,7 +108,7 @@ def _check_hosts(
     for i, spec in enumerate(config.judges):
         if spec not in selected:
             continue
-        host = spec.host or LOCAL_HOST
+        host = spec.host_name
         if host != LOCAL_HOST and (fleet is None or host not in fleet.hosts):
             raise ConfigError(
                 f"{source}: judges[{i}].host: host {host!r} is not a host of the bundle's fleet "
@@ -170,208 +122,13 @@ def _resolve_nodes(specs: list[JudgeSpec], fleet: FleetConfig | None) -> dict[st
 
     from touchstone_ray.host_resolution import current_nodes, resolve_hosts
 
-    hosts = list(dict.fromkeys(spec.host or LOCAL_HOST for spec in specs))
+    hosts = list(dict.fromkeys(spec.host_name for spec in specs))
     lookup = FleetConfig(
         hosts=fleet.hosts if fleet else {},
         models=tuple(ModelSpec(id=f"judge@{h}", engine="simulated", host=h) for h in hosts),
     )
     nodes = resolve_hosts(lookup, current_nodes(), ray.get_runtime_context().get_node_id())
-    return {spec.id: nodes[spec.host or LOCAL_HOST].node_id for spec in specs}
-
-
-class _Driver:
-    """Runs the judges' windows until every job is done or its judge aborted."""
-
-    def __init__(self, runs: list[_JudgeRun], pack: Pack, out: TextIO) -> None:
-        self.runs = runs
-        self.pack = pack
-        self.out = out
-
-    def say(self, line: str) -> None:
-        print(line, file=self.out, flush=True)
-
-    # --- actors ------------------------------------------------------------------------------
-    def start(self, bundle: Bundle, fleet: FleetConfig | None) -> None:
-        import ray
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-        from touchstone_ray.judging.client import JudgeClient
-
-        nodes = _resolve_nodes([r.spec for r in self.runs], fleet)
-        remote_cls = ray.remote(JudgeClient)
-        ready: dict[Any, _JudgeRun] = {}
-        for run in self.runs:
-            spec = run.spec
-            key = os.environ.get(spec.api_key_env) if spec.api_key_env else None
-            run.actor = remote_cls.options(
-                name=f"judge:{spec.id}:{bundle.root.name}:{uuid.uuid4().hex[:6]}",
-                num_cpus=0,
-                max_restarts=0,
-                max_concurrency=1000,
-                scheduling_strategy=NodeAffinitySchedulingStrategy(nodes[spec.id], soft=False),
-            ).remote(spec.model_dump(mode="json"), key, self.pack, self.pack.sampling.seed)
-            ready[run.actor.ready.remote()] = run
-        done, _ = ray.wait(list(ready), num_returns=len(ready), timeout=ACTOR_READY_TIMEOUT_S)
-        for ref, run in ready.items():
-            node = nodes[run.spec.id][:8]
-            if ref not in done:
-                self.abort(
-                    run,
-                    f"judge actor not scheduled on node {node} within "
-                    f"{ACTOR_READY_TIMEOUT_S:.0f} s",
-                )
-                continue
-            try:
-                facts = ray.get(ref, timeout=10)
-            except Exception as exc:
-                self.abort(run, f"judge actor failed to start: {type(exc).__name__}: {exc}")
-                continue
-            self.say(
-                f"judge {run.spec.id}: {run.spec.engine} {run.spec.model} on node "
-                f"{str(facts['node_id'])[:8]} ({facts['hostname']})"
-            )
-
-    def stop(self) -> None:
-        import ray
-
-        actors = [r.actor for r in self.runs if r.actor is not None]
-        closing = [a.close.remote() for a in actors]
-        if closing:
-            ray.wait(closing, num_returns=len(closing), timeout=10)
-        for actor in actors:
-            with contextlib.suppress(Exception):
-                ray.kill(actor, no_restart=True)
-
-    # --- the loop ----------------------------------------------------------------------------
-    def _top_up(self, run: _JudgeRun) -> None:
-        limit = 2 * run.spec.concurrency
-        while run.aborted is None and len(run.inflight) < limit:
-            plan = run.plan
-            flight: _InFlight
-            deadline = time.monotonic() + run.deadline_s
-            if plan.calibration_jobs:
-                flight = _InFlight("calibration", plan.calibration_jobs.popleft(), deadline)
-                method = run.actor.judge_answer
-            elif plan.report_jobs:
-                flight = _InFlight("report", plan.report_jobs.popleft(), deadline)
-                method = run.actor.judge_report
-            elif plan.jobs:
-                flight = _InFlight("answer", plan.jobs.popleft(), deadline)
-                method = run.actor.judge_answer
-            else:
-                return
-            name = f"judge:{run.spec.id}:{flight.job.task_name}"
-            run.inflight[method.options(name=name).remote(flight.job)] = flight
-
-    def run(self) -> None:
-        import ray
-
-        last_progress = time.monotonic()
-        while True:
-            refs: dict[Any, _JudgeRun] = {}
-            for run in self.runs:
-                self._top_up(run)
-                refs.update({ref: run for ref in run.inflight})
-            if not refs:
-                return
-            ready, rest = ray.wait(list(refs), num_returns=1, timeout=WAIT_TIMEOUT_S)
-            if ready and rest:
-                more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
-                ready += more
-            for ref in ready:
-                run = refs[ref]
-                if ref in run.inflight:
-                    self._collect(run, ref)
-            self._check_deadlines()
-            for run in self.runs:
-                run.plan.store.sync_if_due()
-            if time.monotonic() - last_progress >= PROGRESS_INTERVAL_S:
-                last_progress = time.monotonic()
-                for run in self.runs:
-                    if run.aborted is None:
-                        self.say(
-                            f"judge {run.spec.id}: {run.answers_done}/{run.answers_total} "
-                            f"answers, {run.reports_done} reports, {run.n_errors} judge errors"
-                        )
-
-    def _collect(self, run: _JudgeRun, ref: Any) -> None:
-        import ray
-        from ray.exceptions import RayActorError, TaskCancelledError
-
-        flight = run.inflight.pop(ref)
-        try:
-            outcome = ray.get(ref, timeout=30)
-        except RayActorError as exc:
-            self.abort(run, f"judge actor died ({type(exc).__name__})")
-            return
-        except TaskCancelledError:
-            return
-        except Exception as exc:  # a bug in the actor must not lose the job: record it
-            text = f"judge task failed: {type(exc).__name__}: {exc}"
-            outcome = failed_outcome(flight.job, run.spec, self.pack, text)
-        self._take(run, flight, outcome)
-
-    def _take(self, run: _JudgeRun, flight: _InFlight, outcome: dict[str, Any]) -> None:
-        record = outcome["record"]
-        plan = run.plan
-        if flight.kind == "calibration":
-            plan.store.write_calibration(record)
-            plan.calibration[record["key"]] = record
-        elif flight.kind == "answer":
-            plan.store.write_verdict(record)
-            run.answers_done += 1
-            report_job = plan.verdict_done(record)
-            if report_job is not None:
-                plan.report_jobs.append(report_job)
-        else:
-            plan.store.write_report(record)
-            plan.reports[(record["model"], record["variant"])] = record
-            run.reports_done += 1
-        run.n_calls += int(outcome["calls"])
-        if outcome.get("schema_dropped") and not run.schema_noted:
-            run.schema_noted = True
-            self.say(f"judge {run.spec.id}: structured output rejected; asking without a schema")
-        if outcome["failure"] is None:
-            run.failures_in_row = 0
-            return
-        run.n_errors += 1
-        run.failures_in_row += 1
-        limit = run.spec.max_consecutive_failures
-        if limit and run.failures_in_row >= limit:
-            self.abort(
-                run,
-                f"{run.failures_in_row} failed calls or unreadable replies in a row "
-                f"(last: {record.get('error')})",
-            )
-
-    def _check_deadlines(self) -> None:
-        import ray
-
-        now = time.monotonic()
-        for run in self.runs:
-            for ref, flight in list(run.inflight.items()):
-                if now > flight.deadline:
-                    ray.cancel(ref, force=False)
-                    del run.inflight[ref]
-                    text = f"no result within the driver's deadline ({run.deadline_s:.0f} s)"
-                    self._take(run, flight, failed_outcome(flight.job, run.spec, self.pack, text))
-
-    def abort(self, run: _JudgeRun, reason: str) -> None:
-        """Stop asking this judge: cancel its in-flight jobs, drop its queue (stored records
-        stay)."""
-        import ray
-
-        if run.aborted is not None:
-            return
-        run.aborted = reason
-        for ref in run.inflight:
-            with contextlib.suppress(Exception):
-                ray.cancel(ref, force=False)
-        run.inflight.clear()
-        run.plan.jobs.clear()
-        run.plan.report_jobs.clear()
-        run.plan.calibration_jobs.clear()
-        self.say(f"judge {run.spec.id}: aborted: {reason}; stored verdicts kept, rerun to resume")
+    return {spec.id: nodes[spec.host_name].node_id for spec in specs}
 
 
 def _judgements(plan: JudgePlan) -> tuple[list[Verdict], list[ModelReport]]:
@@ -380,7 +137,7 @@ def _judgements(plan: JudgePlan) -> tuple[list[Verdict], list[ModelReport]]:
     return verdicts, reports
 
 
-def _summary(run: _JudgeRun) -> str:
+def _summary(run: JudgeRun) -> str:
     verdicts = run.plan.verdicts.values()
     scored = sum(1 for v in verdicts if v.get("status") == "scored")
     unscored = sum(1 for v in verdicts if str(v.get("status")).startswith("unscored"))
@@ -463,7 +220,7 @@ def _run_judge(
                 print(f"judge {spec.id}: cut a torn last line ({cut} bytes)", file=out)
         plans[spec.id] = plan_judge(spec, store, pack, pack_sha, responses, repeats)
 
-    runs = [_JudgeRun(plan=plans[spec.id]) for spec in selected]
+    runs = [JudgeRun(plan=plans[spec.id]) for spec in selected]
     for run in runs:
         plan = run.plan
         for record in plan.rule_records:
@@ -481,14 +238,14 @@ def _run_judge(
             flush=True,
         )
 
-    driver = _Driver(runs, pack, out)
+    driver = JudgeDriver(runs, pack, out)
     try:
         if any(r.plan.jobs or r.plan.report_jobs or r.plan.calibration_jobs for r in runs):
             from touchstone_ray.ray_session import ensure_ray
 
             ensure_ray(address, fleet.ray if fleet else RaySettings())
             try:
-                driver.start(bundle, fleet)
+                driver.start(_resolve_nodes([r.spec for r in runs], fleet), bundle.root.name)
                 driver.run()
             finally:
                 driver.stop()

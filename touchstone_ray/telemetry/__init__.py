@@ -17,7 +17,7 @@ from touchstone_ray.telemetry.finalize import (
 )
 from touchstone_ray.telemetry.linux import SysRoot
 from touchstone_ray.telemetry.monitor import HostMonitor
-from touchstone_ray.telemetry.monitor_set import MonitorSet, monitor_name, monitor_options
+from touchstone_ray.telemetry.monitor_set import MonitorSet, monitor_name
 from touchstone_ray.telemetry.sampler import HOST_FIELDS, HostSampler
 
 __all__ = [
@@ -34,6 +34,5 @@ __all__ = [
     "SysRoot",
     "finalize_bundle",
     "monitor_name",
-    "monitor_options",
     "resources_for",
 ]

@@ -17,12 +17,12 @@ import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import ray
 from ray.exceptions import RayActorError
-from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from touchstone_ray.dispatch import spawn_pinned
 from touchstone_ray.storage import JsonlWriter, repair_torn_tail, slug
 from touchstone_ray.telemetry.engines import EngineTarget
 from touchstone_ray.telemetry.monitor import DEFAULT_BUFFER, HostMonitor
@@ -32,16 +32,6 @@ from touchstone_ray.telemetry.nvml import GpuMode
 def monitor_name(host: str) -> str:
     """Ray actor name of a host's monitor: ``monitor:<host>``."""
     return f"monitor:{host}"
-
-
-def monitor_options(host: str, node_id: str) -> dict[str, Any]:
-    """The actor options SPEC §8 asks for: pinned hard, no CPU, never restarted."""
-    return {
-        "name": monitor_name(host),
-        "num_cpus": 0,
-        "max_restarts": 0,
-        "scheduling_strategy": NodeAffinitySchedulingStrategy(node_id, soft=False),
-    }
 
 
 class MonitorSet:
@@ -102,17 +92,17 @@ class MonitorSet:
                 if host in self._actors or host in self.lost:
                     continue
                 try:
-                    actor = (
-                        cast(Any, HostMonitor)
-                        .options(**monitor_options(host, node_id))
-                        .remote(
-                            host,
-                            node_id,
-                            self.interval_s,
-                            self.gpu_mode,
-                            self.buffer_size,
-                            engines=list((engines or {}).get(host, ())),
-                        )
+                    # pinned hard, no CPU, never restarted (SPEC §8)
+                    actor = spawn_pinned(
+                        HostMonitor,
+                        node_id,
+                        host,
+                        node_id,
+                        self.interval_s,
+                        self.gpu_mode,
+                        self.buffer_size,
+                        name=monitor_name(host),
+                        engines=list((engines or {}).get(host, ())),
                     )
                 except Exception as exc:  # e.g. the name is taken
                     self._mark_lost(host, f"cannot create monitor: {exc}")
