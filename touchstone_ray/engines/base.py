@@ -74,6 +74,9 @@ class Engine(ABC):
     needs_unload: ClassVar[bool] = False
     """The server loads models on demand and keeps them loaded (``keep_alive``): the eval
     unloads a model (:meth:`unload`) after its cells, before the host's next model."""
+    embed_path: ClassVar[str] = "/embeddings"
+    """Where the server takes an embeddings batch, after :attr:`base_url` (OpenAI's
+    ``/v1/embeddings`` with ``{"model", "input": [texts]}``)."""
     checks_server_ttft: ClassVar[bool] = False
     """The server reports its own TTFT (:meth:`server_metrics`): the eval snapshots it before
     and after a model's cells and stores the server's mean beside ours."""

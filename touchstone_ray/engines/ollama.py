@@ -94,6 +94,7 @@ class OllamaEngine(Engine):
     name = "ollama"
     parser_cls = OllamaStreamParser
     chat_path = "/api/chat"
+    embed_path = "/api/embed"
     needs_unload = True
 
     @classmethod

@@ -113,7 +113,7 @@ class PerfClient(HostClient):
         texts = chunks(n_chunks, chunk_tokens)
         out = []
         for i in range(0, len(texts), batch):
-            rec = await embed_batch(engine, spec.engine, spec.id, texts[i : i + batch])
+            rec = await embed_batch(engine, spec.id, texts[i : i + batch])
             out.append(
                 {
                     "key": f"{label}|{self.host}|embed|{batch}|{i // batch + 1}",
@@ -192,8 +192,7 @@ def spawn_perf_client(
     :func:`~touchstone_ray.eval.client_actor.spawn_client`); ``models`` maps label → spec."""
     import os
 
-    import ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+    from touchstone_ray.dispatch import spawn_pinned
 
     specs = {
         label: (
@@ -202,16 +201,17 @@ def spawn_perf_client(
         )
         for label, spec in models.items()
     }
-    return (
-        ray.remote(PerfClient)
-        .options(
-            name=name,
-            num_cpus=0,
-            max_restarts=0,
-            max_concurrency=1000,
-            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
-        )
-        .remote(
-            host, specs, "perf", 0, {"temperature": temperature}, max_attempts, scheduling, run_id
-        )
+    return spawn_pinned(
+        PerfClient,
+        node_id,
+        host,
+        specs,
+        "perf",
+        0,
+        {"temperature": temperature},
+        max_attempts,
+        scheduling,
+        run_id,
+        name=name,
+        max_concurrency=1000,
     )

@@ -38,14 +38,10 @@ def chunks(n: int = N_CHUNKS, tokens: int = CHUNK_TOKENS) -> list[str]:
     return [passage(words, i * words) for i in range(n)]
 
 
-async def embed_batch(
-    engine: Engine, engine_kind: str, model: str, texts: list[str]
-) -> dict[str, Any]:
-    """One batch; never raises: a failure is ``ok: false`` with one ``error`` line."""
-    if engine_kind == "ollama":
-        url, body = engine.base_url + "/api/embed", {"model": model, "input": texts}
-    else:
-        url, body = engine.base_url + "/embeddings", {"model": model, "input": texts}
+async def embed_batch(engine: Engine, model: str, texts: list[str]) -> dict[str, Any]:
+    """One batch at the engine's :attr:`~touchstone_ray.engines.base.Engine.embed_path`;
+    never raises: a failure is ``ok: false`` with one ``error`` line."""
+    url, body = engine.base_url + engine.embed_path, {"model": model, "input": texts}
     t_start = time.time()
     try:
         status, data = await engine.request_json("POST", url, body)
