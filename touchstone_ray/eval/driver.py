@@ -219,9 +219,8 @@ class MatrixRunner:
         elif kind == "check":
             check = value if isinstance(value, dict) else {"error": str(value)}
             self.sink.event("server_check", host=run.host, model=phase.plan.label, check=check)
-            manifest = self.sink.bundle.manifest()
-            manifest.setdefault("server_checks", {})[phase.plan.label] = check
-            self.sink.bundle.write_manifest(manifest)
+            with self.sink.bundle.edit_manifest() as manifest:
+                manifest.server_checks = {**(manifest.server_checks or {}), phase.plan.label: check}
             self._drop_phase(run, phase)
 
     def _check_deadlines(self) -> None:
