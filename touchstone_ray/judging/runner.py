@@ -110,7 +110,7 @@ def _select(config: JudgeConfig, judges: list[str] | None) -> list[JudgeSpec]:
 
 def _frozen_fleet(bundle: Bundle) -> FleetConfig | None:
     """The fleet config frozen in the bundle, or ``None`` if absent or unreadable."""
-    path = bundle.root / "config.yaml"
+    path = bundle.layout.config
     try:
         return FleetConfig.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
     except (OSError, yaml.YAMLError, ValidationError):

@@ -45,6 +45,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from touchstone_ray.aggregates import row_stats
+from touchstone_ray.bundle import Layout
 from touchstone_ray.errors import BundleError
 from touchstone_ray.judging.agreement import (
     RedFlagVote,
@@ -402,16 +403,17 @@ def write_scorecard(root: Path, card: Mapping[str, Any]) -> Path:
     returns the JSON path."""
     from touchstone_ray.judging.render import render_markdown
 
-    path = root / SCORECARD_JSON
+    layout = Layout(root)
+    path = layout.scorecard_json
     atomic_write_json(path, card)
-    atomic_write_text(root / SCORECARD_MD, render_markdown(card))
+    atomic_write_text(layout.scorecard_md, render_markdown(card))
     return path
 
 
 def load_scorecard(root: Path) -> dict[str, Any]:
     """The bundle's ``scorecard.json``; raises :class:`BundleError` when there is none yet
     (saying to run ``judge``) or it is unreadable."""
-    path = root / SCORECARD_JSON
+    path = Layout(root).scorecard_json
     if not root.is_dir():
         raise BundleError(f"{root}: no such bundle folder")
     try:
