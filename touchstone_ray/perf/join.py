@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from touchstone_ray.bundle import Layout
 from touchstone_ray.errors import BundleError
 from touchstone_ray.perf.report import is_perf_bundle
 
@@ -23,7 +24,7 @@ def capacity_by_model_host(roots: Sequence[Path]) -> dict[tuple[str, str], tuple
     out: dict[tuple[str, str], tuple[int, str]] = {}
     for root in roots:
         try:
-            summary = json.loads((root / "summary.json").read_text(encoding="utf-8"))
+            summary = json.loads(Layout(root).summary.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise BundleError(f"{root}: summary.json is missing or unreadable ({exc})") from None
         for entry in (summary.get("capacity") or {}).values():
