@@ -2,7 +2,7 @@
 
 Times are seconds (float), memory MB (float), timestamps epoch seconds of the host that
 served the cell. ``None`` always means "not measurable here", never 0. Generation fills
-:class:`EvalResponse`; judging fills :class:`Verdict` and :class:`ModelReport` (seed 002).
+:class:`EvalResponse`; judging fills :class:`Verdict` and :class:`HolisticReport` (seed 002).
 """
 
 from __future__ import annotations
@@ -223,7 +223,7 @@ class Verdict(_Record):
     safety_critical: bool = False
 
 
-class ModelReport(_Record):
+class HolisticReport(_Record):
     """One judge's holistic report on a (model, variant): ``judgements/<judge>/reports.jsonl``."""
 
     model: str

@@ -217,10 +217,6 @@ class Bundle:
         self.check_manifest(manifest)
         return manifest.to_dict()
 
-    def raw_manifest(self) -> dict[str, Any]:
-        """``bundle.json`` as a mapping, of any kind (:meth:`read_manifest`, unchecked)."""
-        return self.read_manifest().to_dict()
-
     def kind(self) -> str:
         """``eval`` or ``perf`` (SPEC §7b: ``bundle.json`` ``kind``; absent means ``eval``)."""
         kind = self.read_manifest().kind

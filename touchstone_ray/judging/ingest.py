@@ -20,7 +20,7 @@ red-flagged ids that are not prompts of the pack. ``NAME`` must be a valid judge
 the folder of a local judge (one with verdicts).
 
 :func:`ingest_reply` stores the reports as ``judgements/<NAME>/reports.jsonl``
-(:class:`~touchstone_ray.records.ModelReport` lines plus ``red_flagged`` and ``source``; no
+(:class:`~touchstone_ray.records.HolisticReport` lines plus ``red_flagged`` and ``source``; no
 verdicts: holistic reports only) and ``judgements/<NAME>/ingested.json``. An outside rater is
 never part of the scorecard's aggregate; :func:`rater_agreement` compares it with each local
 judge of the scorecard, per row both rated:
@@ -49,7 +49,7 @@ from touchstone_ray.judging.config import JUDGE_ID_PATTERN
 from touchstone_ray.judging.scoring import MissingDimensionsError, passes_ko, quality_pct
 from touchstone_ray.judging.store import JudgeStore
 from touchstone_ray.pack import Pack
-from touchstone_ray.records import ModelReport
+from touchstone_ray.records import HolisticReport
 from touchstone_ray.storage import atomic_write_json
 from touchstone_ray.yamlio import RuleError, load_yaml_mapping, validate_document
 
@@ -244,7 +244,7 @@ def ingest_reply(bundle_dir: str | Path, reply_path: str | Path, name: str) -> d
     records = []
     try:
         for row in reply.reports:
-            report = ModelReport(
+            report = HolisticReport(
                 model=row.model,
                 variant=row.variant,
                 judge=name,

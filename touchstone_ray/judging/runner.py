@@ -47,7 +47,7 @@ from touchstone_ray.judging.plan import JudgePlan, plan_judge
 from touchstone_ray.judging.scorecard import build_scorecard, write_scorecard
 from touchstone_ray.judging.store import JudgeStore
 from touchstone_ray.pack import Pack
-from touchstone_ray.records import EvalResponse, ModelReport, Verdict
+from touchstone_ray.records import EvalResponse, HolisticReport, Verdict
 
 __all__ = ["run_judge"]
 
@@ -374,9 +374,9 @@ class _Driver:
         self.say(f"judge {run.spec.id}: aborted: {reason}; stored verdicts kept, rerun to resume")
 
 
-def _judgements(plan: JudgePlan) -> tuple[list[Verdict], list[ModelReport]]:
+def _judgements(plan: JudgePlan) -> tuple[list[Verdict], list[HolisticReport]]:
     verdicts = [Verdict.model_validate(r) for r in plan.verdicts.values()]
-    reports = [ModelReport.model_validate(r) for r in plan.reports.values()]
+    reports = [HolisticReport.model_validate(r) for r in plan.reports.values()]
     return verdicts, reports
 
 
@@ -519,7 +519,7 @@ def _run_judge(
     for judge_id in complete:
         print(check_line(judge_id, checks[judge_id], judge_id in counted), file=out)
     verdicts: list[Verdict] = []
-    reports: list[ModelReport] = []
+    reports: list[HolisticReport] = []
     for judge_id in counted:
         v, r = _judgements(plans[judge_id])
         verdicts += v

@@ -66,7 +66,7 @@ from touchstone_ray.judging.scoring import (
 )
 from touchstone_ray.judging.stats import category_means, compare_variants, prompt_stats
 from touchstone_ray.pack import Pack
-from touchstone_ray.records import SCHEMA_VERSION, EvalResponse, ModelReport, Verdict
+from touchstone_ray.records import SCHEMA_VERSION, EvalResponse, HolisticReport, Verdict
 from touchstone_ray.storage import atomic_write_json, atomic_write_text
 
 __all__ = [
@@ -158,7 +158,7 @@ def _view(
     pack: Pack,
     row: tuple[str, str],
     verdicts: Sequence[Verdict],
-    reports: Sequence[ModelReport],
+    reports: Sequence[HolisticReport],
     vote: RedFlagVote,
 ) -> _View:
     dims = [d.id for d in pack.dimensions]
@@ -222,7 +222,7 @@ def build_scorecard(
     pack: Pack,
     responses: Sequence[EvalResponse],
     verdicts: Sequence[Verdict],
-    reports: Sequence[ModelReport],
+    reports: Sequence[HolisticReport],
     *,
     judges: Sequence[str],
     vote: RedFlagVote,

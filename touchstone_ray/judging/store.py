@@ -7,7 +7,7 @@ wins) are :class:`~touchstone_ray.bundle.JudgeFiles`'; this module adds the cach
 the judge's names for the reads and writes.
 
 Each record is the contract record (:class:`~touchstone_ray.records.Verdict` /
-:class:`~touchstone_ray.records.ModelReport`) plus ``cache_key``, ``judge_model``,
+:class:`~touchstone_ray.records.HolisticReport`) plus ``cache_key``, ``judge_model``,
 ``template_version``, ``error``, ``call_failed`` and ``n_calls`` (readers of the contract
 records ignore the extra keys). A stored record is reused when :func:`is_current`.
 """

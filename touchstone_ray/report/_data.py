@@ -25,7 +25,7 @@ from touchstone_ray.aggregates import RowStats, model_concurrency, row_stats
 from touchstone_ray.bundle import Bundle, JudgeFiles, Layout, read_events, read_host_samples
 from touchstone_ray.errors import BundleError, PackError
 from touchstone_ray.pack import Pack
-from touchstone_ray.records import EvalResponse, HostSample, ModelReport, Verdict
+from touchstone_ray.records import EvalResponse, HolisticReport, HostSample, Verdict
 
 __all__ = ["ReportData", "RowKey", "RowStats", "load_report_data", "row_stats"]
 
@@ -60,7 +60,7 @@ class ReportData:
     judges: list[str] = field(default_factory=list)
     verdicts: dict[str, list[Verdict]] = field(default_factory=dict)
     """Cell key → the judges' verdicts (scorecard judge order)."""
-    reports: dict[RowKey, dict[str, ModelReport]] = field(default_factory=dict)
+    reports: dict[RowKey, dict[str, HolisticReport]] = field(default_factory=dict)
     judge_models: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -175,7 +175,7 @@ def _load_judgements(data: ReportData) -> None:
                 continue
         for (model, variant), record in files.reports().items():
             try:
-                report = ModelReport.model_validate(record)
+                report = HolisticReport.model_validate(record)
             except ValidationError:
                 continue
             data.reports.setdefault((str(model), str(variant)), {})[judge] = report

@@ -338,7 +338,7 @@ def manifest_endpoints(bundle_dir: Path) -> tuple[dict[str, str], dict[str, int]
     from touchstone_ray.telemetry.engines import endpoint_of
 
     try:
-        manifest = Bundle(Path(bundle_dir)).raw_manifest()
+        manifest = Bundle(Path(bundle_dir)).read_manifest().to_dict()
     except (BundleError, OSError):
         return {}, {}
     endpoints = {
