@@ -68,6 +68,10 @@ class Layout:
         """``<stem>.<ext>``: ``report.md``, ``report.html``."""
         return self.root / f"{stem}.{ext}"
 
+    def charts_dir(self, name: str = "report-charts") -> Path:
+        """The SVG folder of a Markdown report (``report-charts/``, ``rating-task-charts/``)."""
+        return self.root / name
+
     @property
     def export_dir(self) -> Path:
         """``export/`` (``touchstone-ray export``)."""

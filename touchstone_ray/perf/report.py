@@ -221,7 +221,7 @@ def write_perf_report(root: Path, formats: Collection[str]) -> list[Path]:
     doc = build_perf_document(summary, bundle.manifest())
     written: list[Path] = []
     if "md" in formats:
-        charts = bundle.root / CHARTS_DIR
+        charts = bundle.layout.charts_dir(CHARTS_DIR)
         charts.mkdir(exist_ok=True)
         for block in doc.blocks:
             if isinstance(block, Chart):
