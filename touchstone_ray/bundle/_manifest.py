@@ -30,7 +30,7 @@ Number = int | float
 class Manifest(BaseModel):
     """The fields of ``bundle.json``; every one optional on read (older bundles lack some)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
 
     schema_version: int | None = None
     """Record schema version of the bundle (``touchstone_ray.records.SCHEMA_VERSION``)."""
@@ -84,7 +84,7 @@ class Manifest(BaseModel):
     def to_dict(self) -> dict[str, Any]:
         """The manifest as a JSON mapping: the keys read first, in their order, then new ones;
         fields never set and still at their default are left out."""
-        data = self.model_dump(mode="json")
+        data = self.model_dump(mode="json", warnings=False)
         defaults = {
             name: info.get_default(call_default_factory=True)
             for name, info in type(self).model_fields.items()
