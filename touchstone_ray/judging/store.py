@@ -17,24 +17,47 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from touchstone_ray.bundle import JudgeFiles, Layout
 from touchstone_ray.judging.prompts import TEMPLATE_VERSION
 
-__all__ = ["JudgeStore", "is_current", "record_extras"]
+__all__ = ["CacheFields", "JudgeStore", "is_current", "record_extras"]
+
+
+class CacheFields(BaseModel):
+    """The fields stored beside each contract record of a judge's files."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    cache_key: str
+    """sha256 hex of what decides the judge's answer (:mod:`touchstone_ray.judging.cache`);
+    a stored record with the same key is reused."""
+    judge_model: str
+    """The model name the judge endpoint was asked with."""
+    template_version: str = TEMPLATE_VERSION
+    """Version of the judge prompt templates (``touchstone-judge/<n>``)."""
+    error: str | None = None
+    """Why the call or the reply failed; null when it did not."""
+    call_failed: bool = False
+    """The call itself failed (connection, timeout, HTTP): asked again on the next run. An
+    unreadable reply is not a failed call and is kept."""
+    n_calls: int = 1
+    """Judge calls made for this record; 0 when none was made (a call that could not be
+    sent, or a verdict decided without the judge, such as a reasoning-only answer)."""
 
 
 def record_extras(
     *, cache_key: str, judge_model: str, error: str | None, call_failed: bool, n_calls: int
 ) -> dict[str, Any]:
-    """The fields stored beside a contract record (see the module docstring)."""
-    return {
-        "cache_key": cache_key,
-        "judge_model": judge_model,
-        "template_version": TEMPLATE_VERSION,
-        "error": error,
-        "call_failed": call_failed,
-        "n_calls": n_calls,
-    }
+    """The :class:`CacheFields` stored beside a contract record, as a mapping."""
+    return CacheFields(
+        cache_key=cache_key,
+        judge_model=judge_model,
+        error=error,
+        call_failed=call_failed,
+        n_calls=n_calls,
+    ).model_dump(mode="json")
 
 
 def is_current(record: dict[str, Any] | None, cache_key: str) -> bool:
