@@ -141,13 +141,13 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
             with contextlib.suppress(OSError):  # a read-only disk fails the manifest update
                 _stop_fleet(fleet, bundle)
         reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc)
-        try:
+        with contextlib.suppress(OSError):
             sink.event("run_aborted", reason=reason)
             sink.close()
-            finalize_bundle(bundle.root)  # every record so far, also on Ctrl-C
+        with contextlib.suppress(OSError, BundleError):  # a disk gone read-only
+            finalize_bundle(bundle.root)  # every record written so far, also on Ctrl-C
+        with contextlib.suppress(OSError, BundleError):
             bundle.update_manifest(status="failed", finished_at=time.time())
-        except (OSError, BundleError):
-            pass
         if isinstance(exc, KeyboardInterrupt):
             raise RunError(f"interrupted; resume with --resume {bundle.root}") from None
         if isinstance(exc, OSError):
