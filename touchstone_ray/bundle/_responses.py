@@ -68,10 +68,6 @@ class ResponseShards:
         self.layout = layout
         self.folder = folder
 
-    def paths(self) -> list[str]:
-        """Shard file names present, sorted."""
-        return [p.name for p in self.layout.shards(self.folder)]
-
     def writer(self, model: str) -> JsonlWriter:
         """An append writer for ``model``'s shard (one writer per file; close it)."""
         return JsonlWriter(self.layout.shard(model, self.folder))
