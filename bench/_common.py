@@ -338,12 +338,9 @@ def run_eval_cli(
 
 def events(bundle: Path) -> list[dict[str, Any]]:
     """The bundle's ``events.jsonl`` records in order."""
-    path = bundle / "events.jsonl"
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            out.append(json.loads(line))
-    return out
+    from touchstone_ray.bundle import Layout, read_events
+
+    return read_events(Layout(bundle))
 
 
 def event_span(evs: list[dict[str, Any]], start: str, end: str) -> float | None:

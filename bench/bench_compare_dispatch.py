@@ -76,6 +76,7 @@ from _common import (
     write_yaml,
 )
 
+from touchstone_ray.bundle import Layout, ResponseShards
 from touchstone_ray.sim._text import request_key
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -325,19 +326,17 @@ def run_touchstone(
         ts.setdefault(ev["event"], ev["ts"])
     per_request: dict[str, dict[str, Any]] = {}
     failed = 0
-    for shard in (bundle / "responses").glob("*.jsonl"):
-        for line in shard.read_text(encoding="utf-8").splitlines():
-            rec = json.loads(line)
-            if not rec.get("ok"):
-                failed += 1
-                continue
-            key = msg_keys(texts[rec["prompt_id"]])[0]
-            per_request[key] = {
-                "ttft_s": rec.get("ttft_s"),
-                "itl_s": rec.get("tpot_s"),
-                "itl_p50_s": rec.get("itl_p50_s"),
-                "e2e_s": rec.get("e2e_s"),
-            }
+    for rec in ResponseShards(Layout(bundle)).iter_records():
+        if not rec.get("ok"):
+            failed += 1
+            continue
+        key = msg_keys(texts[rec["prompt_id"]])[0]
+        per_request[key] = {
+            "ttft_s": rec.get("ttft_s"),
+            "itl_s": rec.get("tpot_s"),
+            "itl_p50_s": rec.get("itl_p50_s"),
+            "e2e_s": rec.get("e2e_s"),
+        }
     return {
         "makespan_s": ts["run_done"] - ts["run_start"],
         "cells_s": ts["model_done"] - ts["model_start"],

@@ -59,6 +59,8 @@ from bench_compare_dispatch import (
     write_section,
 )
 
+from touchstone_ray.bundle import Layout, ResponseShards
+
 SIM_KNOBS = {"ttft_ms": 100, "tps": 100, "answer_tokens": 200}
 CONCURRENCY = 4
 PER_CELL_S = SIM_KNOBS["ttft_ms"] / 1000 + (SIM_KNOBS["answer_tokens"] - 1) / SIM_KNOBS["tps"]
@@ -124,12 +126,10 @@ def run_k(address: str, k: int, pack_path: Path, work: Path, cells: int) -> dict
         last[ev["event"]] = ev["ts"]
     ok = 0
     hosts_seen: dict[str, int] = {}
-    for shard in (bundle / "responses").glob("*.jsonl"):
-        for line in shard.read_text(encoding="utf-8").splitlines():
-            rec = json.loads(line)
-            if rec.get("ok"):
-                ok += 1
-                hosts_seen[rec["host"]] = hosts_seen.get(rec["host"], 0) + 1
+    for rec in ResponseShards(Layout(bundle)).iter_records():
+        if rec.get("ok"):
+            ok += 1
+            hosts_seen[rec["host"]] = hosts_seen.get(rec["host"], 0) + 1
     matrix_s = last["run_done"] - first["run_start"]
     cells_s = last["model_done"] - first["model_start"]
     return {

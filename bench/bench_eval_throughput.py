@@ -52,6 +52,8 @@ from _common import (
     write_yaml,
 )
 
+from touchstone_ray.bundle import Layout, ResponseShards
+
 SIM = {"ttft_ms": 100, "tps": 100, "answer_tokens": 20, "models": [MODEL_ID]}
 CONCURRENCY = 8
 REPEATS = 10
@@ -158,11 +160,9 @@ def run_touchstone(sim_url: str, pack_path: Path, tmp: Path) -> dict[str, Any]:
     for ev in events(bundle):
         ts.setdefault(ev["event"], ev["ts"])
     ttfts = []
-    for shard in (bundle / "responses").glob("*.jsonl"):
-        for line in shard.read_text(encoding="utf-8").splitlines():
-            rec = json.loads(line)
-            if rec.get("ok") and rec.get("ttft_s") is not None:
-                ttfts.append(rec["ttft_s"])
+    for rec in ResponseShards(Layout(bundle)).iter_records():
+        if rec.get("ok") and rec.get("ttft_s") is not None:
+            ttfts.append(rec["ttft_s"])
     ttfts.sort()
     return {
         "makespan_s": ts["run_done"] - ts["run_start"],

@@ -5,7 +5,7 @@ served the cell. ``None`` always means "not measurable here", never 0. Generatio
 :class:`EvalResponse` from its parts: :class:`CellIdentity` (the client), :class:`ChatResult`
 (what the engine returned), :class:`CellConditions` (the client, around the call) and
 :class:`CellResources` (finalize, later); on disk it is flat, in :data:`EVAL_RESPONSE_FIELDS`
-order. Judging fills :class:`Verdict` and :class:`ModelReport` (seed 002).
+order. Judging fills :class:`Verdict` and :class:`HolisticReport` (seed 002).
 """
 
 from __future__ import annotations
@@ -375,7 +375,7 @@ class Verdict(_Record):
     safety_critical: bool = False
 
 
-class ModelReport(_Record):
+class HolisticReport(_Record):
     """One judge's holistic report on a (model, variant): ``judgements/<judge>/reports.jsonl``."""
 
     model: str

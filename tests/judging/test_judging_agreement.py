@@ -13,15 +13,15 @@ from touchstone_ray.judging.agreement import (
     red_flagged_prompts,
     vote_red_flags,
 )
-from touchstone_ray.records import ModelReport
+from touchstone_ray.records import HolisticReport
 
 ROWS = [("m1", "baseline"), ("m1", "none"), ("m2", "baseline")]
 
 
-def reports(judge: str, q1: list[int], q6: list[int] | None = None) -> list[ModelReport]:
+def reports(judge: str, q1: list[int], q6: list[int] | None = None) -> list[HolisticReport]:
     q6 = q6 or [3, 3, 3]
     return [
-        ModelReport(model=m, variant=v, judge=judge, dim_scores={"Q1": a, "Q6": b})
+        HolisticReport(model=m, variant=v, judge=judge, dim_scores={"Q1": a, "Q6": b})
         for (m, v), a, b in zip(ROWS, q1, q6, strict=True)
     ]
 
@@ -137,14 +137,14 @@ def test_alpha_without_overlap_and_tau_with_one_common_row() -> None:
 
 
 def test_aggregate_median_and_missing_dimension() -> None:
-    a = ModelReport(
+    a = HolisticReport(
         model="m",
         variant="baseline",
         judge="A",
         dim_scores={"Q1": 2, "Q6": 4},
         cited_prompts={"Q1": ["B1", "A1"]},
     )
-    b = ModelReport(
+    b = HolisticReport(
         model="m",
         variant="baseline",
         judge="B",

@@ -11,7 +11,7 @@ from judging_factories import make_pack, response, verdict
 from touchstone_ray.errors import BundleError
 from touchstone_ray.judging.render import ranking_table, render_markdown
 from touchstone_ray.judging.scorecard import build_scorecard, load_scorecard, write_scorecard
-from touchstone_ray.records import ModelReport
+from touchstone_ray.records import HolisticReport
 
 CONTRACT_ROW = [
     "rank",
@@ -41,8 +41,8 @@ CONTRACT_ROW = [
 ]
 
 
-def report(model: str, judge: str, **scores: int) -> ModelReport:
-    return ModelReport(model=model, variant="baseline", judge=judge, dim_scores=scores)
+def report(model: str, judge: str, **scores: int) -> HolisticReport:
+    return HolisticReport(model=model, variant="baseline", judge=judge, dim_scores=scores)
 
 
 def test_rows_latency_resources_and_missing_dimensions(tmp_path: Path) -> None:

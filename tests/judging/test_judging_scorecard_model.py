@@ -10,7 +10,7 @@ from judging_factories import make_pack, response, verdict
 
 from touchstone_ray.judging import scorecard_model
 from touchstone_ray.judging.scorecard import build_scorecard, write_scorecard
-from touchstone_ray.records import ModelReport
+from touchstone_ray.records import HolisticReport
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "scorecard_v1.json"
 
@@ -36,8 +36,8 @@ CHECK = {
 }
 
 
-def report(model: str, judge: str, **scores: int) -> ModelReport:
-    return ModelReport(model=model, variant="baseline", judge=judge, dim_scores=scores)
+def report(model: str, judge: str, **scores: int) -> HolisticReport:
+    return HolisticReport(model=model, variant="baseline", judge=judge, dim_scores=scores)
 
 
 def card() -> scorecard_model.Scorecard:

@@ -53,6 +53,10 @@ ANSWER_SIM = SimConfig(ttft_ms=100, tps=50, answer_tokens=10, models=list(MODELS
 JUDGE_SIM = SimConfig(ttft_ms=60, tps=400, models=["judge-m"])  # ~0.15 s per verdict
 JUDGE_ID = "jm"
 RUN_TIMEOUT_S = 120.0
+CORE_RESOURCES = ("n_samples", "sys_used_mb", "sys_used_baseline_mb", "sys_used_delta_mb")
+"""Resource fields finalize fills for every cell of a host with samples (the others depend on
+what the host can measure, or on the window: a cell right before a kill may only have the
+nearest sample)."""
 
 
 def kill_points(total: int, window: int, rng: random.Random) -> list[int]:
@@ -180,6 +184,15 @@ def _answers(bundle: Path) -> dict[str, str]:
     return {r["key"]: r["response_text"] for r in ok}
 
 
+def _resourced(bundle: Path) -> set[str]:
+    """Keys of the ok records that carry every :data:`CORE_RESOURCES` field."""
+    return {
+        r["key"]
+        for r in shard_lines(bundle)
+        if r["ok"] and all(r[f] is not None for f in CORE_RESOURCES)
+    }
+
+
 def _judgements(bundle: Path) -> tuple[dict[str, Any], dict[Any, Any]]:
     folder = bundle / "judgements" / JUDGE_ID
     verdicts = read_jsonl(folder / "verdicts.jsonl")
@@ -261,6 +274,8 @@ def test_eval_and_judge_killed_five_times_each_equal_an_uninterrupted_run(
     answers = _answers(root)
     assert set(answers) == keys
     assert answers == _answers(reference.bundle)
+    # eval: every cell carries its resource fields, those finished before a kill included
+    assert _resourced(root) == keys == _resourced(reference.bundle)
     assert all(r["ok"] for r in shard_lines(root))  # no error record was ever written
     manifest = json.loads((root / "bundle.json").read_text())
     assert manifest["status"] == "done"

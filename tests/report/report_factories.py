@@ -12,7 +12,7 @@ import yaml
 
 from touchstone_ray.aggregates import row_stats
 from touchstone_ray.judging.scorecard_model import ROW_STATS_FIGURES
-from touchstone_ray.records import EvalResponse, HostSample, ModelReport, Verdict
+from touchstone_ray.records import EvalResponse, HolisticReport, HostSample, Verdict
 
 T0 = 1767322800.0
 """2026-01-02 03:00:00 UTC: every timestamp of the fixture is relative to it."""
@@ -240,14 +240,14 @@ def _verdicts(resps: list[EvalResponse]) -> list[Verdict]:
     return out
 
 
-def _reports() -> list[ModelReport]:
+def _reports() -> list[HolisticReport]:
     out = []
     for ji, judge in enumerate(JUDGES):
         for mi, (model, _) in enumerate(MODELS):
             for vi, variant in enumerate(VARIANTS):
                 q1 = 4 - mi * 2 + (vi if ji else 0)
                 out.append(
-                    ModelReport(
+                    HolisticReport(
                         model=model,
                         variant=variant,
                         judge=judge,

@@ -85,7 +85,7 @@ def test_unreadable_manifest_is_a_row_with_the_error(tmp_path: Path) -> None:
     root.mkdir()
     (root / "bundle.json").write_text('{"status": "run', encoding="utf-8")
     with pytest.raises(BundleError):
-        Bundle(root).raw_manifest()
+        Bundle(root).read_manifest()
     row = summarize(root, tmp_path)
     assert (row.state, row.kind) == ("unreadable", "?")
     assert row.error is not None

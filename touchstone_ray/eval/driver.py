@@ -140,9 +140,8 @@ class _PhaseLane(Lane):
         elif call.kind == "check":
             check = value if isinstance(value, dict) else {"error": str(value)}
             sink.event("server_check", host=run.host, model=self.label, check=check)
-            manifest = sink.bundle.manifest()
-            manifest.setdefault("server_checks", {})[self.label] = check
-            sink.bundle.write_manifest(manifest)
+            with sink.bundle.edit_manifest() as manifest:
+                manifest.server_checks = {**(manifest.server_checks or {}), self.label: check}
             phase.stage = "done"
 
     def failed(self, call: Call, error: str, *, timed_out: bool) -> None:

@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 from touchstone_ray.bundle import Bundle
 from touchstone_ray.config import FleetConfig, load_config
-from touchstone_ray.errors import RunError
+from touchstone_ray.errors import BundleError, RunError
 from touchstone_ray.eval.context import check_context
 from touchstone_ray.eval.driver import HostRun, MatrixRunner, Phase
 from touchstone_ray.eval.matrix import ModelPlan, plan_models
@@ -25,6 +25,7 @@ from touchstone_ray.eval.sink import RecordSink
 from touchstone_ray.host_resolution import current_nodes, resolve_hosts
 from touchstone_ray.pack import Pack, load_pack
 from touchstone_ray.ray_session import ensure_ray
+from touchstone_ray.telemetry.finalize import finalize_bundle
 
 ACTOR_READY_TIMEOUT_S = float(os.environ.get("TOUCHSTONE_ACTOR_READY_TIMEOUT_S", "60"))
 """How long a host's client actor may take to be scheduled and start (s)."""
@@ -134,20 +135,19 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
         runner.run()
         _stop_fleet(fleet, bundle)
         fleet = None
-        from touchstone_ray.telemetry.finalize import finalize_bundle
-
-        finalize_bundle(bundle.root, only_keys=set(sink.new_keys))
+        finalize_bundle(bundle.root)  # every unfinalized record, from earlier runs too
     except BaseException as exc:
         if fleet is not None:
             with contextlib.suppress(OSError):  # a read-only disk fails the manifest update
                 _stop_fleet(fleet, bundle)
         reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc)
-        try:
+        with contextlib.suppress(OSError):
             sink.event("run_aborted", reason=reason)
             sink.close()
+        with contextlib.suppress(OSError, BundleError):  # a disk gone read-only
+            finalize_bundle(bundle.root)  # every record written so far, also on Ctrl-C
+        with contextlib.suppress(OSError, BundleError):
             bundle.update_manifest(status="failed", finished_at=time.time())
-        except OSError:
-            pass
         if isinstance(exc, KeyboardInterrupt):
             raise RunError(f"interrupted; resume with --resume {bundle.root}") from None
         if isinstance(exc, OSError):
@@ -267,17 +267,17 @@ def _start_fleet(
         monitors.register_pids(host, [f["client_pid"], *driver])
     engines = monitors.engines()
     found = _preflight(actors, facts, sink, opts, config)
-    manifest = bundle.manifest()
-    for entries in found.values():
-        for label, entry in entries.items():
-            server = {k: entry[k] for k in ("engine_kind", "server_facts") if entry.get(k)}
-            if server:
-                manifest.setdefault("servers", {})[label] = server
-    for host, f in facts.items():
-        manifest["hosts"].setdefault(host, {}).update(f)
-        manifest["hosts"][host]["capabilities"] = capabilities.get(host, {})
-        manifest["hosts"][host]["engines"] = engines.get(host, {})
-    bundle.write_manifest(manifest)
+    with bundle.edit_manifest() as manifest:
+        for entries in found.values():
+            for label, entry in entries.items():
+                server = {k: entry[k] for k in ("engine_kind", "server_facts") if entry.get(k)}
+                if server:
+                    manifest.servers = {**(manifest.servers or {}), label: server}
+        for host, f in facts.items():
+            entry = manifest.hosts.setdefault(host, {})
+            entry.update(f)
+            entry["capabilities"] = capabilities.get(host, {})
+            entry["engines"] = engines.get(host, {})
     runs: list[HostRun] = []
     for host, models in plans.items():
         phases = deque(Phase(plan=p, cells=p.cells(pack, done), todo=left[p.label]) for p in models)
@@ -298,16 +298,15 @@ def _stop_fleet(fleet: Fleet, bundle: Bundle) -> None:
         with contextlib.suppress(Exception):
             ray.kill(actor, no_restart=True)
     fleet.monitors.stop()
-    manifest = bundle.manifest()
-    for host, entry in manifest["hosts"].items():
-        if host in footprint:
-            entry["touchstone_footprint"] = footprint[host]
-        if host in engines:  # how each endpoint's engine process was found, or why not
-            entry["engines"] = engines[host]
-        if host in fleet.monitors.lost:
-            entry["monitoring_lost_at"] = fleet.monitors.lost[host]
-            entry["monitoring_lost_reason"] = fleet.monitors.lost_reason.get(host)
-    bundle.write_manifest(manifest)
+    with bundle.edit_manifest() as manifest:
+        for host, entry in manifest.hosts.items():
+            if host in footprint:
+                entry["touchstone_footprint"] = footprint[host]
+            if host in engines:  # how each endpoint's engine process was found, or why not
+                entry["engines"] = engines[host]
+            if host in fleet.monitors.lost:
+                entry["monitoring_lost_at"] = fleet.monitors.lost[host]
+                entry["monitoring_lost_reason"] = fleet.monitors.lost_reason.get(host)
 
 
 def _preflight(

@@ -39,7 +39,7 @@ class RecordSink:
         self.pack_id = pack_id
         self.pack_version = pack_version
         self._writers: dict[str, JsonlWriter] = {}
-        self._events = JsonlWriter(bundle.events_path)
+        self._events = JsonlWriter(bundle.layout.events)
         self.n_ok = 0
         self.n_failed = 0
         self.new_keys: set[str] = set()
@@ -73,7 +73,7 @@ class RecordSink:
         label = str(record["model"])
         writer = self._writers.get(label)
         if writer is None:
-            writer = self._writers[label] = JsonlWriter(self.bundle.shard_path(label))
+            writer = self._writers[label] = self.bundle.shards.writer(label)
         writer.write(record)
         self.new_keys.add(str(record["key"]))
         host = str(record["host"])

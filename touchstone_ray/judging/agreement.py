@@ -28,7 +28,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from touchstone_ray.records import ModelReport, Verdict
+from touchstone_ray.records import HolisticReport, Verdict
 
 __all__ = [
     "AggregatedReport",
@@ -102,7 +102,7 @@ class _Head:
 
 
 def aggregate_reports(
-    reports: Sequence[ModelReport], dimension_ids: Sequence[str]
+    reports: Sequence[HolisticReport], dimension_ids: Sequence[str]
 ) -> AggregatedReport:
     """Median dimension scores of several judges' reports on one (model, variant).
 
@@ -163,7 +163,7 @@ def red_flagged_prompts(verdicts: Iterable[Verdict], vote: RedFlagVote) -> list[
 
 
 def dimension_alpha(
-    reports: Iterable[ModelReport], dimension_ids: Sequence[str]
+    reports: Iterable[HolisticReport], dimension_ids: Sequence[str]
 ) -> dict[str, AgreementStat]:
     """Dimension id → Krippendorff's α (ordinal, values 1..5) over the (model, variant) rows.
 

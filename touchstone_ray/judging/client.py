@@ -65,7 +65,7 @@ from touchstone_ray.judging.prompts import (
 from touchstone_ray.judging.store import record_extras
 from touchstone_ray.lang import judge_texts
 from touchstone_ray.pack import Pack
-from touchstone_ray.records import ModelReport, Verdict
+from touchstone_ray.records import HolisticReport, Verdict
 
 __all__ = [
     "AnswerJob",
@@ -160,7 +160,9 @@ def failed_outcome(
         )
         record = {**verdict.model_dump(mode="json"), **extras}
     else:
-        report = ModelReport(model=job.model, variant=job.variant, judge=spec.id, status="degraded")
+        report = HolisticReport(
+            model=job.model, variant=job.variant, judge=spec.id, status="degraded"
+        )
         missing = {d.id: error for d in pack.dimensions}
         record = {**report.model_dump(mode="json"), "missing": missing, "raw": None, **extras}
     return {"record": record, "failure": "call", "calls": 0, "schema_dropped": False}
@@ -375,7 +377,7 @@ class JudgeClient:
 
     async def judge_report(self, job: ReportJob) -> dict[str, Any]:
         """Ask for the holistic report on one (model, variant); the outcome's record is a
-        :class:`ModelReport` plus cache fields, ``missing`` dimensions, ``raw`` and ``error``."""
+        :class:`HolisticReport` plus cache fields, ``missing`` dimensions, ``raw`` and ``error``."""
         variant = self.pack.variant(job.variant)
         verdicts = [Verdict.model_validate(v) for v in job.verdicts]
         dims = [d.id for d in self.pack.dimensions]
@@ -391,7 +393,7 @@ class JudgeClient:
             )
             missing = dict(asked.parsed.missing)
         else:
-            report = ModelReport(
+            report = HolisticReport(
                 model=job.model, variant=job.variant, judge=self.spec.id, status="degraded"
             )
             missing = {d: asked.error or "no reply" for d in dims}

@@ -20,7 +20,7 @@ red-flagged ids that are not prompts of the pack. ``NAME`` must be a valid judge
 the folder of a local judge (one with verdicts).
 
 :func:`ingest_reply` stores the reports as ``judgements/<NAME>/reports.jsonl``
-(:class:`~touchstone_ray.records.ModelReport` lines plus ``red_flagged`` and ``source``; no
+(:class:`~touchstone_ray.records.HolisticReport` lines plus ``red_flagged`` and ``source``; no
 verdicts: holistic reports only) and ``judgements/<NAME>/ingested.json``. An outside rater is
 never part of the scorecard's aggregate; :func:`rater_agreement` compares it with each local
 judge of the scorecard, per row both rated:
@@ -43,14 +43,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from touchstone_ray.bundle import Bundle
+from touchstone_ray.bundle import Bundle, JudgeFiles, Layout, judge_ids
 from touchstone_ray.errors import BundleError
 from touchstone_ray.judging.config import JUDGE_ID_PATTERN
 from touchstone_ray.judging.scoring import MissingDimensionsError, passes_ko, quality_pct
 from touchstone_ray.judging.store import JudgeStore
 from touchstone_ray.pack import Pack
-from touchstone_ray.records import ModelReport
-from touchstone_ray.storage import atomic_write_json, read_jsonl
+from touchstone_ray.records import HolisticReport
+from touchstone_ray.storage import atomic_write_json
 from touchstone_ray.yamlio import RuleError, load_yaml_mapping, validate_document
 
 __all__ = [
@@ -161,8 +161,8 @@ def _check_name(bundle: Bundle, name: str) -> None:
         raise BundleError(
             f"--as: {name!r} is not a valid judge id (letters, digits, '._-', at most 64)"
         )
-    folder = bundle.root / "judgements" / name
-    if (folder / "verdicts.jsonl").exists() and not (folder / INGESTED_MARKER).exists():
+    layout = bundle.layout
+    if layout.verdicts(name).exists() and not layout.judge_marker(name, INGESTED_MARKER).exists():
         raise BundleError(
             f"--as: {name!r} is a local judge of this bundle (it has verdicts); choose another name"
         )
@@ -220,10 +220,10 @@ def outside_raters(root: Path) -> dict[str, list[dict[str, Any]]]:
     """Outside rater name → its stored report records, for every ``judgements/<NAME>/`` of the
     bundle at ``root`` that carries :data:`INGESTED_MARKER` (sorted by name)."""
     out: dict[str, list[dict[str, Any]]] = {}
-    for marker in sorted((root / "judgements").glob(f"*/{INGESTED_MARKER}")):
-        records = read_jsonl(marker.parent / "reports.jsonl").records
-        last = {(r.get("model"), r.get("variant")): r for r in records}
-        out[marker.parent.name] = list(last.values())
+    layout = Layout(root)
+    for judge in judge_ids(layout):
+        if layout.judge_marker(judge, INGESTED_MARKER).exists():
+            out[judge] = list(JudgeFiles(layout, judge).reports().values())
     return out
 
 
@@ -244,7 +244,7 @@ def ingest_reply(bundle_dir: str | Path, reply_path: str | Path, name: str) -> d
     records = []
     try:
         for row in reply.reports:
-            report = ModelReport(
+            report = HolisticReport(
                 model=row.model,
                 variant=row.variant,
                 judge=name,
@@ -262,7 +262,7 @@ def ingest_reply(bundle_dir: str | Path, reply_path: str | Path, name: str) -> d
     finally:
         store.close()
     atomic_write_json(
-        store.folder / INGESTED_MARKER,
+        bundle.layout.judge_marker(name, INGESTED_MARKER),
         {
             "name": name,
             "rater": reply.rater,

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from touchstone_ray.judging._jsonscan import THINK_RE, extract_json_object
-from touchstone_ray.records import ModelReport
+from touchstone_ray.records import HolisticReport
 
 __all__ = [
     "ParseFailure",
@@ -97,9 +97,9 @@ class ParsedHolistic:
         """``degraded`` when any dimension is missing."""
         return "degraded" if self.missing else "ok"
 
-    def to_report(self, *, model: str, variant: str, judge: str) -> ModelReport:
-        """The :class:`~touchstone_ray.records.ModelReport` record for this reply."""
-        return ModelReport(
+    def to_report(self, *, model: str, variant: str, judge: str) -> HolisticReport:
+        """The :class:`~touchstone_ray.records.HolisticReport` record for this reply."""
+        return HolisticReport(
             model=model,
             variant=variant,
             judge=judge,

@@ -45,7 +45,7 @@ from touchstone_ray.judging.scorecard import build_scorecard, write_scorecard
 from touchstone_ray.judging.store import JudgeStore
 from touchstone_ray.judging.worklist import JudgePlan, plan_judge
 from touchstone_ray.pack import Pack
-from touchstone_ray.records import EvalResponse, ModelReport, Verdict
+from touchstone_ray.records import EvalResponse, HolisticReport, Verdict
 
 __all__ = ["run_judge"]
 
@@ -62,7 +62,7 @@ def _select(config: JudgeConfig, judges: list[str] | None) -> list[JudgeSpec]:
 
 def _frozen_fleet(bundle: Bundle) -> FleetConfig | None:
     """The fleet config frozen in the bundle, or ``None`` if absent or unreadable."""
-    path = bundle.root / "config.yaml"
+    path = bundle.layout.config
     try:
         return FleetConfig.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
     except (OSError, yaml.YAMLError, ValidationError):
@@ -131,9 +131,9 @@ def _resolve_nodes(specs: list[JudgeSpec], fleet: FleetConfig | None) -> dict[st
     return {spec.id: nodes[spec.host_name].node_id for spec in specs}
 
 
-def _judgements(plan: JudgePlan) -> tuple[list[Verdict], list[ModelReport]]:
+def _judgements(plan: JudgePlan) -> tuple[list[Verdict], list[HolisticReport]]:
     verdicts = [Verdict.model_validate(r) for r in plan.verdicts.values()]
-    reports = [ModelReport.model_validate(r) for r in plan.reports.values()]
+    reports = [HolisticReport.model_validate(r) for r in plan.reports.values()]
     return verdicts, reports
 
 
@@ -276,7 +276,7 @@ def _run_judge(
     for judge_id in complete:
         print(check_line(judge_id, checks[judge_id], judge_id in counted), file=out)
     verdicts: list[Verdict] = []
-    reports: list[ModelReport] = []
+    reports: list[HolisticReport] = []
     for judge_id in counted:
         v, r = _judgements(plans[judge_id])
         verdicts += v

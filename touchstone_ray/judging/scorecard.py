@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from touchstone_ray.aggregates import row_stats
+from touchstone_ray.bundle import Layout
 from touchstone_ray.errors import BundleError
 from touchstone_ray.judging.agreement import (
     RedFlagVote,
@@ -81,7 +82,7 @@ from touchstone_ray.judging.stats import (
     prompt_stats,
 )
 from touchstone_ray.pack import Pack
-from touchstone_ray.records import SCHEMA_VERSION, EvalResponse, ModelReport, Verdict
+from touchstone_ray.records import SCHEMA_VERSION, EvalResponse, HolisticReport, Verdict
 from touchstone_ray.storage import atomic_write_json, atomic_write_text
 
 __all__ = [
@@ -124,7 +125,7 @@ def _view(
     pack: Pack,
     row: tuple[str, str],
     verdicts: Sequence[Verdict],
-    reports: Sequence[ModelReport],
+    reports: Sequence[HolisticReport],
     vote: RedFlagVote,
 ) -> _View:
     dims = [d.id for d in pack.dimensions]
@@ -173,7 +174,7 @@ def build_scorecard(
     pack: Pack,
     responses: Sequence[EvalResponse],
     verdicts: Sequence[Verdict],
-    reports: Sequence[ModelReport],
+    reports: Sequence[HolisticReport],
     *,
     judges: Sequence[str],
     vote: RedFlagVote,
@@ -349,17 +350,18 @@ def write_scorecard(root: Path, card: Scorecard) -> Path:
     returns the JSON path."""
     from touchstone_ray.judging.render import render_markdown
 
-    path = root / SCORECARD_JSON
+    layout = Layout(root)
+    path = layout.scorecard_json
     data = card.model_dump(mode="json")
     atomic_write_json(path, data)
-    atomic_write_text(root / SCORECARD_MD, render_markdown(data))
+    atomic_write_text(layout.scorecard_md, render_markdown(data))
     return path
 
 
 def load_scorecard(root: Path) -> dict[str, Any]:
     """The bundle's ``scorecard.json``; raises :class:`BundleError` when there is none yet
     (saying to run ``judge``) or it is unreadable."""
-    path = root / SCORECARD_JSON
+    path = Layout(root).scorecard_json
     if not root.is_dir():
         raise BundleError(f"{root}: no such bundle folder")
     try:

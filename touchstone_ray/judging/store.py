@@ -2,14 +2,12 @@
 ``calibration.jsonl`` (its verdicts on the pack's calibration answers, same record shape as
 verdicts, keyed ``calibration|<variant>|<prompt id>|<item index>``).
 
-Both follow SPEC §7's JSONL rules through :mod:`touchstone_ray.storage`: one writer per file
-(the driver), each record one flushed write. Reading cuts a torn last line into
-``<file>.torn`` first (like eval's resume), skips malformed lines with a warning, and keeps
-the **last** record per cell key (verdicts) or per (model, variant) (reports): a record asked
-again is appended after the one it replaces.
+The files and their reading rule (the **last** record per cell key or per (model, variant)
+wins) are :class:`~touchstone_ray.bundle.JudgeFiles`'; this module adds the cache fields and
+the judge's names for the reads and writes.
 
 Each record is the contract record (:class:`~touchstone_ray.records.Verdict` /
-:class:`~touchstone_ray.records.ModelReport`) plus ``cache_key``, ``judge_model``,
+:class:`~touchstone_ray.records.HolisticReport`) plus ``cache_key``, ``judge_model``,
 ``template_version``, ``error``, ``call_failed`` and ``n_calls`` (readers of the contract
 records ignore the extra keys). A stored record is reused when :func:`is_current`.
 """
@@ -19,24 +17,47 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from touchstone_ray.judging.prompts import TEMPLATE_VERSION
-from touchstone_ray.storage import JsonlWriter, read_jsonl, repair_torn_tail
+from pydantic import BaseModel, ConfigDict
 
-__all__ = ["JudgeStore", "is_current", "record_extras"]
+from touchstone_ray.bundle import JudgeFiles, Layout
+from touchstone_ray.judging.prompts import TEMPLATE_VERSION
+
+__all__ = ["CacheFields", "JudgeStore", "is_current", "record_extras"]
+
+
+class CacheFields(BaseModel):
+    """The fields stored beside each contract record of a judge's files."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    cache_key: str
+    """sha256 hex of what decides the judge's answer (:mod:`touchstone_ray.judging.cache`);
+    a stored record with the same key is reused."""
+    judge_model: str
+    """The model name the judge endpoint was asked with."""
+    template_version: str = TEMPLATE_VERSION
+    """Version of the judge prompt templates (``touchstone-judge/<n>``)."""
+    error: str | None = None
+    """Why the call or the reply failed; null when it did not."""
+    call_failed: bool = False
+    """The call itself failed (connection, timeout, HTTP): asked again on the next run. An
+    unreadable reply is not a failed call and is kept."""
+    n_calls: int = 1
+    """Judge calls made for this record; 0 when none was made (a call that could not be
+    sent, or a verdict decided without the judge, such as a reasoning-only answer)."""
 
 
 def record_extras(
     *, cache_key: str, judge_model: str, error: str | None, call_failed: bool, n_calls: int
 ) -> dict[str, Any]:
-    """The fields stored beside a contract record (see the module docstring)."""
-    return {
-        "cache_key": cache_key,
-        "judge_model": judge_model,
-        "template_version": TEMPLATE_VERSION,
-        "error": error,
-        "call_failed": call_failed,
-        "n_calls": n_calls,
-    }
+    """The :class:`CacheFields` stored beside a contract record, as a mapping."""
+    return CacheFields(
+        cache_key=cache_key,
+        judge_model=judge_model,
+        error=error,
+        call_failed=call_failed,
+        n_calls=n_calls,
+    ).model_dump(mode="json")
 
 
 def is_current(record: dict[str, Any] | None, cache_key: str) -> bool:
@@ -49,78 +70,33 @@ def is_current(record: dict[str, Any] | None, cache_key: str) -> bool:
     )
 
 
-class JudgeStore:
-    """The stored judgements of one judge; writers open lazily on the first write."""
+class JudgeStore(JudgeFiles):
+    """The stored judgements of one judge (:class:`~touchstone_ray.bundle.JudgeFiles` on
+    ``judgements/<judge_id>/``); writers open lazily on the first write."""
 
     def __init__(self, bundle_root: Path, judge_id: str) -> None:
-        self.folder = bundle_root / "judgements" / judge_id
-        self.verdicts_path = self.folder / "verdicts.jsonl"
-        self.reports_path = self.folder / "reports.jsonl"
-        self.calibration_path = self.folder / "calibration.jsonl"
-        self._verdicts: JsonlWriter | None = None
-        self._reports: JsonlWriter | None = None
-        self._calibration: JsonlWriter | None = None
-
-    def repair(self) -> int:
-        """Cut torn last lines of the three files into ``<file>.torn``; bytes cut."""
-        return sum(
-            repair_torn_tail(p)
-            for p in (self.verdicts_path, self.reports_path, self.calibration_path)
-        )
+        super().__init__(Layout(bundle_root), judge_id)
 
     def stored_verdicts(self) -> dict[str, dict[str, Any]]:
         """Cell key → the last stored verdict record."""
-        return self._by_key(self.verdicts_path)
+        return self.verdicts()
 
     def stored_calibration(self) -> dict[str, dict[str, Any]]:
         """Calibration key → the last stored calibration verdict record."""
-        return self._by_key(self.calibration_path)
-
-    @staticmethod
-    def _by_key(path: Path) -> dict[str, dict[str, Any]]:
-        out: dict[str, dict[str, Any]] = {}
-        for record in read_jsonl(path).records:
-            key = record.get("key")
-            if isinstance(key, str):
-                out[key] = record
-        return out
+        return self.calibration()
 
     def stored_reports(self) -> dict[tuple[str, str], dict[str, Any]]:
-        """(model, variant) → the last stored report record."""
-        out: dict[tuple[str, str], dict[str, Any]] = {}
-        for record in read_jsonl(self.reports_path).records:
-            model, variant = record.get("model"), record.get("variant")
-            if isinstance(model, str) and isinstance(variant, str):
-                out[(model, variant)] = record
-        return out
+        """(model, variant) → the last stored holistic report record."""
+        return self.reports()
 
     def write_verdict(self, record: dict[str, Any]) -> None:
         """Append one verdict record (flushed at once)."""
-        if self._verdicts is None:
-            self._verdicts = JsonlWriter(self.verdicts_path)
-        self._verdicts.write(record)
+        self.append("verdicts", record)
 
     def write_calibration(self, record: dict[str, Any]) -> None:
         """Append one calibration verdict record (flushed at once)."""
-        if self._calibration is None:
-            self._calibration = JsonlWriter(self.calibration_path)
-        self._calibration.write(record)
+        self.append("calibration", record)
 
     def write_report(self, record: dict[str, Any]) -> None:
-        """Append one report record (flushed at once)."""
-        if self._reports is None:
-            self._reports = JsonlWriter(self.reports_path)
-        self._reports.write(record)
-
-    def sync_if_due(self) -> None:
-        """fsync writers whose unsynced data is older than a second."""
-        for writer in (self._verdicts, self._reports, self._calibration):
-            if writer is not None:
-                writer.sync_if_due()
-
-    def close(self) -> None:
-        """fsync and close the writers (idempotent; a later write opens them again)."""
-        for writer in (self._verdicts, self._reports, self._calibration):
-            if writer is not None:
-                writer.close()
-        self._verdicts = self._reports = self._calibration = None
+        """Append one holistic report record (flushed at once)."""
+        self.append("reports", record)

@@ -13,24 +13,28 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from touchstone_ray.bundle import Bundle, new_bundle_root, running_manifest
+from touchstone_ray.bundle import (
+    Bundle,
+    Layout,
+    Manifest,
+    ResponseShards,
+    new_bundle_root,
+    running_manifest,
+)
 from touchstone_ray.config import FleetConfig
 from touchstone_ray.errors import BundleError
 from touchstone_ray.perf.records import PerfResponse
 from touchstone_ray.records import SCHEMA_VERSION
-from touchstone_ray.storage import dedupe_by_key, iter_jsonl, repair_torn_tail, slug
+from touchstone_ray.storage import slug
 
 
 class PerfBundle(Bundle):
     """A perf bundle: the eval bundle's files, a manifest with ``kind: perf`` and no pack."""
 
-    def manifest(self) -> dict[str, Any]:
-        """The parsed ``bundle.json``; raises BundleError if missing, truncated or not a
-        perf manifest."""
-        data = self.raw_manifest()
-        if data.get("kind") != "perf":
+    def check_manifest(self, manifest: Manifest) -> None:
+        """Raise BundleError unless ``manifest`` says ``kind: perf``."""
+        if manifest.kind != "perf":
             raise BundleError(f"{self.root}: not a perf bundle (bundle.json has no kind: perf)")
-        return data
 
 
 POINTS_DIR = "points"
@@ -39,12 +43,12 @@ POINTS_DIR = "points"
 
 def points_dir(root: Path) -> Path:
     """``<bundle>/points``."""
-    return root / POINTS_DIR
+    return Layout(root).points_dir
 
 
 def shard_path(root: Path, label: str) -> Path:
     """``<bundle>/points/<slug(model)>.jsonl``."""
-    return points_dir(root) / f"{slug(label)}.jsonl"
+    return Layout(root).shard(label, POINTS_DIR)
 
 
 def create_perf_bundle(
@@ -86,13 +90,11 @@ def open_perf_bundle(root: Path) -> PerfBundle:
 def read_points(root: Path, repair: bool = False) -> list[PerfResponse]:
     """Every request of the bundle, de-duplicated by key (SPEC §7 rules); ``repair`` first
     cuts each shard back to its last newline (the fragment kept in ``<shard>.torn``)."""
-    records: list[dict[str, Any]] = []
-    for shard in sorted(points_dir(root).glob("*.jsonl")):
-        if repair:
-            repair_torn_tail(shard)
-        records.extend(iter_jsonl(shard))
+    shards = ResponseShards(Layout(root), POINTS_DIR)
+    if repair:
+        shards.repair()
     out: list[PerfResponse] = []
-    for rec in dedupe_by_key(records).values():
+    for rec in shards.records():
         try:
             out.append(PerfResponse.model_validate(rec))
         except ValidationError as exc:

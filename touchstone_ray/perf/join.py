@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from touchstone_ray.bundle import Layout
 from touchstone_ray.errors import BundleError
 from touchstone_ray.perf.report import is_perf_bundle
 from touchstone_ray.report import NONE
@@ -21,7 +22,7 @@ __all__ = ["capacity_by_model_host", "is_perf_bundle", "join_capacity", "perf_on
 
 def _summary(root: Path) -> dict[str, Any]:
     try:
-        data = json.loads((root / "summary.json").read_text(encoding="utf-8"))
+        data = json.loads(Layout(root).summary.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise BundleError(f"{root}: summary.json is missing or unreadable ({exc})") from None
     if not isinstance(data, dict):

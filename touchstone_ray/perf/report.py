@@ -14,6 +14,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
+from touchstone_ray.bundle import Layout, read_manifest
 from touchstone_ray.errors import BundleError
 from touchstone_ray.perf.bundle import open_perf_bundle
 from touchstone_ray.perf.charts import line_svg
@@ -26,10 +27,9 @@ CHARTS_DIR = "report-charts"
 def is_perf_bundle(root: Path) -> bool:
     """Whether ``root/bundle.json`` says ``kind: perf`` (``False`` when unreadable)."""
     try:
-        data = json.loads((Path(root) / "bundle.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return read_manifest(Layout(Path(root)).manifest).kind == "perf"
+    except (OSError, BundleError):
         return False
-    return isinstance(data, dict) and data.get("kind") == "perf"
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
@@ -211,7 +211,7 @@ def write_perf_report(root: Path, formats: Collection[str]) -> list[Path]:
 
     bundle = open_perf_bundle(Path(root))
     try:
-        summary = json.loads((bundle.root / "summary.json").read_text(encoding="utf-8"))
+        summary = json.loads(bundle.layout.summary.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise BundleError(
             f"{bundle.root}: summary.json is missing or unreadable ({exc}); "
@@ -220,14 +220,14 @@ def write_perf_report(root: Path, formats: Collection[str]) -> list[Path]:
     doc = build_perf_document(summary, bundle.manifest())
     written: list[Path] = []
     if "md" in formats:
-        charts = bundle.root / CHARTS_DIR
+        charts = bundle.layout.charts_dir(CHARTS_DIR)
         charts.mkdir(exist_ok=True)
         for block in doc.blocks:
             if isinstance(block, Chart):
                 atomic_write_text(charts / f"{block.name}.svg", block.svg)
-        written.append(bundle.root / "report.md")
+        written.append(bundle.layout.report("md"))
         atomic_write_text(written[-1], render_markdown(doc, charts_dir=CHARTS_DIR))
     if "html" in formats:
-        written.append(bundle.root / "report.html")
+        written.append(bundle.layout.report("html"))
         atomic_write_text(written[-1], render_html(doc))
     return written

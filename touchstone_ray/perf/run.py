@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from touchstone_ray.bundle import Bundle
+from touchstone_ray.bundle import Bundle, Layout
 from touchstone_ray.config import FleetConfig, load_config
 from touchstone_ray.errors import RunError, UsageError
 from touchstone_ray.perf.bundle import (
@@ -33,7 +33,7 @@ from touchstone_ray.perf.capacity import capacity_line, capacity_points, search_
 from touchstone_ray.perf.plan import ModelPoints, Point, plan_points, runs_at
 from touchstone_ray.perf.records import PerfResponse
 from touchstone_ray.perf.summary import slo_share, summarize
-from touchstone_ray.storage import JsonlWriter, atomic_write_json, slug
+from touchstone_ray.storage import JsonlWriter, atomic_write_json
 
 MIN_RUNS = 8
 """Below this many requests per point the figures are noisy: a warning is printed."""
@@ -108,7 +108,7 @@ class _Writer:
 
     def embeds(self, label: str, records: list[dict[str, Any]]) -> None:
         with self.lock:
-            path = self.bundle.root / "embed" / f"{slug(label)}.jsonl"
+            path = self.bundle.layout.shard(label, "embed")
             path.parent.mkdir(exist_ok=True)
             with JsonlWriter(path) as writer:
                 for rec in records:
@@ -242,7 +242,7 @@ def run_perf(opts: PerfOptions, out: TextIO = sys.stdout) -> PerfOutcome:
     records = read_points(bundle.root)
     summary = summarize(records, opts.slo, fleet.capacity)
     embed_lines = _embed_summary(bundle.root, summary)
-    atomic_write_json(bundle.root / "summary.json", summary)
+    atomic_write_json(bundle.layout.summary, summary)
     outcome.n_ok, outcome.n_failed = writer.n_ok, writer.n_failed + len(fleet.errors)
     bundle.update_manifest(status="failed" if outcome.n_failed else "done", finished_at=time.time())
     print(
@@ -265,7 +265,7 @@ def _embed_summary(root: Path, summary: dict[str, Any]) -> list[str]:
     from touchstone_ray.storage import iter_jsonl
 
     lines = []
-    for shard in sorted((root / "embed").glob("*.jsonl")):
+    for shard in Layout(root).shards("embed"):
         by: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for rec in iter_jsonl(shard):
             by.setdefault((str(rec["model"]), str(rec["host"])), []).append(rec)
@@ -345,25 +345,27 @@ class _Fleet:
         for host, f in facts.items():
             self.monitors.register_pids(host, [f["client_pid"]])
         preflight = {h: ray.get(a.preflight.remote(), timeout=60) for h, a in self.actors.items()}
-        manifest = self.bundle.manifest()
-        for host, f in facts.items():
-            manifest["hosts"].setdefault(host, {}).update(f)
-            manifest["hosts"][host]["capabilities"] = capabilities.get(host, {})
-        for host, entries in preflight.items():
-            self.writer.event("preflight", host=host, result=entries)
-            for label, entry in entries.items():
-                self.limits[label] = entry.get("context_limit")
-                if entry.get("server_facts"):
-                    manifest.setdefault("servers", {})[label] = {
-                        "engine_kind": entry.get("engine_kind"),
-                        "server_facts": entry["server_facts"],
-                    }
-                if not entry.get("reachable"):
-                    print(
-                        f"preflight: {host}: {label}: endpoint unreachable ({entry.get('error')})",
-                        file=sys.stderr,
-                    )
-        self.bundle.write_manifest(manifest)
+        with self.bundle.edit_manifest() as manifest:
+            for host, f in facts.items():
+                entry = manifest.hosts.setdefault(host, {})
+                entry.update(f)
+                entry["capabilities"] = capabilities.get(host, {})
+            for host, entries in preflight.items():
+                self.writer.event("preflight", host=host, result=entries)
+                for label, found in entries.items():
+                    self.limits[label] = found.get("context_limit")
+                    if found.get("server_facts"):
+                        server = {
+                            "engine_kind": found.get("engine_kind"),
+                            "server_facts": found["server_facts"],
+                        }
+                        manifest.servers = {**(manifest.servers or {}), label: server}
+                    if not found.get("reachable"):
+                        print(
+                            f"preflight: {host}: {label}: endpoint unreachable "
+                            f"({found.get('error')})",
+                            file=sys.stderr,
+                        )
 
     def run_host(
         self,
@@ -489,8 +491,7 @@ class _Fleet:
         if self.monitors is not None:
             footprint = self.monitors.footprint()
             self.monitors.stop()
-            manifest = self.bundle.manifest()
-            for host, entry in manifest["hosts"].items():
-                if host in footprint:
-                    entry["touchstone_footprint"] = footprint[host]
-            self.bundle.write_manifest(manifest)
+            with self.bundle.edit_manifest() as manifest:
+                for host, entry in manifest.hosts.items():
+                    if host in footprint:
+                        entry["touchstone_footprint"] = footprint[host]

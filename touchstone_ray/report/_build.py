@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from touchstone_ray.bundle import Layout
 from touchstone_ray.errors import UsageError
 from touchstone_ray.lang import labels
 from touchstone_ray.report import _answers, _judged, _judges, _sections, _speed, unjudged
@@ -74,21 +75,22 @@ def write_report(root: Path, formats: str | None = None, *, unjudged: bool = Fal
 
     wanted = parse_formats(formats)
     root = Path(root)
+    layout = Layout(root)
     data = load_report_data(root, judged=not unjudged)
     doc = build_document(data)
     stem, charts_dir = (TASK_STEM, TASK_CHARTS_DIR) if unjudged else ("report", CHARTS_DIR)
     written: list[Path] = []
     if "md" in wanted:
-        charts = root / charts_dir
+        charts = layout.charts_dir(charts_dir)
         charts.mkdir(exist_ok=True)
         for block in doc.blocks:
             if isinstance(block, Chart):
                 atomic_write_text(charts / f"{block.name}.svg", block.svg)
-        path = root / f"{stem}.md"
+        path = layout.report("md", stem)
         atomic_write_text(path, render_markdown(doc, charts_dir=charts_dir))
         written.append(path)
     if "html" in wanted:
-        path = root / f"{stem}.html"
+        path = layout.report("html", stem)
         atomic_write_text(path, render_html(doc, toc_title=labels(data.lang)["toc"]))
         written.append(path)
     return written

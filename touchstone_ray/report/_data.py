@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import warnings
 from collections import defaultdict
-from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -25,11 +24,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from touchstone_ray.aggregates import RowStats, model_concurrency, row_stats
-from touchstone_ray.bundle import Bundle
+from touchstone_ray.bundle import Bundle, JudgeFiles, Layout, read_events, read_host_samples
 from touchstone_ray.errors import BundleError, PackError
 from touchstone_ray.pack import Pack
-from touchstone_ray.records import EvalResponse, HostSample, ModelReport, Verdict
-from touchstone_ray.storage import read_jsonl
+from touchstone_ray.records import EvalResponse, HolisticReport, HostSample, Verdict
 
 __all__ = ["ReportData", "RowKey", "RowStats", "load_report_data", "row_stats"]
 
@@ -65,7 +63,7 @@ class ReportData:
     judges: list[str] = field(default_factory=list)
     verdicts: dict[str, list[Verdict]] = field(default_factory=dict)
     """Cell key → the judges' verdicts (scorecard judge order)."""
-    reports: dict[RowKey, dict[str, ModelReport]] = field(default_factory=dict)
+    reports: dict[RowKey, dict[str, HolisticReport]] = field(default_factory=dict)
     judge_models: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -137,22 +135,10 @@ def _load_responses(bundle: Bundle, pack: Pack, manifest: dict[str, Any]) -> lis
     return sorted(found, key=order)
 
 
-def _load_samples(root: Path) -> dict[str, list[HostSample]]:
-    out: dict[str, list[HostSample]] = defaultdict(list)
-    for path in sorted((root / "hosts").glob("*.jsonl")):
-        for obj in read_jsonl(path).records:
-            try:
-                sample = HostSample.model_validate(obj)
-            except ValidationError:
-                continue
-            out[sample.host].append(sample)
-    return {h: sorted(s, key=lambda x: x.ts) for h, s in sorted(out.items())}
-
-
-def _load_phases(root: Path) -> dict[str, list[Phase]]:
+def _load_phases(layout: Layout) -> dict[str, list[Phase]]:
     open_: dict[tuple[str, str], float] = {}
     out: dict[str, list[Phase]] = defaultdict(list)
-    for ev in read_jsonl(root / "events.jsonl").records:
+    for ev in read_events(layout):
         kind, host, model, ts = ev.get("event"), ev.get("host"), ev.get("model"), ev.get("ts")
         if not isinstance(host, str) or not isinstance(model, str):
             continue
@@ -168,9 +154,9 @@ def _load_phases(root: Path) -> dict[str, list[Phase]]:
 
 
 def _read_card(root: Path) -> dict[str, Any]:
-    from touchstone_ray.judging.scorecard import SCORECARD_JSON, load_scorecard
+    from touchstone_ray.judging.scorecard import load_scorecard
 
-    if root.is_dir() and not (root / SCORECARD_JSON).exists():
+    if root.is_dir() and not Layout(root).scorecard_json.exists():
         raise BundleError(
             f"{root}: no scorecard.json yet; run `touchstone-ray judge --bundle {root} "
             "--judge-config <judge.yaml>` first, or use `report --unjudged`"
@@ -178,38 +164,21 @@ def _read_card(root: Path) -> dict[str, Any]:
     return load_scorecard(root)
 
 
-def _last_by(records: Iterable[dict[str, Any]], key: Any) -> dict[Any, dict[str, Any]]:
-    out: dict[Any, dict[str, Any]] = {}
-    for record in records:
-        k = key(record)
-        if k is not None:
-            out[k] = record
-    return out
-
-
 def _load_judgements(data: ReportData) -> None:
     """Fill verdicts, reports and judge models from ``judgements/<judge>/`` (last record wins,
     as the judge store writes them)."""
     for judge in data.judges:
-        folder = data.root / "judgements" / judge
-        verdicts = _last_by(
-            read_jsonl(folder / "verdicts.jsonl").records,
-            lambda r: r.get("key") if isinstance(r.get("key"), str) else None,
-        )
-        for record in verdicts.values():
+        files = JudgeFiles(Layout(data.root), judge)
+        for record in files.verdicts().values():
             if isinstance(record.get("judge_model"), str):
                 data.judge_models.setdefault(judge, record["judge_model"])
             try:
                 data.verdicts.setdefault(record["key"], []).append(Verdict.model_validate(record))
             except ValidationError:
                 continue
-        reports = _last_by(
-            read_jsonl(folder / "reports.jsonl").records,
-            lambda r: (r.get("model"), r.get("variant")) if "model" in r else None,
-        )
-        for (model, variant), record in reports.items():
+        for (model, variant), record in files.reports().items():
             try:
-                report = ModelReport.model_validate(record)
+                report = HolisticReport.model_validate(record)
             except ValidationError:
                 continue
             data.reports.setdefault((str(model), str(variant)), {})[judge] = report
@@ -241,8 +210,8 @@ def load_report_data(root: Path, *, judged: bool) -> ReportData:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         responses = _load_responses(bundle, pack, manifest) if bundle.responses_dir.is_dir() else []
-        samples = _load_samples(root)
-        phases = _load_phases(root)
+        samples = read_host_samples(bundle.layout)
+        phases = _load_phases(bundle.layout)
     by_row: dict[RowKey, list[EvalResponse]] = defaultdict(list)
     for r in responses:
         by_row[(r.model, r.variant)].append(r)

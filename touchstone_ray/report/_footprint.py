@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from touchstone_ray.aggregates import row_stats
+from touchstone_ray.bundle import Layout
 from touchstone_ray.records import EvalResponse
 from touchstone_ray.report._data import ReportData
 from touchstone_ray.report._doc import Block, Callout, Code, Table, cell, num_cell
@@ -31,7 +32,7 @@ __all__ = ["engine_footprint", "models_per_host"]
 def models_per_host(data: ReportData) -> int:
     """``scheduling.models_per_host`` of the frozen ``config.yaml`` (1 when unreadable)."""
     try:
-        config = yaml.safe_load((data.root / "config.yaml").read_text(encoding="utf-8"))
+        config = yaml.safe_load(Layout(data.root).config.read_text(encoding="utf-8"))
         value = config["scheduling"]["models_per_host"]
     except (OSError, yaml.YAMLError, KeyError, TypeError):
         return 1

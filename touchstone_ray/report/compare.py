@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from touchstone_ray.bundle import Layout
 from touchstone_ray.errors import UsageError
 from touchstone_ray.lang import labels
 from touchstone_ray.report._data import ReportData, load_report_data
@@ -133,7 +134,7 @@ def compare_rows(roots: Sequence[Path]) -> tuple[list[CompareRow], str]:
         root = Path(root)
         if root in perf:
             continue
-        judged = (root / "scorecard.json").is_file()
+        judged = Layout(root).scorecard_json.is_file()
         data = load_report_data(root, judged=judged)
         langs.add(data.lang)
         rows += _rows_of(data)

@@ -23,10 +23,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from touchstone_ray.bundle import Bundle
+from touchstone_ray.bundle import Bundle, JudgeFiles, judge_ids
 from touchstone_ray.errors import UsageError
 from touchstone_ray.records import EvalResponse, Verdict
-from touchstone_ray.storage import atomic_write_text, read_jsonl
+from touchstone_ray.storage import atomic_write_text
 
 __all__ = ["EXPORT_FORMATS", "export_bundle", "response_rows", "verdict_rows"]
 
@@ -51,12 +51,8 @@ def response_rows(bundle: Bundle) -> tuple[list[str], list[dict[str, Any]]]:
 def verdict_rows(bundle: Bundle) -> tuple[list[str], list[dict[str, Any]]]:
     """Columns and rows of every judge's verdicts (judges sorted, records in file order)."""
     rows = []
-    for folder in sorted(p for p in (bundle.root / "judgements").glob("*") if p.is_dir()):
-        latest: dict[str, dict[str, Any]] = {}
-        for record in read_jsonl(folder / "verdicts.jsonl").records:
-            if isinstance(record.get("key"), str):
-                latest[record["key"]] = record
-        for record in latest.values():
+    for judge in judge_ids(bundle.layout):
+        for record in JudgeFiles(bundle.layout, judge).verdicts().values():
             try:
                 row = Verdict.model_validate(record).model_dump(mode="json")
             except ValidationError:
@@ -148,7 +144,7 @@ def export_bundle(root: Path, fmt: str) -> list[Path]:
     if fmt not in EXPORT_FORMATS:
         raise UsageError(f"--format: unknown {fmt!r}; expected one of {', '.join(EXPORT_FORMATS)}")
     bundle = Bundle.open(Path(root))
-    out = bundle.root / "export"
+    out = bundle.layout.export_dir
     tables: Sequence[tuple[str, type[BaseModel], tuple[list[str], list[dict[str, Any]]]]] = (
         ("responses", EvalResponse, response_rows(bundle)),
         ("verdicts", Verdict, verdict_rows(bundle)),

@@ -47,19 +47,15 @@ Engine footprint (the record's endpoint: its model's ``base_url`` in ``bundle.js
 from __future__ import annotations
 
 import bisect
-import json
-import re
-import warnings
+import contextlib
 from collections import defaultdict
 from collections.abc import Iterable
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
+from touchstone_ray.bundle import Layout, ResponseShards, read_host_samples
 from touchstone_ray.records import HostSample, MemPressure
-from touchstone_ray.storage import atomic_rewrite, read_jsonl, to_json_line
 from touchstone_ray.telemetry.linux import PRESSURE_RANK
 
 WINDOW_PAD_S = 0.5
@@ -246,23 +242,14 @@ def resources_for(
 def load_host_samples(
     bundle_dir: Path,
 ) -> tuple[dict[str, HostTimeline], dict[tuple[str, str], list[HostSample]]]:
-    """Read ``hosts/*.jsonl``: host → timeline, and (host, model) → baseline ticks by ts."""
-    by_host: dict[str, list[HostSample]] = defaultdict(list)
-    for path in sorted((bundle_dir / "hosts").glob("*.jsonl")):
-        for obj in read_jsonl(path).records:
-            try:
-                by_host[str(obj.get("host"))].append(HostSample.model_validate(obj))
-            except ValidationError as exc:
-                warnings.warn(
-                    f"{path}: skipped a bad HostSample ({exc.error_count()} errors)", stacklevel=2
-                )
+    """Read ``hosts/*.jsonl`` (:func:`~touchstone_ray.bundle.read_host_samples`): host →
+    timeline, and (host, model) → baseline ticks by ts."""
+    by_host = read_host_samples(Layout(Path(bundle_dir)))
     baselines: dict[tuple[str, str], list[HostSample]] = defaultdict(list)
     for host, samples in by_host.items():
         for s in samples:
             if s.baseline and s.model is not None:
                 baselines[(host, s.model)].append(s)
-    for ticks in baselines.values():
-        ticks.sort(key=lambda s: s.ts)
     return {h: HostTimeline(v) for h, v in by_host.items()}, dict(baselines)
 
 
@@ -274,68 +261,85 @@ def pick_baseline(ticks: list[HostSample], t_start: float | None) -> HostSample 
     return ticks[i - 1] if i > 0 else None
 
 
-_KEY_PREFIX = re.compile(rb'^\{"key":"((?:[^"\\]|\\.)*)"')
-"""The ``key`` that every EvalResponse line starts with (read without parsing the line)."""
-
-
-def _line_key(raw: bytes) -> str | None:
-    match = _KEY_PREFIX.match(raw)
-    if match is None:
-        return None
-    key = json.loads(b'"' + match.group(1) + b'"')
-    return key if isinstance(key, str) else None
-
-
 def finalize_bundle(
     bundle_dir: Path, only_keys: set[str] | None = None, shards: str = "responses"
 ) -> int:
-    """Apply :func:`resources_for` to every record of ``<shards>/*.jsonl``; returns how many
-    (``shards``: ``responses`` in an eval bundle, ``points`` in a perf bundle).
+    """Apply :func:`resources_for` to every record of ``<shards>/*.jsonl`` that has no
+    resource fields yet; returns how many records it looked at (``shards``: ``responses`` in an
+    eval bundle, ``points`` / ``embed`` in a perf bundle).
 
-    ``only_keys`` limits it to those cell keys (after a resume: the new cells); other lines are
-    copied without being parsed. Shards are streamed line by line into a temp file that
-    replaces the shard atomically (:func:`~touchstone_ray.storage.atomic_rewrite`), so memory
-    does not grow with the shard; lines it does not touch, malformed ones and a torn tail
-    included, are kept byte for byte. Call it after the shard writers are closed.
+    Complete and idempotent: every unfinalized record (``n_samples`` null), whichever run
+    wrote it, is joined to the host samples now in ``hosts/``; a second call over the same
+    samples changes no byte. ``only_keys`` instead recomputes exactly those cell keys. The
+    rewrite is :meth:`~touchstone_ray.bundle.ResponseShards.rewrite_unfinalized` (atomic, a
+    shard is replaced only when a line changed). Hosts with records but no samples are named
+    once in ``bundle.json`` ``resources_unknown`` with the reason (:func:`missing_reasons`).
+    Call it after the shard writers are closed.
     """
-    bundle_dir = Path(bundle_dir)
-    timelines, baselines = load_host_samples(bundle_dir)
-    endpoints, cpu_counts = manifest_endpoints(bundle_dir)
+    layout = Layout(Path(bundle_dir))
+    timelines, baselines = load_host_samples(layout.root)
+    endpoints, cpu_counts = manifest_endpoints(layout.root)
     empty = HostTimeline([])
-    updated = 0
-    for shard in sorted((bundle_dir / shards).glob("*.jsonl")):
-        if only_keys is not None and not _shard_has_keys(shard, only_keys):
-            continue
-        with open(shard, "rb") as src, atomic_rewrite(shard) as dst:
-            for raw in src:
-                rec = _record_to_update(raw, only_keys)
-                if rec is None:
-                    dst.write(raw)
-                    continue
-                host, model = str(rec.get("host")), str(rec.get("model"))
-                base = pick_baseline(baselines.get((host, model), []), rec.get("t_start"))
-                found = resources_for(
-                    rec,
-                    timelines.get(host, empty),
-                    base,
-                    endpoint=endpoints.get(model),
-                    cpu_count=cpu_counts.get(host),
-                )
-                rec.update(found)
-                dst.write(to_json_line(rec).encode("utf-8"))
-                updated += 1
-    return updated
+    unsampled: set[str] = set()
+
+    def fields_for(rec: dict[str, Any]) -> dict[str, Any]:
+        host, model = str(rec.get("host")), str(rec.get("model"))
+        timeline = timelines.get(host, empty)
+        if not timeline.samples:
+            unsampled.add(host)
+        base = pick_baseline(baselines.get((host, model), []), rec.get("t_start"))
+        return resources_for(
+            rec,
+            timeline,
+            base,
+            endpoint=endpoints.get(model),
+            cpu_count=cpu_counts.get(host),
+        )
+
+    seen = ResponseShards(layout, shards).rewrite_unfinalized(fields_for, only_keys)
+    if unsampled:
+        _note_missing(layout, unsampled)
+    return seen
+
+
+def missing_reasons(facts: dict[str, dict[str, Any]], hosts: Iterable[str]) -> dict[str, str]:
+    """Host → one line saying why it has no samples in ``hosts/``, from the manifest's
+    ``hosts`` facts: its monitor was lost (``monitoring_lost_reason``), recorded none, or the
+    host is not in the manifest."""
+    out: dict[str, str] = {}
+    for host in sorted(hosts):
+        entry = facts.get(host)
+        if not isinstance(entry, dict):
+            out[host] = "no host samples: the host never joined the run (not in bundle.json hosts)"
+        elif entry.get("monitoring_lost_reason"):
+            out[host] = f"no host samples: monitor lost ({entry['monitoring_lost_reason']})"
+        else:
+            out[host] = "no host samples: its monitor recorded none"
+    return out
+
+
+def _note_missing(layout: Layout, hosts: set[str]) -> None:
+    """Merge :func:`missing_reasons` into ``bundle.json`` ``resources_unknown`` (rewritten only
+    when it changes). A bundle without a readable manifest is left alone."""
+    from touchstone_ray.bundle import edit_manifest
+    from touchstone_ray.errors import BundleError
+
+    with contextlib.suppress(BundleError), edit_manifest(layout.manifest) as manifest:
+        reasons = {**(manifest.resources_unknown or {}), **missing_reasons(manifest.hosts, hosts)}
+        manifest.resources_unknown = dict(sorted(reasons.items()))
 
 
 def manifest_endpoints(bundle_dir: Path) -> tuple[dict[str, str], dict[str, int]]:
     """From ``bundle.json``: model label → endpoint, and host → logical CPU count.
 
     A bundle without a readable manifest gives empty maps (no engine figures)."""
+    from touchstone_ray.bundle import Bundle
+    from touchstone_ray.errors import BundleError
     from touchstone_ray.telemetry.engines import endpoint_of
 
     try:
-        manifest = json.loads((Path(bundle_dir) / "bundle.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        manifest = Bundle(Path(bundle_dir)).read_manifest().to_dict()
+    except (BundleError, OSError):
         return {}, {}
     endpoints = {
         str(m["model"]): endpoint_of(str(m["model"]), m)
@@ -348,27 +352,3 @@ def manifest_endpoints(bundle_dir: Path) -> tuple[dict[str, str], dict[str, int]
         if isinstance(f, dict) and isinstance(f.get("cpu_count"), int)
     }
     return endpoints, cpus
-
-
-def _shard_has_keys(shard: Path, only_keys: set[str]) -> bool:
-    with open(shard, "rb") as fh:
-        return any(_line_key(raw) in only_keys for raw in fh)
-
-
-def _record_to_update(raw: bytes, only_keys: set[str] | None) -> dict[str, Any] | None:
-    """The parsed record of a complete line to finalize, or ``None`` to copy the line as is."""
-    if not raw.endswith(b"\n") or not raw.strip():
-        return None
-    if only_keys is not None:
-        key = _line_key(raw)
-        if key is not None and key not in only_keys:
-            return None
-    try:
-        rec = json.loads(raw)
-    except ValueError:
-        return None
-    if not isinstance(rec, dict) or not isinstance(rec.get("key"), str):
-        return None
-    if only_keys is not None and rec["key"] not in only_keys:
-        return None
-    return rec

@@ -22,8 +22,9 @@ from typing import Any
 import ray
 from ray.exceptions import RayActorError
 
+from touchstone_ray.bundle import Layout
 from touchstone_ray.dispatch import spawn_pinned
-from touchstone_ray.storage import JsonlWriter, repair_torn_tail, slug
+from touchstone_ray.storage import JsonlWriter, repair_torn_tail
 from touchstone_ray.telemetry.engines import EngineTarget
 from touchstone_ray.telemetry.monitor import DEFAULT_BUFFER, HostMonitor
 from touchstone_ray.telemetry.nvml import GpuMode
@@ -68,7 +69,7 @@ class MonitorSet:
 
     def path_for(self, host: str) -> Path:
         """``<bundle>/hosts/<slug(host)>.jsonl``."""
-        return self.bundle_dir / "hosts" / f"{slug(host)}.jsonl"
+        return Layout(self.bundle_dir).host(host)
 
     @property
     def live_hosts(self) -> list[str]:

@@ -49,7 +49,7 @@ class Picked:
 
 
 def _facts(root: Path, row: CompareRow) -> dict[str, str]:
-    manifest = Bundle(root).raw_manifest()
+    manifest = Bundle(root).read_manifest().to_dict()
     engines = {
         str(m.get("model")): str(m.get("engine"))
         for m in manifest.get("models", [])

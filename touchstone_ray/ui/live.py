@@ -168,7 +168,7 @@ def recorded_dashboard(root: Path) -> str | None:
     (``ray.dashboard_url``); ``None`` when it was off, not recorded, not an ``http(s)`` URL
     (bundle text is untrusted: no ``javascript:`` link), or the manifest is unreadable."""
     try:
-        ray_info = Bundle(root).raw_manifest().get("ray")
+        ray_info = Bundle(root).read_manifest().ray
     except TouchstoneError:
         return None
     url = ray_info.get("dashboard_url") if isinstance(ray_info, dict) else None

@@ -35,10 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from touchstone_ray.bundle import Layout, read_events, read_host_samples
 from touchstone_ray.errors import TouchstoneError
 from touchstone_ray.perf.bundle import open_perf_bundle, read_points
-from touchstone_ray.storage import read_jsonl
-from touchstone_ray.telemetry.finalize import load_host_samples
 from touchstone_ray.ui.live import HostProgress, LiveState, host_series
 
 __all__ = ["PlannedPoint", "perf_live_state", "planned_points"]
@@ -119,7 +118,7 @@ class _Phases:
 def _model_phases(root: Path) -> _Phases:
     out = _Phases()
     open_, first = out.open, out.first
-    for ev in read_jsonl(root / "events.jsonl").records:
+    for ev in read_events(Layout(root)):
         kind, host, model, ts = ev.get("event"), ev.get("host"), ev.get("model"), ev.get("ts")
         if not isinstance(host, str) or not isinstance(model, str):
             continue
@@ -208,7 +207,6 @@ def perf_live_state(root: Path, now: float | None = None) -> LiveState:
         if state == "running" and finished and elapsed > 0 and left:
             hp.eta_s = left / (finished / elapsed)
         hp.last_failures = hp.last_failures[-5:]
-    timelines, _ = load_host_samples(root)
-    for name, timeline in timelines.items():
-        host(name).series = host_series(timeline.samples)
+    for name, samples in read_host_samples(Layout(root)).items():
+        host(name).series = host_series(samples)
     return LiveState(state, [hosts[k] for k in sorted(hosts)], now)

@@ -66,7 +66,7 @@ def summarize(root: Path, runs: Path, now: float | None = None) -> BundleSummary
     bundle = Bundle(root)
     rel = root.relative_to(runs).as_posix()
     try:
-        manifest = bundle.raw_manifest()
+        manifest = bundle.read_manifest().to_dict()
         kind = bundle.kind()
         state = bundle.run_state(now)
     except BundleError as exc:

@@ -1,18 +1,17 @@
 """A bundle folder (SPEC §7, a Contract): create it, read it, check a resume against it.
 
-``<out>/<YYYY-MM-DD_HHMMSS>_eval_<pack_id>/`` holds ``bundle.json`` (manifest), frozen
-``pack.yaml`` and ``config.yaml``, ``responses/<model>.jsonl``, ``hosts/<host>.jsonl``,
-``events.jsonl``, ``judgements/<judge>/…`` and the scorecard and reports.
+``<out>/<YYYY-MM-DD_HHMMSS>_eval_<pack_id>/``; its paths are :class:`Layout`'s, its manifest
+a :class:`Manifest`, its shards :class:`ResponseShards`.
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
 import re
 import shutil
 import time
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,18 +19,18 @@ import yaml
 from pydantic import ValidationError
 
 from touchstone_ray import __version__
+from touchstone_ray.bundle._layout import Layout
+from touchstone_ray.bundle._manifest import (
+    Manifest,
+    edit_manifest,
+    read_manifest,
+    write_manifest,
+)
+from touchstone_ray.bundle._responses import ResponseScan, ResponseShards
 from touchstone_ray.config import FleetConfig
 from touchstone_ray.errors import BundleError
 from touchstone_ray.pack import Pack, load_pack, pack_sha256
 from touchstone_ray.records import SCHEMA_VERSION
-from touchstone_ray.storage import (
-    ShardScan,
-    atomic_write_json,
-    dedupe_by_key,
-    iter_jsonl,
-    repair_torn_tail,
-    slug,
-)
 
 SECRET_HINTS = ("key", "apikey", "token", "secret", "password", "authorization")
 """Words that mark a mapping key as secret (``api_key``, ``X-Api-Key``, ``access_token``);
@@ -69,32 +68,19 @@ STALE_AFTER_S = 90.0
 driver writes host samples every ``monitor.interval_s`` (1 s by default) and fsyncs every
 second, so a live run touches ``hosts/`` or ``events.jsonl`` far more often."""
 
-LIVE_FILES = ("bundle.json", "events.jsonl", "responses/*.jsonl", "hosts/*.jsonl", "points/*.jsonl")
-"""The files a live driver writes (eval and perf bundles); their newest mtime is its heartbeat."""
-
 
 def find_bundles(root: Path) -> list[Path]:
     """Every bundle folder under ``root`` (one with a ``bundle.json``), recursively, sorted by
     path; a bundle's own sub-folders are not searched. Unreadable folders are skipped."""
     found: list[Path] = []
+    manifest_name = Layout(root).manifest.name
     for folder, dirs, files in os.walk(root, onerror=lambda _exc: None):
-        if "bundle.json" in files:
+        if manifest_name in files:
             found.append(Path(folder))
             dirs[:] = []
         else:
             dirs[:] = sorted(d for d in dirs if not d.startswith("."))
     return sorted(found)
-
-
-@dataclass
-class ResponseScan:
-    """What a scan of ``responses/`` found (used by resume and by readers)."""
-
-    ok_keys: set[str] = field(default_factory=set)
-    error_keys: set[str] = field(default_factory=set)
-    n_lines: int = 0
-    torn_bytes: int = 0
-    malformed: int = 0
 
 
 def new_bundle_root(out: Path, name: str, config: FleetConfig) -> Path:
@@ -107,11 +93,12 @@ def new_bundle_root(out: Path, name: str, config: FleetConfig) -> Path:
         root = out / f"{stamp}_{name}-{n}"
         n += 1
     root.mkdir(parents=True)
-    (root / "config.yaml").write_text(
+    layout = Layout(root)
+    layout.config.write_text(
         yaml.safe_dump(frozen_config(config), sort_keys=False, allow_unicode=True),
         encoding="utf-8",
     )
-    (root / "hosts").mkdir()
+    layout.hosts_dir.mkdir()
     return root
 
 
@@ -138,31 +125,39 @@ class Bundle:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self.layout = Layout(root)
+        """Every path of the bundle."""
+        self.shards = ResponseShards(self.layout)
+        """The response shards (``responses/``)."""
 
-    # layout -------------------------------------------------------------------------------
+    # layout (kept for callers that read these names) --------------------------------------
     @property
     def manifest_path(self) -> Path:
-        return self.root / "bundle.json"
+        """``bundle.json``."""
+        return self.layout.manifest
 
     @property
     def responses_dir(self) -> Path:
-        return self.root / "responses"
+        """``responses/``."""
+        return self.layout.responses_dir
 
     @property
     def hosts_dir(self) -> Path:
-        return self.root / "hosts"
+        """``hosts/``."""
+        return self.layout.hosts_dir
 
     @property
     def events_path(self) -> Path:
-        return self.root / "events.jsonl"
+        """``events.jsonl``."""
+        return self.layout.events
 
     def shard_path(self, model_label: str) -> Path:
         """``responses/<slug(model)>.jsonl``."""
-        return self.responses_dir / f"{slug(model_label)}.jsonl"
+        return self.layout.shard(model_label)
 
     def host_path(self, host: str) -> Path:
         """``hosts/<slug(host)>.jsonl``."""
-        return self.hosts_dir / f"{slug(host)}.jsonl"
+        return self.layout.host(host)
 
     # create / open ------------------------------------------------------------------------
     @classmethod
@@ -175,8 +170,8 @@ class Bundle:
         """
         root = new_bundle_root(out, f"eval_{pack.id}", config)
         bundle = cls(root)
-        shutil.copyfile(pack_path, root / "pack.yaml")
-        bundle.responses_dir.mkdir()
+        shutil.copyfile(pack_path, bundle.layout.pack)
+        bundle.layout.responses_dir.mkdir()
         common = running_manifest(config, ray_info)
         bundle.write_manifest(
             {
@@ -200,58 +195,74 @@ class Bundle:
         bundle.manifest()
         return bundle
 
-    def manifest(self) -> dict[str, Any]:
-        """The parsed ``bundle.json`` of an eval bundle; raises :class:`BundleError` if missing,
-        truncated, or without a pack."""
-        data = self.raw_manifest()
-        if not isinstance(data.get("pack"), dict):
-            raise BundleError(f"{self.manifest_path}: not a touchstone bundle manifest")
-        if not isinstance(data["pack"].get("sha256"), str):
-            raise BundleError(f"{self.manifest_path}: pack.sha256 is missing; is this a bundle?")
-        return data
+    # manifest -----------------------------------------------------------------------------
+    def read_manifest(self) -> Manifest:
+        """``bundle.json`` of any bundle kind, typed; the one reader. Raises
+        :class:`BundleError` if missing, not a JSON object or a field has the wrong type."""
+        return read_manifest(self.layout.manifest)
 
-    def raw_manifest(self) -> dict[str, Any]:
-        """``bundle.json`` as a mapping, of any bundle kind (a perf bundle has no pack, so
-        :meth:`manifest` refuses it). Raises :class:`BundleError` if missing or not a JSON
-        object."""
-        try:
-            data = json.loads(self.manifest_path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise BundleError(f"{self.manifest_path}: missing; is this a bundle?") from None
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise BundleError(f"{self.manifest_path}: not valid JSON ({exc})") from None
-        if not isinstance(data, dict):
-            raise BundleError(f"{self.manifest_path}: not a touchstone bundle manifest")
-        return data
+    def check_manifest(self, manifest: Manifest) -> None:
+        """Raise :class:`BundleError` unless ``manifest`` is one of this bundle's kind (an
+        eval bundle: with a pack and its sha256)."""
+        path = self.layout.manifest
+        if not isinstance(manifest.pack, dict):
+            raise BundleError(f"{path}: not a touchstone bundle manifest")
+        if not isinstance(manifest.pack.get("sha256"), str):
+            raise BundleError(f"{path}: pack.sha256 is missing; is this a bundle?")
+
+    def manifest(self) -> dict[str, Any]:
+        """``bundle.json`` as a mapping, checked for this bundle's kind
+        (:meth:`check_manifest`); raises :class:`BundleError` otherwise."""
+        manifest = self.read_manifest()
+        self.check_manifest(manifest)
+        return manifest.to_dict()
 
     def kind(self) -> str:
         """``eval`` or ``perf`` (SPEC §7b: ``bundle.json`` ``kind``; absent means ``eval``)."""
-        kind = self.raw_manifest().get("kind")
-        return kind if isinstance(kind, str) and kind else "eval"
+        kind = self.read_manifest().kind
+        return kind if kind else "eval"
+
+    def write_manifest(self, data: Manifest | dict[str, Any]) -> None:
+        """Write a whole new ``bundle.json`` atomically (creating a bundle); changes to an
+        existing one go through :meth:`edit_manifest`."""
+        write_manifest(self.layout.manifest, data)
+
+    @contextlib.contextmanager
+    def edit_manifest(self) -> Iterator[Manifest]:
+        """Read, modify, write atomically: ``with bundle.edit_manifest() as m: m.status = …``
+        (:func:`~touchstone_ray.bundle.edit_manifest`, after :meth:`check_manifest`)."""
+        with edit_manifest(self.layout.manifest) as manifest:
+            self.check_manifest(manifest)
+            yield manifest
+
+    def update_manifest(self, **fields: Any) -> None:
+        """Set top-level manifest fields atomically (:meth:`edit_manifest`)."""
+        with self.edit_manifest() as manifest:
+            for name, value in fields.items():
+                setattr(manifest, name, value)
 
     def last_write(self) -> float | None:
         """Newest mtime (epoch s) of the files a live driver writes (:data:`LIVE_FILES`);
         ``None`` when none exists."""
         newest: float | None = None
-        for pattern in LIVE_FILES:
-            for path in self.root.glob(pattern):
-                try:
-                    mtime = path.stat().st_mtime
-                except OSError:
-                    continue
-                newest = mtime if newest is None else max(newest, mtime)
+        for path in self.layout.live_files():
+            try:
+                mtime = path.stat().st_mtime
+            except OSError:
+                continue
+            newest = mtime if newest is None else max(newest, mtime)
         return newest
 
     def run_state(self, now: float | None = None, stale_after_s: float = STALE_AFTER_S) -> str:
         """``running``, ``crashed`` (the manifest says running but no file changed for
         ``stale_after_s`` seconds: no live driver), ``done``, ``failed`` or ``judged`` (done
         with a ``scorecard.json``). Raises :class:`BundleError` for an unreadable manifest."""
-        status = str(self.raw_manifest().get("status") or "running")
+        status = str(self.read_manifest().status or "running")
         if status == "running":
             last = self.last_write()
             now = time.time() if now is None else now
             return "crashed" if last is None or now - last > stale_after_s else "running"
-        if status == "done" and (self.root / "scorecard.json").is_file():
+        if status == "done" and self.layout.scorecard_json.is_file():
             return "judged"
         return status
 
@@ -260,32 +271,22 @@ class Bundle:
         import shlex
 
         root = shlex.quote(str(self.root))
-        config = shlex.quote(str(self.root / "config.yaml"))
+        config = shlex.quote(str(self.layout.config))
         if self.kind() == "perf":
             return f"touchstone-ray perf --config {config} --resume {root}"
-        pack = shlex.quote(str(self.root / "pack.yaml"))
+        pack = shlex.quote(str(self.layout.pack))
         return f"touchstone-ray eval --pack {pack} --config {config} --resume {root}"
-
-    def write_manifest(self, data: dict[str, Any]) -> None:
-        """Replace ``bundle.json`` atomically."""
-        atomic_write_json(self.manifest_path, data)
-
-    def update_manifest(self, **fields: Any) -> None:
-        """Set top-level manifest fields atomically."""
-        data = self.manifest()
-        data.update(fields)
-        self.write_manifest(data)
 
     def pack(self) -> Pack:
         """The frozen pack; raises :class:`BundleError` if ``pack.yaml`` is not the pack the
         manifest names (:meth:`check_frozen_pack`)."""
         self.check_frozen_pack()
-        return load_pack(self.root / "pack.yaml")
+        return load_pack(self.layout.pack)
 
     def check_frozen_pack(self) -> None:
         """Raise :class:`BundleError` unless ``pack.yaml`` has the sha256 in ``bundle.json``
         (a pack replaced after the run would be judged or resumed against the wrong rubric)."""
-        path = self.root / "pack.yaml"
+        path = self.layout.pack
         want = str(self.manifest()["pack"]["sha256"])
         try:
             sha = pack_sha256(path)
@@ -297,36 +298,17 @@ class Bundle:
                 f"{want[:12]}); the bundle was changed after its run"
             )
 
-    # reading ------------------------------------------------------------------------------
+    # reading ----------------------------------------------------------------------------
     def scan_responses(self, repair: bool = False) -> ResponseScan:
-        """Scan every shard: ok keys and error-only keys.
+        """Scan every shard: ok keys and error-only keys (:meth:`ResponseShards.scan`).
 
         With ``repair``, each torn last line is first cut into ``<shard>.torn``.
         """
-        scan = ResponseScan()
-        for shard in sorted(self.responses_dir.glob("*.jsonl")):
-            if repair:
-                scan.torn_bytes += repair_torn_tail(shard)
-            shard_scan = ShardScan()
-            for record in iter_jsonl(shard, shard_scan):
-                scan.n_lines += 1
-                key = record.get("key")
-                if not isinstance(key, str):
-                    continue
-                if record.get("ok"):
-                    scan.ok_keys.add(key)
-                    scan.error_keys.discard(key)
-                elif key not in scan.ok_keys:
-                    scan.error_keys.add(key)
-            scan.malformed += len(shard_scan.malformed)
-        return scan
+        return self.shards.scan(repair)
 
     def responses(self) -> list[dict[str, Any]]:
         """Every response record, de-duplicated by key (ok wins, first ok wins)."""
-        records: list[dict[str, Any]] = []
-        for shard in sorted(self.responses_dir.glob("*.jsonl")):
-            records.extend(iter_jsonl(shard))
-        return list(dedupe_by_key(records).values())
+        return self.shards.records()
 
     # resume checks ------------------------------------------------------------------------
     def check_resume(self, pack_path: Path | None, config: FleetConfig) -> None:
@@ -350,7 +332,7 @@ class Bundle:
         """Refuse a resume whose config changed a model's generation settings
         (:data:`GENERATION_FIELDS`); raises :class:`BundleError` naming the model, the field
         and its old and new value."""
-        frozen_path = self.root / "config.yaml"
+        frozen_path = self.layout.config
         try:
             old_cfg = FleetConfig.model_validate(yaml.safe_load(frozen_path.read_text("utf-8")))
         except (OSError, yaml.YAMLError, ValidationError) as exc:

@@ -1,0 +1,56 @@
+"""The bundle (SPEC §7 eval, §7b perf): one package owns its paths, manifest and files.
+
+* :class:`Layout` — every path of a bundle folder;
+* :class:`Manifest` — ``bundle.json`` typed, with :meth:`Bundle.edit_manifest` the one way to
+  change it (read, modify, atomic write);
+* :class:`Bundle` — create / open / resume checks / run state of a folder;
+* :class:`ResponseShards` — response shards: append, scan with torn-tail repair and
+  de-duplication, :meth:`~ResponseShards.unfinalized_keys`, the finalize rewrite;
+* :func:`read_host_samples`, :func:`read_events` — the host-sample and event-log readers;
+* :class:`JudgeFiles` — a judge's verdicts, holistic reports and calibration verdicts, read
+  "last record wins" (:func:`last_by_key`, :func:`last_by_row`).
+"""
+
+from touchstone_ray.bundle._folder import (
+    GENERATION_FIELDS,
+    SECRET_HINTS,
+    STALE_AFTER_S,
+    Bundle,
+    find_bundles,
+    frozen_config,
+    new_bundle_root,
+    redact,
+    running_manifest,
+)
+from touchstone_ray.bundle._hosts import read_events, read_host_samples
+from touchstone_ray.bundle._judgements import JudgeFiles, judge_ids, last_by_key, last_by_row
+from touchstone_ray.bundle._layout import LIVE_FILES, Layout
+from touchstone_ray.bundle._manifest import Manifest, edit_manifest, read_manifest, write_manifest
+from touchstone_ray.bundle._responses import ResponseScan, ResponseShards, is_unfinalized
+
+__all__ = [
+    "GENERATION_FIELDS",
+    "LIVE_FILES",
+    "SECRET_HINTS",
+    "STALE_AFTER_S",
+    "Bundle",
+    "JudgeFiles",
+    "Layout",
+    "Manifest",
+    "ResponseScan",
+    "ResponseShards",
+    "edit_manifest",
+    "find_bundles",
+    "frozen_config",
+    "is_unfinalized",
+    "judge_ids",
+    "last_by_key",
+    "last_by_row",
+    "new_bundle_root",
+    "read_events",
+    "read_host_samples",
+    "read_manifest",
+    "redact",
+    "running_manifest",
+    "write_manifest",
+]
