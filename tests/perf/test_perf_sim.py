@@ -276,6 +276,8 @@ def test_sigkill_then_resume_reuses_finished_points(tmp_path: Path) -> None:
     for r in after:  # the finished points' requests are the ones from before the kill
         if r["key"].rsplit("|", 1)[0] in finished:
             assert r["t_start"] == before[r["key"]]["t_start"]
+    unfinalized = [r["key"] for r in after if not isinstance(r["n_samples"], int)]
+    assert unfinalized == []  # the requests from before the kill got resources too
     rerun = [e["point"] for e in lines(bundle / "events.jsonl") if e["event"] == "point_done"]
     assert sorted(rerun) == sorted(set(rerun))  # each point finished once
     assert json.loads((bundle / "bundle.json").read_text())["status"] == "done"
@@ -289,6 +291,40 @@ def test_sigkill_then_resume_reuses_finished_points(tmp_path: Path) -> None:
         .startswith(f"error: {bundle}: model sim-a: sim changed since the bundle was started (")
     )
     assert [r["key"] for r in lines(shard)] == keys  # nothing was written
+
+
+def test_ctrl_c_finalizes_the_requests_written_so_far(tmp_path: Path) -> None:
+    config = fleet(tmp_path, {"sim-a": 0.0}, tps=40.0)  # ~0.4 s a request
+    args = ["--config", str(config), "--contexts", "64", "--concurrency", "1,2,3,4"]
+    args += ["--output-tokens", "16", "--runs", "3"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "touchstone_ray.cli", "perf", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env(tmp_path),
+        cwd=REPO,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            found = list((tmp_path / "runs").glob("*/events.jsonl"))
+            if found and sum(e["event"] == "point_done" for e in lines(found[0])) >= 2:
+                break
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+    [bundle] = list((tmp_path / "runs").iterdir())
+    assert proc.returncode == 1, err.decode()[-3000:]
+    assert f"error: interrupted; resume with --resume {bundle}" in err.decode()
+    written = lines(bundle / "points" / "sim-a.jsonl")
+    assert len(written) >= 6  # two finished points, 3 runs each
+    assert [r["key"] for r in written if not isinstance(r["n_samples"], int)] == []
+    assert json.loads((bundle / "bundle.json").read_text())["status"] == "failed"
 
 
 def test_report_on_a_perf_bundle(capacity_run: tuple[Path, str, str]) -> None:

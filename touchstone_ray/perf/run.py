@@ -144,6 +144,15 @@ def _check(opts: PerfOptions) -> None:
         raise UsageError("--capacity needs --slo (e.g. --slo ttft=0.5,tpot=0.05)")
 
 
+def _finalize(root: Path) -> None:
+    """Resource fields for every request and embeddings batch still without them (idempotent:
+    :func:`~touchstone_ray.telemetry.finalize.finalize_bundle`)."""
+    from touchstone_ray.telemetry.finalize import finalize_bundle
+
+    finalize_bundle(root, shards="points")
+    finalize_bundle(root, shards="embed")
+
+
 def run_perf(opts: PerfOptions, out: TextIO = sys.stdout) -> PerfOutcome:
     """Run (or resume) the perf points; print the capacity lines and the bundle path last.
 
@@ -219,17 +228,17 @@ def run_perf(opts: PerfOptions, out: TextIO = sys.stdout) -> PerfOutcome:
             while t.is_alive():
                 t.join(timeout=0.5)
         fleet.stop()
-        from touchstone_ray.telemetry.finalize import finalize_bundle
-
         writer.close()
-        finalize_bundle(bundle.root, shards="points")
-        finalize_bundle(bundle.root, shards="embed")
+        _finalize(bundle.root)
     except BaseException as exc:
         with contextlib.suppress(Exception):
             fleet.stop()
         with contextlib.suppress(Exception):
             writer.event("run_aborted", reason=str(exc) or type(exc).__name__)
             writer.close()
+        with contextlib.suppress(Exception):  # every request written so far, also on Ctrl-C
+            _finalize(bundle.root)
+        with contextlib.suppress(Exception):
             bundle.update_manifest(status="failed", finished_at=time.time())
         if isinstance(exc, KeyboardInterrupt):
             raise RunError(f"interrupted; resume with --resume {bundle.root}") from None
