@@ -319,11 +319,12 @@ def spawn_client(
     max_attempts: int = 1,
     scheduling: dict[str, Any] | None = None,
     run_id: str = "",
+    actor_cls: type[HostClient] | None = None,
 ) -> Any:
-    """Start a :class:`HostClient` actor pinned hard to ``node_id`` (SPEC §8), no CPU, never
-    restarted elsewhere; ``models`` maps label → spec; ``scheduling`` and ``run_id`` as for
-    :class:`HostClient`. API keys are read from their env vars here, on the driver, and travel
-    only in memory."""
+    """Start a :class:`HostClient` actor (or the subclass ``actor_cls``) pinned hard to
+    ``node_id`` (SPEC §8), no CPU, never restarted elsewhere; ``models`` maps label → spec;
+    ``scheduling`` and ``run_id`` as for :class:`HostClient`. API keys are read from their env
+    vars here, on the driver, and travel only in memory."""
     from touchstone_ray.dispatch import spawn_pinned
 
     specs = {
@@ -334,7 +335,7 @@ def spawn_client(
         for label, spec in models.items()
     }
     return spawn_pinned(
-        HostClient,
+        actor_cls or HostClient,
         node_id,
         host,
         specs,

@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 from touchstone_ray.engines.base import ChatResult
-from touchstone_ray.eval.client_actor import HostClient
+from touchstone_ray.eval.client_actor import HostClient, spawn_client
 from touchstone_ray.eval.prompts import PromptCount, input_truncated, nonce_line
 from touchstone_ray.perf.plan import Point
 from touchstone_ray.perf.records import PerfResponse
@@ -188,30 +188,17 @@ def spawn_perf_client(
     run_id: str,
     temperature: float | None = 0.0,
 ) -> Any:
-    """A :class:`PerfClient` actor pinned hard to ``node_id`` (as
-    :func:`~touchstone_ray.eval.client_actor.spawn_client`); ``models`` maps label → spec."""
-    import os
-
-    from touchstone_ray.dispatch import spawn_pinned
-
-    specs = {
-        label: (
-            spec.model_dump(mode="json"),
-            os.environ.get(spec.api_key_env) if spec.api_key_env else None,
-        )
-        for label, spec in models.items()
-    }
-    return spawn_pinned(
-        PerfClient,
-        node_id,
+    """A :class:`PerfClient` actor pinned hard to ``node_id``, through
+    :func:`~touchstone_ray.eval.client_actor.spawn_client`; ``models`` maps label → spec."""
+    return spawn_client(
         host,
-        specs,
-        "perf",
-        0,
-        {"temperature": temperature},
-        max_attempts,
-        scheduling,
-        run_id,
+        node_id,
+        models,
         name=name,
-        max_concurrency=1000,
+        pack_id="perf",
+        sampling={"temperature": temperature},
+        max_attempts=max_attempts,
+        scheduling=scheduling,
+        run_id=run_id,
+        actor_cls=PerfClient,
     )
