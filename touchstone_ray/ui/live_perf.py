@@ -74,7 +74,7 @@ def _replanned(root: Path, settings: dict[str, Any]) -> list[PlannedPoint]:
     from touchstone_ray.perf.plan import plan_points
 
     try:
-        config = load_config(root / "config.yaml")
+        config = load_config(Layout(root).config)
         plans = plan_points(
             config,
             [int(c) for c in settings["contexts"]],
