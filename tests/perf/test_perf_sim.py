@@ -223,6 +223,18 @@ def test_bad_flags_exit_2(tmp_path: Path) -> None:
     assert not (tmp_path / "runs").exists()
 
 
+def start_perf(tmp: Path, args: list[str]) -> subprocess.Popen[bytes]:
+    """``touchstone-ray perf ARGS`` in its own session (so a signal can reach its group)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "touchstone_ray.cli", "perf", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env(tmp),
+        cwd=REPO,
+        start_new_session=True,
+    )
+
+
 def test_sigkill_then_resume_reuses_finished_points(tmp_path: Path) -> None:
     config = fleet(tmp_path, {"sim-a": 0.0}, tps=40.0)  # ~0.4 s a request
     args = [
@@ -237,14 +249,7 @@ def test_sigkill_then_resume_reuses_finished_points(tmp_path: Path) -> None:
         "--runs",
         "3",
     ]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "touchstone_ray.cli", "perf", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env(tmp_path),
-        cwd=REPO,
-        start_new_session=True,
-    )
+    proc = start_perf(tmp_path, args)
     try:
         deadline = time.monotonic() + 120
         events: list[dict[str, Any]] = []
@@ -297,14 +302,7 @@ def test_ctrl_c_finalizes_the_requests_written_so_far(tmp_path: Path) -> None:
     config = fleet(tmp_path, {"sim-a": 0.0}, tps=40.0)  # ~0.4 s a request
     args = ["--config", str(config), "--contexts", "64", "--concurrency", "1,2,3,4"]
     args += ["--output-tokens", "16", "--runs", "3"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "touchstone_ray.cli", "perf", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env(tmp_path),
-        cwd=REPO,
-        start_new_session=True,
-    )
+    proc = start_perf(tmp_path, args)
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
