@@ -11,13 +11,11 @@ import re
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import yaml
-from ui_helpers import REPO, packs_folder, shot, ui_server
+from ui_helpers import REPO, first_bundle_rel, packs_folder, shot, ui_server
 
 PROMPTS = 4
 PACK: dict[str, Any] = {
@@ -89,15 +87,7 @@ def test_live_page_follows_a_running_eval(tmp_path: Path, page: Any) -> None:
             cwd=REPO,
         )
         try:
-            deadline = time.monotonic() + 120
-            rel = None
-            while rel is None and time.monotonic() < deadline and run.poll() is None:
-                found = re.search(
-                    r'data-bundle="([^"]+)"', httpx.get(server.url + "/fragment/overview").text
-                )
-                rel = found[1] if found else None
-                time.sleep(0.3)
-            assert rel is not None, run.stdout.read() if run.stdout else ""
+            rel = first_bundle_rel(server, run)
             page.goto(f"{server.url}/live/{rel}")
             page.locator(".host-card").wait_for(timeout=60_000)
             # the broken model runs first: its 4 cells fail with http_5xx (so the run ends

@@ -19,10 +19,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import yaml
-from ui_helpers import REPO, UiServer, packs_folder, shot, ui_server
+from ui_helpers import REPO, UiServer, first_bundle_rel, packs_folder, shot, ui_server
 
 from touchstone_ray.bundle import STALE_AFTER_S, Bundle
 from touchstone_ray.config import load_config
@@ -136,15 +135,7 @@ def test_live_page_follows_a_running_perf(perf_run: tuple[UiServer, Any, Path], 
     server, run, fleet = perf_run
     total = sum(planned(fleet).values())
     assert total == 12  # 2 models × (256-cached, 256 × 1, 256 × 2) × 2 runs
-    deadline = time.monotonic() + 120
-    rel = None
-    while rel is None and time.monotonic() < deadline and run.poll() is None:
-        found = re.search(
-            r'data-bundle="([^"]+)"', httpx.get(server.url + "/fragment/overview").text
-        )
-        rel = found[1] if found else None
-        time.sleep(0.3)
-    assert rel is not None, run.stdout.read() if run.stdout else ""
+    rel = first_bundle_rel(server, run)
     page.goto(f"{server.url}/live/{rel}")
     assert page.locator("p.err").count() == 0
     assert page.locator('a[href^="/run/"]').count() == 0  # a perf bundle has no result page

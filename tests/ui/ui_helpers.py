@@ -8,6 +8,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -155,6 +156,20 @@ def ui_server(runs: Path, packs: Path, *extra: str, host: str = "127.0.0.1") -> 
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def first_bundle_rel(server: UiServer, run: subprocess.Popen[str], timeout_s: float = 120) -> str:
+    """The overview's first bundle (its ``data-bundle`` path) once a run started it; fails
+    with the run's output when none appears within ``timeout_s`` or the run ends first."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and run.poll() is None:
+        found = re.search(
+            r'data-bundle="([^"]+)"', httpx.get(server.url + "/fragment/overview").text
+        )
+        if found:
+            return found[1]
+        time.sleep(0.3)
+    raise AssertionError(run.stdout.read() if run.stdout else "no bundle appeared")
 
 
 def shot(page: Any, name: str) -> None:
