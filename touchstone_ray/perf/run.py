@@ -393,7 +393,7 @@ class _Fleet:
                 self.monitors.baseline(host, m.label)
                 self.writer.event("model_start", host=host, model=m.label)
                 if self.config.scheduling.warmup:
-                    ray.get(actor.warmup.remote(m.label), timeout=m.spec.timeout_s * 3 + 900)
+                    ray.get(actor.warmup.remote(m.label), timeout=self._warmup_deadline_s(m))
                 contexts = sorted({p.context for p in m.points})
                 fits = ray.get(
                     actor.fit.remote(m.label, contexts, self.limits.get(m.label)), timeout=600
@@ -420,6 +420,14 @@ class _Fleet:
                 msg = f"{host}: {m.label}: {type(exc).__name__}: {exc}"
                 self.errors.append(msg)
                 self.writer.event("model_failed", host=host, model=m.label, error=msg)
+
+    def _warmup_deadline_s(self, m: ModelPoints) -> float:
+        """The warm-up request's deadline (s), derived like eval's from the endpoint's engine
+        settings (:func:`~touchstone_ray.dispatch.call_deadline_s`)."""
+        from touchstone_ray.dispatch import call_deadline_s
+
+        max_attempts = self.config.scheduling.max_attempts
+        return call_deadline_s(m.spec.engine_settings(None, max_attempts=max_attempts))
 
     def _run_point(
         self, actor: Any, m: ModelPoints, point: Point, output_tokens: int
