@@ -223,6 +223,24 @@ def write_yaml(path: Path, data: Any) -> Path:
     return path
 
 
+def peer_env(work: Path) -> dict[str, str]:
+    """The environment of a peer tool from the bench venv (GuideLLM, Inspect, llama-benchy):
+    this process's variables without its venv and Python settings, its own ``HOME`` under
+    ``work``, Hugging Face offline (nothing can be downloaded here), no colour."""
+    home = work / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHON"))}
+    env.update(
+        HOME=str(home),
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        HF_HUB_DISABLE_TELEMETRY="1",
+        NO_COLOR="1",
+        TERM="dumb",
+    )
+    return env
+
+
 def ray_env(tmp: Path) -> dict[str, str]:
     """The environment of a child that starts Ray: own ``HOME`` and short ``RAY_TMPDIR``."""
     home = tmp / "home"

@@ -67,6 +67,7 @@ from _common import (
     fleet_config,
     log,
     machine,
+    peer_env,
     ray_env,
     run_eval_cli,
     scratch,
@@ -351,20 +352,8 @@ def run_touchstone(
 
 
 def _venv_env(work: Path, url: str) -> dict[str, str]:
-    home = work / "home"
-    home.mkdir(parents=True, exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHON"))}
-    env.update(
-        HOME=str(home),
-        HF_HUB_OFFLINE="1",
-        TRANSFORMERS_OFFLINE="1",
-        HF_HUB_DISABLE_TELEMETRY="1",
-        SIM_BASE_URL=url + "/v1",
-        SIM_API_KEY="bench",
-        NO_COLOR="1",
-        TERM="dumb",
-    )
-    return env
+    """A peer's environment (:func:`_common.peer_env`) pointed at the simulator."""
+    return peer_env(work) | {"SIM_BASE_URL": url + "/v1", "SIM_API_KEY": "bench"}
 
 
 def _run_tool(cmd: list[str], env: dict[str, str], work: Path, name: str) -> float:

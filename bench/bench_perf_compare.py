@@ -51,7 +51,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "real"))
 
-from _common import SimProcess, dump, log, machine, ray_env, scratch, write_yaml
+from _common import SimProcess, dump, log, machine, peer_env, ray_env, scratch, write_yaml
 from llama_server import MODEL_ALIAS, llama_server, model_path
 
 from touchstone_ray.engines import EngineSettings
@@ -87,16 +87,6 @@ def median(values: list[float]) -> float | None:
 
 def p99(values: list[float]) -> float | None:
     return percentile(values, 99) if values else None
-
-
-def peer_env(work: Path) -> dict[str, str]:
-    """A peer's environment: own ``HOME``, no network lookups for Hugging Face files."""
-    home = work / "home"
-    home.mkdir(parents=True, exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHON"))}
-    env.update(HOME=str(home), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", NO_COLOR="1")
-    env["TERM"] = "dumb"
-    return env
 
 
 def run_logged(cmd: list[str], env: dict[str, str], work: Path, name: str) -> float:

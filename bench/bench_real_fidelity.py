@@ -48,7 +48,7 @@ from urllib.parse import urlparse
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "real"))
 
-from _common import dump, log, machine, scratch, spread
+from _common import dump, log, machine, peer_env, scratch, spread
 from llama_server import MODEL_ALIAS, llama_server
 
 from touchstone_ray.engines import ChatRequest, EngineSettings
@@ -198,8 +198,7 @@ def run_guidellm(
     cmd += ["--constraint", f"kind=max_requests,count={len(batch)}"]
     cmd += ["--data", f"kind=json_file,path={data}", "--output", f"kind=json,path={out}"]
     cmd += ["--disable-console-interactive"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHON"))}
-    env.update(HOME=str(work), HF_HUB_OFFLINE="1", NO_COLOR="1", TERM="dumb")
+    env = peer_env(work)
     start = len(server.log_text())
     with (work / "guidellm.log").open("w") as fh:
         done = subprocess.run(cmd, cwd=work, env=env, stdout=fh, stderr=subprocess.STDOUT)
