@@ -138,7 +138,7 @@ def test_live_page_follows_a_running_perf(perf_run: tuple[UiServer, Any, Path], 
     rel = first_bundle_rel(server, run)
     page.goto(f"{server.url}/live/{rel}")
     assert page.locator("p.err").count() == 0
-    assert page.locator('a[href^="/run/"]').count() == 0  # a perf bundle has no result page
+    assert page.locator("a[href^='/run/']").get_attribute("href") == f"/run/{rel}"
     page.locator(".host-card").wait_for(timeout=60_000)
     assert page.locator(".host-card h3").inner_text() == "local"
     # the broken model runs first: its 6 requests fail with http_5xx
@@ -164,6 +164,29 @@ def test_live_page_follows_a_running_perf(perf_run: tuple[UiServer, Any, Path], 
     assert page.locator(".host-card .in-flight").inner_text() == "0"
     assert page.locator(".host-card svg.spark").count() >= 1
     assert page.locator("#ray-dashboard").count() == 0  # the config turned it off
+    # ended (summary.json is written before the final status): the perf report's sections
+    page.goto(f"{server.url}/run/{rel}")
+    assert page.locator("p.err").count() == 0
+    headings = page.locator(".report h2").all_inner_texts()
+    assert headings[:2] == ["TTFT vs context", "Throughput per user vs total throughput"]
+    assert "Points" in headings
+    assert page.locator("table#points tbody tr").count() == len(
+        json.loads((server_runs(server) / rel / "summary.json").read_text("utf-8"))["points"]
+    )
+
+
+def test_result_page_of_a_running_perf_says_so(tmp_path: Path) -> None:
+    """``/run/<perf bundle>`` of a run still writing: one line, not the loader's error."""
+    from touchstone_ray.ui.result import perf_result_html
+
+    root = tmp_path / "perf-x"
+    root.mkdir()
+    (root / "bundle.json").write_text(json.dumps({"kind": "perf", "status": "running"}), "utf-8")
+    with pytest.raises(BundleError) as err:
+        perf_result_html(root)
+    assert str(err.value) == (
+        "perf-x: the perf run is still going; its result is shown here when it ends"
+    )
 
 
 def test_live_state_counts_the_plan_and_a_cut_copy(

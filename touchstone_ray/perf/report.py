@@ -204,11 +204,9 @@ def build_perf_document(summary: dict[str, Any], manifest: dict[str, Any]) -> Do
     return doc
 
 
-def write_perf_report(root: Path, formats: Collection[str]) -> list[Path]:
-    """Write ``report.md`` (charts in ``report-charts/``) and/or ``report.html`` into the
-    perf bundle ``root``; returns the paths. Raises BundleError without ``summary.json``."""
-    from touchstone_ray.report import render_html, render_markdown
-
+def perf_document(root: Path) -> Document:
+    """The report document of the perf bundle ``root`` (the report files and the UI's result
+    page render it). Raises BundleError for a bundle without a readable ``summary.json``."""
     bundle = open_perf_bundle(Path(root))
     try:
         summary = json.loads(bundle.layout.summary.read_text(encoding="utf-8"))
@@ -217,7 +215,16 @@ def write_perf_report(root: Path, formats: Collection[str]) -> list[Path]:
             f"{bundle.root}: summary.json is missing or unreadable ({exc}); "
             "resume the perf run to write it"
         ) from None
-    doc = build_perf_document(summary, bundle.manifest())
+    return build_perf_document(summary, bundle.manifest())
+
+
+def write_perf_report(root: Path, formats: Collection[str]) -> list[Path]:
+    """Write ``report.md`` (charts in ``report-charts/``) and/or ``report.html`` into the
+    perf bundle ``root``; returns the paths. Raises BundleError without ``summary.json``."""
+    from touchstone_ray.report import render_html, render_markdown
+
+    bundle = open_perf_bundle(Path(root))
+    doc = perf_document(bundle.root)
     written: list[Path] = []
     if "md" in formats:
         charts = bundle.layout.charts_dir(CHARTS_DIR)

@@ -92,16 +92,19 @@ async def overview_fragment(request: web.Request) -> web.Response:
 async def result_page(request: web.Request) -> web.Response:
     root = _bundle_root(request)
     try:
-        title, body = await asyncio.to_thread(
-            result.result_html, root, _filters(request, result.FILTERS), request.path
-        )
+        if await asyncio.to_thread(_is_perf, root):
+            title, body = await asyncio.to_thread(result.perf_result_html, root)
+        else:
+            title, body = await asyncio.to_thread(
+                result.result_html, root, _filters(request, result.FILTERS), request.path
+            )
     except TouchstoneError as exc:
         return page("Result", f'<h1>{e(root.name)}</h1><p class="err">{e(exc)}</p>')
     return page(title, body, scripts=("report.js",))
 
 
 def _is_perf(root: Path) -> bool:
-    """A perf bundle has no eval result page (its report is ``report.html``)."""
+    """Whether ``root`` is a perf bundle (its result page is its perf report's sections)."""
     try:
         return Bundle(root).kind() == "perf"
     except TouchstoneError:
@@ -117,11 +120,7 @@ async def live_page(request: web.Request) -> web.Response:
     except TouchstoneError as exc:
         inner = f'<p class="err">{e(exc)}</p>'
     dashboard = await asyncio.to_thread(live.recorded_dashboard, root)
-    links = (
-        []
-        if await asyncio.to_thread(_is_perf, root)
-        else [f'<a href="/run/{e(rel)}">result page</a>']
-    )
+    links = [f'<a href="/run/{e(rel)}">result page</a>']
     if dashboard:
         links.append(f'<a id="ray-dashboard" href="{e(dashboard)}">Ray dashboard</a>')
     body = (

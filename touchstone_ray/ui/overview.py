@@ -139,8 +139,8 @@ def _ko(s: BundleSummary) -> str:
 
 def _row(s: BundleSummary) -> str:
     link = quote(s.rel)
-    # a perf bundle has its own report (report.html), not the eval result page
-    pages = f'<a href="/run/{link}">result</a>' if s.kind == "eval" else ""
+    # a perf bundle's result needs its summary.json, written when the run ends
+    pages = f'<a href="/run/{link}">result</a>' if s.kind == "eval" or s.state != "running" else ""
     if s.state in ("running", "crashed"):
         pages = f'<a href="/live/{link}">live</a>' + (" · " + pages if pages else "")
     state = f'<span class="badge s-{e(s.state)}">{e(s.state)}</span>'

@@ -30,7 +30,7 @@ from touchstone_ray.report import (
 )
 from touchstone_ray.ui._page import e
 
-__all__ = ["FILTERS", "filter_answers", "result_html"]
+__all__ = ["FILTERS", "filter_answers", "perf_result_html", "result_html"]
 
 FILTERS = ("prompt", "model", "variant", "score", "red_flag")
 """Query parameters of the answers filter."""
@@ -154,3 +154,23 @@ def result_html(root: Path, filters: dict[str, str], action: str) -> tuple[str, 
         + "</div>"
     )
     return doc.title, body
+
+
+def perf_result_html(root: Path) -> tuple[str, str]:
+    """``(title, body HTML)`` of the result page of the perf bundle ``root``: the sections of
+    its ``report.html`` (:func:`touchstone_ray.perf.report.perf_document`), rendered live.
+
+    Raises :class:`BundleError` for a run still going (its summary is written when it ends)
+    and for a perf bundle without a readable ``summary.json`` (one that died before).
+    """
+    from touchstone_ray.bundle import Bundle
+    from touchstone_ray.perf.report import perf_document
+
+    if Bundle(root).run_state() == "running":
+        raise BundleError(
+            f"{root.name}: the perf run is still going; its result is shown here when it ends"
+        )
+    doc = perf_document(root)
+    w = HtmlWriter()
+    body = f'<style>{REPORT_CSS}</style><div class="report">'
+    return doc.title, body + "".join(w.block(b) for b in doc.blocks) + "</div>"
