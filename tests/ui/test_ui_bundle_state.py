@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from ui_helpers import crashed_bundle, make_bundle, perf_bundle
+from ui_helpers import T0, crashed_bundle, make_bundle, perf_bundle
 
 from touchstone_ray.bundle import STALE_AFTER_S, Bundle, find_bundles
 from touchstone_ray.errors import BundleError
@@ -90,3 +90,32 @@ def test_unreadable_manifest_is_a_row_with_the_error(tmp_path: Path) -> None:
     assert (row.state, row.kind) == ("unreadable", "?")
     assert row.error is not None
     assert row.error.startswith(f"{root}/bundle.json: not valid JSON (")
+
+
+def test_eval_eta_after_a_resume_counts_only_this_runs_rate(tmp_path: Path) -> None:
+    """A resumed run: m-slow kept 2 of its 6 cells from the first run (ended before the crash)
+    and wrote 2 more since the resume; its ETA is 2 cells left at this run's rate (2 cells in
+    the 20 s since its model started again), not the whole bundle's."""
+    from touchstone_ray.ui.live import live_state
+
+    root = make_bundle(tmp_path, judged=False)
+    resumed = T0 + 1000.0
+    shard = root / "responses" / "m-slow.jsonl"
+    kept = [json.loads(x) for x in shard.read_text(encoding="utf-8").splitlines()[:4]]
+    for rec in kept[2:]:  # written by the resumed run
+        rec["t_start"], rec["t_end"] = resumed + 8.0, resumed + 12.0
+    shard.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
+    with open(root / "events.jsonl", "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"event": "run_start", "ts": resumed}) + "\n")
+        event = {"event": "model_start", "ts": resumed + 5.0, "host": "local", "model": "m-slow"}
+        fh.write(json.dumps(event) + "\n")
+    manifest = json.loads((root / "bundle.json").read_text(encoding="utf-8"))
+    manifest.update(status="running", finished_at=None, resumed_at=resumed)
+    (root / "bundle.json").write_text(json.dumps(manifest), encoding="utf-8")
+    now = resumed + 25.0
+    os.utime(shard, (now, now))  # written a moment ago: the run is live
+    hosts = {hp.host: hp for hp in live_state(root, now=now).hosts}
+    slow = hosts["local"]
+    assert (slow.planned, slow.ok + slow.failed, slow.current_model) == (6, 4, "m-slow")
+    assert slow.eta_s == pytest.approx(2 / (2 / 20.0))
+    assert hosts["gpu-a"].eta_s is None  # all 6 cells done

@@ -37,6 +37,8 @@ __all__ = [
     "live_body",
     "live_state",
     "recorded_dashboard",
+    "run_eta_s",
+    "run_started_at",
     "sparkline",
 ]
 
@@ -46,8 +48,8 @@ SPARK_POINTS = 120
 
 @dataclass
 class HostProgress:
-    """One host's progress; ``eta_s`` in seconds (``None``: no rate yet or nothing left).
-    Counts are ``unit``: eval cells, or perf requests."""
+    """One host's progress; ``eta_s`` in seconds (:func:`run_eta_s`). Counts are ``unit``:
+    eval cells, or perf requests."""
 
     host: str
     planned: int = 0
@@ -109,6 +111,24 @@ def _host_of(data: ReportData) -> dict[str, str]:
     }
 
 
+def run_started_at(manifest: dict[str, Any]) -> float:
+    """Epoch s when the bundle's latest run began: ``resumed_at``, else ``started_at``."""
+    return float(manifest.get("resumed_at") or manifest.get("started_at") or 0.0)
+
+
+def run_eta_s(
+    left: int, ended_this_run: int, first_start: float | None, now: float
+) -> float | None:
+    """Seconds until ``left`` more records at this run's rate: ``ended_this_run`` records
+    since ``first_start`` (epoch s, the run's first model start on the host). ``None``
+    without a rate yet or with nothing left. A resumed run's reused records and the time
+    between a crash and its resume are outside the rate, so they cannot skew it."""
+    elapsed = now - first_start if first_start is not None else 0.0
+    if not left or not ended_this_run or elapsed <= 0:
+        return None
+    return left / (ended_this_run / elapsed)
+
+
 def live_state(root: Path, now: float | None = None) -> LiveState:
     """The live view of the bundle at ``root`` (a perf bundle's:
     :func:`~touchstone_ray.ui.live_perf.perf_live_state`). Raises
@@ -130,10 +150,14 @@ def live_state(root: Path, now: float | None = None) -> LiveState:
 
     for name in host_of.values():
         host(name).planned += per_model
+    run_start = run_started_at(data.manifest)
     done_by_model: Counter[str] = Counter()
+    done_this_run: Counter[str] = Counter()
     for r in data.responses:
         hp = host(host_of.get(r.model, r.host))
         done_by_model[r.model] += 1
+        if r.t_end is not None and r.t_end >= run_start:
+            done_this_run[hp.host] += 1
         if r.ok:
             hp.ok += 1
         else:
@@ -151,11 +175,10 @@ def live_state(root: Path, now: float | None = None) -> LiveState:
             left = max(per_model - done_by_model[model], 0)
             hp.current_model = model
             hp.in_flight = min(data.concurrency(model) or 1, left)
-        finished = hp.ok + hp.failed
-        left = max(hp.planned - finished, 0)
-        elapsed = now - phases[0].t_start if phases else 0.0
-        if state == "running" and finished and elapsed > 0 and left:
-            hp.eta_s = left / (finished / elapsed)
+        if state == "running":
+            left = max(hp.planned - hp.ok - hp.failed, 0)
+            first = next((p.t_start for p in phases if p.t_start >= run_start), None)
+            hp.eta_s = run_eta_s(left, done_this_run[name], first, now)
     for name, samples in data.samples.items():
         host(name).series = host_series(samples)
     for hp in hosts.values():

@@ -38,7 +38,7 @@ from typing import Any
 from touchstone_ray.bundle import Layout, read_events, read_host_samples
 from touchstone_ray.errors import TouchstoneError
 from touchstone_ray.perf.bundle import open_perf_bundle, read_points
-from touchstone_ray.ui.live import HostProgress, LiveState, host_series
+from touchstone_ray.ui.live import HostProgress, LiveState, host_series, run_eta_s, run_started_at
 
 __all__ = ["PlannedPoint", "perf_live_state", "planned_points"]
 
@@ -115,7 +115,7 @@ class _Phases:
     """``(host, model)`` whose capacity search ended (a ``capacity`` event)."""
 
 
-def _model_phases(root: Path) -> _Phases:
+def _model_phases(root: Path, run_start: float) -> _Phases:
     out = _Phases()
     open_, first = out.open, out.first
     for ev in read_events(Layout(root)):
@@ -128,7 +128,7 @@ def _model_phases(root: Path) -> _Phases:
             continue
         if kind == "model_start":
             open_[host] = model
-            if isinstance(ts, int | float):
+            if isinstance(ts, int | float) and ts >= run_start:
                 first.setdefault(host, float(ts))
         elif open_.get(host) == model:
             open_[host] = None
@@ -164,9 +164,13 @@ def perf_live_state(root: Path, now: float | None = None) -> LiveState:
     for _, name, _, _, runs in plan:
         host(name).planned += runs
     recorded: defaultdict[str, int] = defaultdict(int)
+    run_start = run_started_at(manifest)
+    ended_this_run: defaultdict[str, int] = defaultdict(int)
     for r in read_points(root):
         prefix = r.key.rsplit("|", 1)[0]
         hp = host(host_of_point.get(prefix, r.host))
+        if r.t_end is not None and r.t_end >= run_start:
+            ended_this_run[hp.host] += 1
         if prefix in planned_runs:
             recorded[prefix] += 1
             if r.ok:
@@ -181,7 +185,7 @@ def perf_live_state(root: Path, now: float | None = None) -> LiveState:
             hp.last_failures.append(
                 {"model": r.model, "key": r.key, "error_kind": kind, "error": r.error}
             )
-    phases = _model_phases(root)
+    phases = _model_phases(root, run_start)
     for name, model in phases.open.items():
         hp = host(name)
         if model is None or state != "running":
@@ -200,12 +204,9 @@ def perf_live_state(root: Path, now: float | None = None) -> LiveState:
             hp.current_point = _stage(manifest.get("settings"), (name, model) in phases.searched)
             hp.in_flight = None if hp.current_point else 0
     for hp in hosts.values():
-        finished = hp.ok + hp.failed
-        left = max(hp.planned - finished, 0)
-        start = phases.first.get(hp.host)
-        elapsed = now - start if start is not None else 0.0
-        if state == "running" and finished and elapsed > 0 and left:
-            hp.eta_s = left / (finished / elapsed)
+        if state == "running":
+            left = max(hp.planned - hp.ok - hp.failed, 0)
+            hp.eta_s = run_eta_s(left, ended_this_run[hp.host], phases.first.get(hp.host), now)
         hp.last_failures = hp.last_failures[-5:]
     for name, samples in read_host_samples(Layout(root)).items():
         host(name).series = host_series(samples)
