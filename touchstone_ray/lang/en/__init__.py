@@ -1,0 +1,12 @@
+"""English: the table of every text touchstone shows or sends in this language (SPEC §10:
+reports speak the pack's language). :mod:`touchstone_ray.lang` reads it; every language has the
+same names and keys (a test pins it): labels in :mod:`.labels`, the glossary in :mod:`.glossary`,
+the judge's wording in :mod:`.judge`."""
+
+from __future__ import annotations
+
+from touchstone_ray.lang.en.glossary import GLOSSARY
+from touchstone_ray.lang.en.judge import JUDGE
+from touchstone_ray.lang.en.labels import LEVELS, REPORT, SCORECARD
+
+__all__ = ["GLOSSARY", "JUDGE", "LEVELS", "REPORT", "SCORECARD"]
