@@ -93,12 +93,16 @@ def _split_share(job: tuple[str, list[ChatRequest]]) -> Captured:
 _POOLS: dict[int, Any] = {}
 
 
+def _pid(_: int) -> int:
+    return os.getpid()
+
+
 def _pool(n: int) -> Any:
     """``n`` started worker processes (spawned once per size and kept: start-up is not part of
     a stream's timing, and every process is up before the first request)."""
     if n not in _POOLS:
         _POOLS[n] = multiprocessing.get_context("spawn").Pool(n)
-        _POOLS[n].map(os.getpid, range(n), chunksize=1)
+        _POOLS[n].map(_pid, range(n), chunksize=1)
     return _POOLS[n]
 
 

@@ -239,7 +239,13 @@ class Engine(ABC):
         self, payload: bytes, req: ChatRequest, span: _Attempt, *, last: bool
     ) -> dict[str, Any]:
         """One HTTP request; raises :class:`_StaleConnection` (unless ``last``) or a mapped
-        EngineError."""
+        EngineError.
+
+        Timing (SPEC §9): the clock starts when the body is handed to the socket
+        (:class:`~touchstone_ray.engines._http.SentAt`), and every piece of the body is
+        stamped with the time the socket read that brought it returned
+        (:class:`~touchstone_ray.engines._http.StampingHandler`), not when this loop gets to
+        it: on a busy loop several reads arrive in one ``readany`` and keep their own times."""
         session = self._get_session()
         url = self.base_url + self.chat_path
         got_response = False
