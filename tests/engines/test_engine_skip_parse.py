@@ -113,7 +113,11 @@ def test_read_stamps_split_maps_pieces_to_their_reads() -> None:
     first = whole[:10]
     assert stamps.split(0, first, 9.0)[0][1] is first  # one read: the chunk itself, no copy
     assert stamps.split(0, first, 9.0) == [(1.0, first)]
-    assert stamps.split(0, whole, 9.0) == [(1.0, whole[:10]), (2.0, whole[10:25]), (3.0, whole[25:])]
+    assert stamps.split(0, whole, 9.0) == [
+        (1.0, whole[:10]),
+        (2.0, whole[10:25]),
+        (3.0, whole[25:]),
+    ]
     assert stamps.split(5, whole[5:25], 9.0) == [(1.0, whole[5:10]), (2.0, whole[10:25])]
     assert stamps.split(30, whole[30:40], 9.0) == [(3.0, whole[30:40])]
     assert stamps.split(35, b"x" * 10, 9.0) == [(3.0, b"xxxxx"), (9.0, b"xxxxx")]
