@@ -22,7 +22,10 @@ pool).
 
     python bench/bench_client_overhead.py [--clients aiohttp,split,plain,httpx] [--levels 1,8,64]
 
-Prints one JSON summary on stdout. Not a test; takes about a minute.
+Per level the clients run one batch each in turn (the order rotated every round), so they
+share the machine's load alike; each level's ``loadavg_1m`` lists the load before each batch.
+``client_cpu_s`` is this process's CPU (for ``split`` the parent only). Prints one JSON
+summary on stdout. Not a test; takes about two minutes.
 """
 
 from __future__ import annotations
@@ -202,28 +205,23 @@ async def fetch_traces(base: str) -> dict[str, dict[str, Any]]:
         return {t["key"]: t for t in resp.json()["traces"]}
 
 
-async def level(base: str, client: str, n: int, rounds: int, tag: str) -> dict[str, Any]:
-    from touchstone_ray.sim._text import request_key
+def batch_of(n: int, tag: str) -> list[ChatRequest]:
+    return [
+        ChatRequest(
+            model="bench",
+            messages=[{"role": "user", "content": f"{tag} {i}"}],
+            temperature=0.0,
+            seed=1,
+        )
+        for i in range(n)
+    ]
 
-    reqs: list[ChatRequest] = []
-    captured: Captured = []
+
+async def timed(client: str, base: str, reqs: list[ChatRequest]) -> tuple[Captured, float]:
+    """One batch through ``client``; returns its captures and this process's CPU seconds."""
     cpu = time.process_time()
-    for r in range(rounds):
-        batch = [
-            ChatRequest(
-                model="bench",
-                messages=[{"role": "user", "content": f"{tag} {r} {i}"}],
-                temperature=0.0,
-                seed=1,
-            )
-            for i in range(n)
-        ]
-        captured.extend(await CLIENTS[client](base, batch))
-        reqs.extend(batch)
-    cpu = time.process_time() - cpu
-    keys = [request_key(q.model, [dict(m) for m in q.messages]) for q in reqs]
-    out = compare(captured, await fetch_traces(base), keys)
-    return {"streams": len(reqs), "client_cpu_s": round(cpu, 2), **out}
+    captured = await CLIENTS[client](base, reqs)
+    return captured, time.process_time() - cpu
 
 
 def main() -> None:
@@ -232,6 +230,9 @@ def main() -> None:
     ap.add_argument("--levels", default="1,8,64")
     ap.add_argument("--rounds", type=int, default=3, help="batches per level (1 stream: x3)")
     args = ap.parse_args()
+    from touchstone_ray.sim._text import request_key
+
+    clients = args.clients.split(",")
     proc = subprocess.Popen(
         [sys.executable, "-c", SERVER.format(cfg=repr(SCHEDULE))],
         stdout=subprocess.PIPE,
@@ -241,12 +242,30 @@ def main() -> None:
         assert proc.stdout is not None
         base = proc.stdout.readline().strip()
         summary: dict[str, Any] = {"schedule": SCHEDULE, "results": {}}
-        for client in args.clients.split(","):
-            for n in (int(x) for x in args.levels.split(",")):
-                rounds = args.rounds * 3 if n == 1 else args.rounds
-                load = os.getloadavg()[0]
-                res = asyncio.run(level(base, client, n, rounds, f"{client}-{n}"))
-                res["loadavg_1m"] = round(load, 2)
+        for n in (int(x) for x in args.levels.split(",")):
+            rounds = args.rounds * 3 if n == 1 else args.rounds
+            got: dict[str, dict[str, Any]] = {
+                c: {"reqs": [], "captured": [], "cpu": 0.0, "load": []} for c in clients
+            }
+            for r in range(rounds):  # clients interleaved, order rotated: same load for all
+                k = r % len(clients)
+                for client in clients[k:] + clients[:k]:
+                    entry = got[client]
+                    entry["load"].append(round(os.getloadavg()[0], 2))
+                    reqs = batch_of(n, f"{client}-{n}-{r}")
+                    captured, cpu = asyncio.run(timed(client, base, reqs))
+                    entry["reqs"] += reqs
+                    entry["captured"] += captured
+                    entry["cpu"] += cpu
+            traces = asyncio.run(fetch_traces(base))
+            for client, entry in got.items():
+                keys = [request_key(q.model, [dict(m) for m in q.messages]) for q in entry["reqs"]]
+                res = {
+                    "streams": len(entry["reqs"]),
+                    "client_cpu_s": round(entry["cpu"], 2),
+                    **compare(entry["captured"], traces, keys),
+                    "loadavg_1m": entry["load"],
+                }
                 summary["results"].setdefault(client, {})[str(n)] = res
                 print(f"{client:8s} x{n:<3d} {json.dumps(res)}", file=sys.stderr)
         print(json.dumps(summary, indent=2))
