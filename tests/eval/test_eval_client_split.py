@@ -4,6 +4,7 @@ stamp checked against the server's own send times)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -88,6 +89,16 @@ def _cells(n: int, tag: str) -> list[Cell]:
     ]
 
 
+def _niceness(pid: int) -> int:
+    """A process's niceness as the kernel reports it (/proc/PID/stat, field 19)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+        return int(fh.read().rsplit(")", 1)[1].split()[16])
+
+
+EXPECTED_NICE = 0 if os.geteuid() == 0 else 15
+"""Ray starts workers at niceness 15; a client process lowers it to 0 where allowed (root)."""
+
+
 def _run(sim: SimServer, concurrency: int, tag: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     import ray
 
@@ -98,13 +109,14 @@ def _run(sim: SimServer, concurrency: int, tag: str) -> tuple[dict[str, Any], li
     actor = spawn_client("local", node, {"m": spec}, pack_id="p", pack_version=1)
     try:
         facts = ray.get(actor.ready.remote(), timeout=60)
+        facts["nice"] = _niceness(facts["client_pid"])
         pids = ray.get(actor.split.remote(), timeout=60)
         refs = [actor.run_cell.remote(cell, False) for cell in _cells(concurrency, tag)]
         records = ray.get(refs, timeout=120)
         ray.get(actor.close.remote(), timeout=30)
     finally:
         ray.kill(actor)
-    return {"client_pid": facts["client_pid"], "workers": pids["m"]}, records
+    return {"client_pid": facts["client_pid"], "nice": facts["nice"], "workers": pids["m"]}, records
 
 
 def _truth(sim: SimServer) -> dict[str, dict[str, Any]]:
@@ -114,9 +126,11 @@ def _truth(sim: SimServer) -> dict[str, dict[str, Any]]:
 
 def test_64_streams_split_over_workers_with_true_stamps(local_ray: None, sim: SimServer) -> None:
     procs, records = _run(sim, 64, "split")
-    assert len(procs["workers"]) == 64 // STREAMS_PER_PROCESS
-    assert len(set(procs["workers"])) == len(procs["workers"])
-    assert procs["client_pid"] not in procs["workers"]
+    pids = [pid for pid, _ in procs["workers"]]
+    assert len(pids) == 64 // STREAMS_PER_PROCESS
+    assert len(set(pids)) == len(pids) and procs["client_pid"] not in pids
+    assert [nice for _, nice in procs["workers"]] == [EXPECTED_NICE] * len(pids)
+    assert procs["nice"] == EXPECTED_NICE
     truth = _truth(sim)
     assert len(records) == 64 and all(r["ok"] for r in records), [r["error"] for r in records]
     for rec in records:

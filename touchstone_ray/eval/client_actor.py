@@ -18,6 +18,7 @@ constant that does not grow with the number of cells.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import os
 import platform
@@ -71,6 +72,33 @@ def split_streams(concurrency: int, per_process: int = STREAMS_PER_PROCESS) -> l
     return [base + 1 if i < extra else base for i in range(n)]
 
 
+CLIENT_NICENESS = 0
+"""The scheduling priority (``nice``) a client process asks for. Ray starts every worker
+process at niceness 15 (its ``worker_niceness`` setting, so workers do not starve the raylet);
+seen on this project's machines (``ps -o ni`` of ``ray::HostClient``: 15). A process that
+stamps chunk arrivals then runs after every normal process on a busy machine, so its stamps
+come late by whatever else is runnable."""
+
+
+def restore_priority() -> int:
+    """Set every thread of this process to niceness :data:`CLIENT_NICENESS` where allowed
+    (lowering it needs root or ``CAP_SYS_NICE``). On Linux niceness belongs to each thread, and
+    a Ray actor runs its event loop on another thread than its constructor, so all threads in
+    ``/proc/self/task`` are set (threads started later inherit their creator's). Returns the
+    highest niceness left among them; never raises."""
+    try:
+        tids = [int(tid) for tid in os.listdir("/proc/self/task")]
+    except OSError:  # no procfs: this thread only
+        tids = [0]
+    worst = CLIENT_NICENESS
+    for tid in tids:
+        with contextlib.suppress(OSError, AttributeError):  # not permitted, not POSIX, gone
+            os.setpriority(os.PRIO_PROCESS, tid, CLIENT_NICENESS)
+        with contextlib.suppress(OSError, AttributeError):
+            worst = max(worst, os.getpriority(os.PRIO_PROCESS, tid))
+    return worst
+
+
 def make_engine(
     spec: ModelSpec, api_key: str | None, *, max_attempts: int, prompt_cache: bool
 ) -> Engine:
@@ -88,13 +116,16 @@ class StreamWorker:
     def __init__(
         self, model: tuple[dict[str, Any], str | None], max_attempts: int, prompt_cache: bool
     ) -> None:
+        self.niceness = restore_priority()
+        """The niceness this worker runs at (:func:`restore_priority`)."""
         spec, key = model
         parsed = ModelSpec.model_validate(spec)
         self.engine = make_engine(parsed, key, max_attempts=max_attempts, prompt_cache=prompt_cache)
 
-    async def ready(self) -> int:
-        """This worker's pid."""
-        return os.getpid()
+    async def ready(self) -> tuple[int, int]:
+        """This worker's pid and niceness (set again: the loop's thread may be new)."""
+        self.niceness = restore_priority()
+        return os.getpid(), self.niceness
 
     async def chat(self, req: ChatRequest) -> ChatResult:
         """:meth:`Engine.chat` of the endpoint (never raises for a failed request)."""
@@ -177,6 +208,8 @@ class HostClient:
     ) -> None:
         import ray
 
+        self.niceness = restore_priority()
+        """The niceness this actor runs at (:func:`restore_priority`)."""
         self.host = host
         self.node_id: str = ray.get_runtime_context().get_node_id()
         self.specs = {label: ModelSpec.model_validate(spec) for label, (spec, _) in models.items()}
@@ -244,11 +277,12 @@ class HostClient:
             self._worker_load[label] = [0] * len(self._workers[label])
         return self._workers[label]
 
-    async def split(self) -> dict[str, list[int]]:
-        """Model label → the pids of its worker processes (``[]``: not split); starts them."""
-        out: dict[str, list[int]] = {}
+    async def split(self) -> dict[str, list[tuple[int, int]]]:
+        """Model label → ``(pid, niceness)`` of each of its worker processes (``[]``: not
+        split); starts them."""
+        out: dict[str, list[tuple[int, int]]] = {}
         for label in self.specs:
-            out[label] = [await w.ready.remote() for w in self.workers(label)]
+            out[label] = [tuple(await w.ready.remote()) for w in self.workers(label)]
         return out
 
     async def _chat(self, label: str, req: ChatRequest) -> ChatResult:
@@ -268,6 +302,7 @@ class HostClient:
 
     async def ready(self) -> dict[str, Any]:
         """Facts about this host (node id, hostname, CPU, RAM, OS) and this actor's pid."""
+        self.niceness = restore_priority()  # again: the loop's thread may be new
         return {**host_facts(self.node_id), "client_pid": os.getpid()}
 
     async def preflight(self) -> dict[str, dict[str, Any]]:
