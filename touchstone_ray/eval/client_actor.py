@@ -51,11 +51,14 @@ STREAMS_PER_PROCESS = 16
 """The most concurrent streams to one endpoint that one client process (one asyncio loop)
 runs; above it the endpoint is split over worker processes (:func:`split_streams`).
 
-Measured with ``bench/bench_client_overhead.py`` (simulator in its own process, TTFT 100 ms,
-100 tok/s, 200 tokens, so 100 chunks/s per stream; 2-core machine, see docs/benchmarks.md):
-one loop's TTFT error stays at the plain loop's level up to 16 streams (1,600 chunks/s) and
-grows past it, to several times the plain loop's p99 at 64 streams; 4 processes of 16 streams
-each keep the 64-stream p99 at the plain loop's level."""
+Why 16, measured with ``bench/bench_client_overhead.py`` (simulator in its own process, TTFT
+100 ms, 100 tok/s, 200 tokens: 100 chunks/s a stream; two runs on the shared 2-core machine
+at load average 8 and 22, docs/benchmarks.md): up to 16 streams (1,600 chunks/s) one loop's
+TTFT error median stayed within 0.2-3 ms of the plain loop's (a thread per stream); at 64
+streams one loop's median was 9.7-10.6 ms, 4 processes of 16 streams 3.2-3.3 ms, the plain
+loop 0.4-2.7 ms. A smaller share would add processes (about 100 MB of memory each, a Ray
+worker) on hosts that have few cores to give them; the p99 on this loaded machine was too
+noisy (41-290 ms one loop, 47-170 ms split, 60-104 ms plain) to choose by."""
 
 
 def split_streams(concurrency: int, per_process: int = STREAMS_PER_PROCESS) -> list[int]:
