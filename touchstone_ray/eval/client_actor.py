@@ -25,7 +25,7 @@ import platform
 import socket
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import psutil
 
@@ -196,6 +196,11 @@ class HostClient:
     default :data:`STREAMS_PER_PROCESS`). ``simulated`` endpoints are never split (the
     simulator lives in the engine's own process).
     """
+
+    prestart_workers: ClassVar[bool] = True
+    """:meth:`warmup` starts the model's :class:`StreamWorker` processes (so they are up by the
+    first cell); a subclass whose requests do not go through :meth:`run_cell` sets ``False``
+    (they would sit idle)."""
 
     def __init__(
         self,
@@ -407,7 +412,8 @@ class HostClient:
         """One untimed request; returns ``{"ok", "error", "load_duration_s"}``. Then takes the
         model's "before" server-metrics snapshot (:meth:`mark_cells_start`)."""
         engine = self._engine(label)
-        self.workers(label)  # started now, ready by the first cell
+        if self.prestart_workers:
+            self.workers(label)  # started now, ready by the first cell
         async with self._sems[label]:
             result = await engine.chat(
                 self._request(label, 16, [{"role": "user", "content": WARMUP_PROMPT}])
