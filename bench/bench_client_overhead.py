@@ -10,12 +10,22 @@ engine at chunk arrival, before parsing) with the server's ground-truth send tim
 * ``itl_err_ms``: |measured inter-token gap minus the true gap| (median, p99);
 * ``latency_ms``: arrival minus send over all chunks (median, p99), and client CPU seconds.
 
-Clients: ``aiohttp`` is the real :class:`OpenAIEngine`; ``httpx`` is the same request, SSE
-parser and normalizer over ``httpx.AsyncClient`` (one shared client, unlimited pool).
+Clients: ``aiohttp`` is the real :class:`OpenAIEngine` in one process (one asyncio loop);
+``split`` is the same engine split as the client actor splits an endpoint above
+:data:`~touchstone_ray.eval.client_actor.STREAMS_PER_PROCESS` streams
+(:func:`~touchstone_ray.eval.client_actor.split_streams`: that many processes, each with its
+share of the streams on its own loop); ``plain`` is the plain loop of
+``bench_compare_dispatch.py`` (one thread per stream, one shared ``httpx.Client``, the same
+SSE parser, a chunk stamped when ``iter_raw`` hands it over); ``httpx`` is the engine's
+request, SSE parser and normalizer over ``httpx.AsyncClient`` (one shared client, unlimited
+pool).
 
-    python bench/bench_client_overhead.py [--clients aiohttp,httpx] [--levels 1,8,64]
+    python bench/bench_client_overhead.py [--clients aiohttp,split,plain,httpx] [--levels 1,8,64]
 
-Prints one JSON summary on stdout. Not a test; takes about a minute.
+Per level the clients run one batch each in turn (the order rotated every round), so they
+share the machine's load alike; each level's ``loadavg_1m`` lists the load before each batch.
+``client_cpu_s`` is this process's CPU (for ``split`` the parent only). Prints one JSON
+summary on stdout. Not a test; takes about two minutes.
 """
 
 from __future__ import annotations
@@ -24,8 +34,11 @@ import argparse
 import asyncio
 import itertools
 import json
+import multiprocessing
+import os
 import subprocess
 import sys
+import threading
 import time
 from typing import Any
 
@@ -34,6 +47,7 @@ import httpx
 from touchstone_ray.engines import ChatRequest, EngineSettings, StreamNormalizer
 from touchstone_ray.engines.normalize import percentile
 from touchstone_ray.engines.openai import OpenAIEngine, OpenAIStreamParser
+from touchstone_ray.eval.client_actor import split_streams
 
 SCHEDULE = {"ttft_ms": 100, "tps": 100, "answer_tokens": 200, "seed": 1}
 SERVER = """
@@ -42,8 +56,8 @@ from touchstone_ray.sim import SimConfig, serve_forever
 serve_forever(SimConfig(**{cfg}), port=0, on_ready=lambda url: print(url, flush=True))
 """
 
-Captured = list[tuple[float, StreamNormalizer]]
-"""(epoch t_start, normalizer) per finished stream."""
+Captured = list[tuple[float, float, list[float]]]
+"""(epoch t_start, perf_counter t0, perf_counter token times) per finished stream."""
 
 
 class CapturingEngine(OpenAIEngine):
@@ -69,8 +83,69 @@ async def run_aiohttp(base: str, reqs: list[ChatRequest]) -> Captured:
     out: Captured = []
     for req, res in zip(reqs, results, strict=True):
         assert res.ok and res.t_start is not None, res.error
-        out.append((res.t_start, engine.normalizers[req.messages[0]["content"]]))
+        norm = engine.normalizers[req.messages[0]["content"]]
+        out.append((res.t_start, norm.t0, norm.token_times))
     return out
+
+
+def _split_share(job: tuple[str, list[ChatRequest]]) -> Captured:
+    base, reqs = job
+    return asyncio.run(run_aiohttp(base, reqs))
+
+
+_POOLS: dict[int, Any] = {}
+
+
+def _pid(_: int) -> int:
+    return os.getpid()
+
+
+def _pool(n: int) -> Any:
+    """``n`` started worker processes (spawned once per size and kept: start-up is not part of
+    a stream's timing, and every process is up before the first request)."""
+    if n not in _POOLS:
+        _POOLS[n] = multiprocessing.get_context("spawn").Pool(n)
+        _POOLS[n].map(_pid, range(n), chunksize=1)
+    return _POOLS[n]
+
+
+async def run_split(base: str, reqs: list[ChatRequest]) -> Captured:
+    shares = split_streams(len(reqs))
+    if len(shares) == 1:
+        return await run_aiohttp(base, reqs)
+    jobs, at = [], 0
+    for share in shares:
+        jobs.append((base, reqs[at : at + share]))
+        at += share
+    pool = _pool(len(shares))
+    parts = await asyncio.to_thread(pool.map, _split_share, jobs, 1)
+    return [item for part in parts for item in part]
+
+
+async def run_plain(base: str, reqs: list[ChatRequest]) -> Captured:
+    engine = OpenAIEngine(EngineSettings(base_url=base + "/v1"))
+    out: list[tuple[float, float, list[float]] | None] = [None] * len(reqs)
+    url = base + "/v1/chat/completions"
+    headers = {"Content-Type": "application/json"}
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
+    with httpx.Client(limits=limits, timeout=600) as client:
+
+        def one(i: int, req: ChatRequest) -> None:
+            payload = json.dumps(engine.build_body(req)[0]).encode()
+            t_start, t0 = time.time(), time.perf_counter()
+            norm = StreamNormalizer(t0)
+            parser = OpenAIStreamParser(norm)
+            with client.stream("POST", url, content=payload, headers=headers) as resp:
+                for chunk in resp.iter_raw():
+                    parser.feed(time.perf_counter(), chunk)
+            assert parser.done
+            out[i] = (t_start, t0, norm.token_times)
+
+        threads = [threading.Thread(target=one, args=(i, r)) for i, r in enumerate(reqs)]
+        for thread in threads:
+            thread.start()
+        await asyncio.to_thread(lambda: [t.join() for t in threads])
+    return [item for item in out if item is not None]
 
 
 async def run_httpx(base: str, reqs: list[ChatRequest]) -> Captured:
@@ -78,7 +153,7 @@ async def run_httpx(base: str, reqs: list[ChatRequest]) -> Captured:
     async with httpx.AsyncClient(limits=limits, timeout=600) as client:
         engine = OpenAIEngine(EngineSettings(base_url=base + "/v1"))
 
-        async def one(req: ChatRequest) -> tuple[float, StreamNormalizer]:
+        async def one(req: ChatRequest) -> tuple[float, float, list[float]]:
             body, _ = engine.build_body(req)
             payload = json.dumps(body).encode()
             t_start, t0 = time.time(), time.perf_counter()
@@ -90,12 +165,12 @@ async def run_httpx(base: str, reqs: list[ChatRequest]) -> Captured:
                 async for chunk in resp.aiter_raw():
                     parser.feed(time.perf_counter(), chunk)
             assert parser.done
-            return t_start, norm
+            return t_start, norm.t0, norm.token_times
 
         return list(await asyncio.gather(*(one(r) for r in reqs)))
 
 
-CLIENTS = {"aiohttp": run_aiohttp, "httpx": run_httpx}
+CLIENTS = {"aiohttp": run_aiohttp, "split": run_split, "plain": run_plain, "httpx": run_httpx}
 
 
 def stats(values: list[float]) -> dict[str, float | None]:
@@ -109,9 +184,9 @@ def compare(captured: Captured, traces: dict[str, dict[str, Any]], keys: list[st
     ttft_err: list[float] = []
     itl_err: list[float] = []
     latency: list[float] = []
-    for (t_start, norm), key in zip(captured, keys, strict=True):
+    for (t_start, t0, token_times), key in zip(captured, keys, strict=True):
         sent = [t for t, ch in traces[key]["chunks"] if ch in ("content", "reasoning")]
-        got = [t_start + (t - norm.t0) for t in norm.token_times]
+        got = [t_start + (t - t0) for t in token_times]
         assert len(sent) == len(got) == SCHEDULE["answer_tokens"], (len(sent), len(got))
         lat = [g - s for g, s in zip(got, sent, strict=True)]
         ttft_err.append(lat[0])
@@ -130,36 +205,34 @@ async def fetch_traces(base: str) -> dict[str, dict[str, Any]]:
         return {t["key"]: t for t in resp.json()["traces"]}
 
 
-async def level(base: str, client: str, n: int, rounds: int, tag: str) -> dict[str, Any]:
-    from touchstone_ray.sim._text import request_key
+def batch_of(n: int, tag: str) -> list[ChatRequest]:
+    return [
+        ChatRequest(
+            model="bench",
+            messages=[{"role": "user", "content": f"{tag} {i}"}],
+            temperature=0.0,
+            seed=1,
+        )
+        for i in range(n)
+    ]
 
-    reqs: list[ChatRequest] = []
-    captured: Captured = []
+
+async def timed(client: str, base: str, reqs: list[ChatRequest]) -> tuple[Captured, float]:
+    """One batch through ``client``; returns its captures and this process's CPU seconds."""
     cpu = time.process_time()
-    for r in range(rounds):
-        batch = [
-            ChatRequest(
-                model="bench",
-                messages=[{"role": "user", "content": f"{tag} {r} {i}"}],
-                temperature=0.0,
-                seed=1,
-            )
-            for i in range(n)
-        ]
-        captured.extend(await CLIENTS[client](base, batch))
-        reqs.extend(batch)
-    cpu = time.process_time() - cpu
-    keys = [request_key(q.model, [dict(m) for m in q.messages]) for q in reqs]
-    out = compare(captured, await fetch_traces(base), keys)
-    return {"streams": len(reqs), "client_cpu_s": round(cpu, 2), **out}
+    captured = await CLIENTS[client](base, reqs)
+    return captured, time.process_time() - cpu
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--clients", default="aiohttp,httpx")
+    ap.add_argument("--clients", default="aiohttp,split,plain,httpx")
     ap.add_argument("--levels", default="1,8,64")
     ap.add_argument("--rounds", type=int, default=3, help="batches per level (1 stream: x3)")
     args = ap.parse_args()
+    from touchstone_ray.sim._text import request_key
+
+    clients = args.clients.split(",")
     proc = subprocess.Popen(
         [sys.executable, "-c", SERVER.format(cfg=repr(SCHEDULE))],
         stdout=subprocess.PIPE,
@@ -169,14 +242,36 @@ def main() -> None:
         assert proc.stdout is not None
         base = proc.stdout.readline().strip()
         summary: dict[str, Any] = {"schedule": SCHEDULE, "results": {}}
-        for client in args.clients.split(","):
-            for n in (int(x) for x in args.levels.split(",")):
-                rounds = args.rounds * 3 if n == 1 else args.rounds
-                res = asyncio.run(level(base, client, n, rounds, f"{client}-{n}"))
+        for n in (int(x) for x in args.levels.split(",")):
+            rounds = args.rounds * 3 if n == 1 else args.rounds
+            got: dict[str, dict[str, Any]] = {
+                c: {"reqs": [], "captured": [], "cpu": 0.0, "load": []} for c in clients
+            }
+            for r in range(rounds):  # clients interleaved, order rotated: same load for all
+                k = r % len(clients)
+                for client in clients[k:] + clients[:k]:
+                    entry = got[client]
+                    entry["load"].append(round(os.getloadavg()[0], 2))
+                    reqs = batch_of(n, f"{client}-{n}-{r}")
+                    captured, cpu = asyncio.run(timed(client, base, reqs))
+                    entry["reqs"] += reqs
+                    entry["captured"] += captured
+                    entry["cpu"] += cpu
+            traces = asyncio.run(fetch_traces(base))
+            for client, entry in got.items():
+                keys = [request_key(q.model, [dict(m) for m in q.messages]) for q in entry["reqs"]]
+                res = {
+                    "streams": len(entry["reqs"]),
+                    "client_cpu_s": round(entry["cpu"], 2),
+                    **compare(entry["captured"], traces, keys),
+                    "loadavg_1m": entry["load"],
+                }
                 summary["results"].setdefault(client, {})[str(n)] = res
                 print(f"{client:8s} x{n:<3d} {json.dumps(res)}", file=sys.stderr)
         print(json.dumps(summary, indent=2))
     finally:
+        for pool in _POOLS.values():
+            pool.terminate()
         proc.terminate()
         proc.wait(10)
 

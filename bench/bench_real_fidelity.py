@@ -10,7 +10,11 @@ request the server's own ``timings`` are the ground truth:
 * E2E error = the tool's E2E − (``prompt_ms`` + ``predicted_ms``).
 
 Tools: ``touchstone`` (:class:`~touchstone_ray.engines.llamacpp.LlamaCppEngine`, one asyncio
-loop), ``bare`` (the standard library's ``http.client``, one thread per in-flight request,
+loop: clock at the body write, chunks stamped at their socket read), two variants of it that
+separate the suspects of a gap to the bare client — ``ts-wake`` (chunks stamped when the
+stream loop wakes up, not at the read) and ``ts-headers`` (also the clock started when aiohttp
+serialises the headers, before its write task sends them: the engine before this change) —,
+``bare`` (the standard library's ``http.client``, one thread per in-flight request,
 the clock started right before ``request()``, lines read with ``readline()``) and ``guidellm``
 (``guidellm run``, concurrent profile, from the venv of ``bench/README.md``). GuideLLM keeps no
 server timings, so its requests are matched to the server's own ``print_timing`` log lines by
@@ -19,7 +23,7 @@ prompt length: each of its prompts has a unique token count (10 filler words apa
 request's ``prompt_tokens``.
 
     python bench/bench_real_fidelity.py [--n 8] [--reps 3] [--max-tokens 16] [--levels 1,2,4]
-        [--tools touchstone,bare,guidellm] [--venv /tmp/benchvenv]
+        [--tools touchstone,ts-wake,ts-headers,bare,guidellm] [--venv /tmp/benchvenv]
 
 Prints one JSON summary on stdout: per tool and level, the per-repetition median and p99 of
 both errors (ms) as ``{min, median, max, n}`` over repetitions, and the load average at the
@@ -51,7 +55,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "real"))
 from _common import dump, log, machine, peer_env, scratch, spread
 from llama_server import MODEL_ALIAS, llama_server
 
-from touchstone_ray.engines import ChatRequest, EngineSettings
+from touchstone_ray.engines import ChatRequest, EngineSettings, _http, base
 from touchstone_ray.engines.llamacpp import LlamaCppEngine
 from touchstone_ray.engines.normalize import percentile
 
@@ -78,6 +82,33 @@ def row(ttft_s: float | None, e2e_s: float | None, timings: dict[str, Any] | Non
         "ttft_err_ms": ttft_s * 1000 - prompt_ms,
         "e2e_err_ms": e2e_s * 1000 - (prompt_ms + predicted_ms),
     }
+
+
+class HeadersClock(_http.SentAt):
+    """The clock of the engine before the body-write hook: ``t`` is the headers' time."""
+
+    @property  # type: ignore[override]
+    def t(self) -> float | None:
+        return self.t_headers
+
+    @t.setter
+    def t(self, value: float | None) -> None:
+        pass
+
+
+def run_variant(
+    variant: str, base_url: str, level: int, batch: list[list[dict[str, str]]], cap: int
+) -> list:
+    """:func:`run_touchstone` with the stamp at the loop's wake-up (``ts-wake``) and also the
+    clock at the headers (``ts-headers``)."""
+    saved = base.read_stamps, base.SentAt
+    base.read_stamps = lambda resp: None
+    if variant == "ts-headers":
+        base.SentAt = HeadersClock
+    try:
+        return run_touchstone(base_url, level, batch, cap)
+    finally:
+        base.read_stamps, base.SentAt = saved
 
 
 def run_touchstone(base_url: str, level: int, batch: list[list[dict[str, str]]], cap: int) -> list:
@@ -256,7 +287,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3, help="repetitions (tool order alternates)")
     parser.add_argument("--max-tokens", type=int, default=16)
     parser.add_argument("--levels", default="1,2,4")
-    parser.add_argument("--tools", default="touchstone,bare,guidellm")
+    parser.add_argument("--tools", default="touchstone,ts-wake,ts-headers,bare,guidellm")
     parser.add_argument("--venv", type=Path, default=Path("/tmp/benchvenv"))
     args = parser.parse_args()
     tools_all = [t for t in args.tools.split(",") if t]
@@ -276,6 +307,8 @@ def main() -> None:
                     load = os.getloadavg()[0]
                     if tool == "touchstone":
                         rows = run_touchstone(server.base_url, level, batch, args.max_tokens)
+                    elif tool in ("ts-wake", "ts-headers"):
+                        rows = run_variant(tool, server.base_url, level, batch, args.max_tokens)
                     elif tool == "bare":
                         rows = run_bare(server.root, level, batch, args.max_tokens)
                     else:

@@ -8,11 +8,16 @@ and 1.1 ms (ITL) with 1.3 s client CPU, httpx.AsyncClient's 4.2 ms and 12.2 ms w
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import re
 import time
 import types
+from typing import Any
 
 import aiohttp
+from aiohttp.client_proto import ResponseHandler
+from aiohttp.streams import StreamReader
 
 from touchstone_ray.errors import (
     EngineConnectError,
@@ -49,7 +54,7 @@ def new_session(
     is the driver's per-endpoint semaphore (SPEC §8), and a pool limit would be a hidden queue
     inside the measured TTFT. Total time is bounded by the caller's ``asyncio.timeout``.
     ``reuse_connections=False`` opens a new connection per request (``force_close``)."""
-    connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300, force_close=not reuse_connections)
+    connector = StampingConnector(limit=0, ttl_dns_cache=300, force_close=not reuse_connections)
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout_s)
     return aiohttp.ClientSession(
         connector=connector,
@@ -62,12 +67,16 @@ def new_session(
 
 class SentAt:
     """Filled by the session's trace hooks for one request: ``t`` is ``perf_counter()`` when
-    the request headers were written to the socket (SPEC §9: the clock starts when the HTTP
-    request is sent, so building the request and taking a pooled connection are not part of
-    TTFT); ``reused`` says whether the request went out on a pooled keep-alive connection."""
+    the request body was handed to the socket (SPEC §9: the clock starts when the HTTP request
+    is sent, so building the request and taking a pooled connection are not part of TTFT);
+    ``t_headers`` when aiohttp serialised the headers (it buffers them and writes them together
+    with the body, in a write task that runs one event-loop turn or more later, so this is
+    earlier than the send); ``reused`` says whether the request went out on a pooled keep-alive
+    connection."""
 
     def __init__(self) -> None:
         self.t: float | None = None
+        self.t_headers: float | None = None
         self.reused = False
 
 
@@ -77,6 +86,17 @@ def _sent_trace() -> aiohttp.TraceConfig:
         ctx: types.SimpleNamespace,
         params: aiohttp.TraceRequestHeadersSentParams,
     ) -> None:
+        holder = ctx.trace_request_ctx
+        if isinstance(holder, SentAt):
+            holder.t_headers = time.perf_counter()
+
+    async def on_chunk_sent(
+        session: aiohttp.ClientSession,
+        ctx: types.SimpleNamespace,
+        params: aiohttp.TraceRequestChunkSentParams,
+    ) -> None:
+        # aiohttp awaits this hook right before the body chunk (with the buffered headers)
+        # goes to the transport; the last chunk's time is when the request was sent
         holder = ctx.trace_request_ctx
         if isinstance(holder, SentAt):
             holder.t = time.perf_counter()
@@ -92,8 +112,106 @@ def _sent_trace() -> aiohttp.TraceConfig:
 
     trace = aiohttp.TraceConfig()
     trace.on_request_headers_sent.append(on_headers_sent)
+    trace.on_request_chunk_sent.append(on_chunk_sent)
     trace.on_connection_reuseconn.append(on_reuse)
     return trace
+
+
+class ReadStamps:
+    """The arrival times of one response body's bytes, one entry per socket read.
+
+    ``ends[i]`` is the body byte count (``StreamReader.total_bytes``) after read ``i`` and
+    ``times[i]`` the ``perf_counter()`` taken as soon as that read returned, before aiohttp
+    parsed it. :meth:`split` maps a chunk the reader handed out back to those reads.
+    """
+
+    __slots__ = ("ends", "payload", "times")
+
+    def __init__(self, payload: StreamReader) -> None:
+        self.payload = payload
+        self.ends: list[int] = []
+        self.times: list[float] = []
+
+    def split(self, start: int, chunk: bytes, fallback: float) -> list[tuple[float, bytes]]:
+        """``chunk`` (body bytes ``start`` .. ``start + len(chunk)``) as ``[(t, piece)]``, one
+        piece per socket read it came from, in order; bytes no read accounts for get
+        ``fallback``. One read (the usual case, when the loop keeps up) gives the chunk
+        itself, not a copy."""
+        end = start + len(chunk)
+        ends = self.ends
+        lo, hi = 0, len(ends)
+        while lo < hi:  # first read that ends after ``start``
+            mid = (lo + hi) // 2
+            if ends[mid] <= start:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < len(ends) and ends[lo] >= end:
+            return [(self.times[lo], chunk)]
+        pieces: list[tuple[float, bytes]] = []
+        pos = start
+        for i in range(lo, len(ends)):
+            if pos >= end:
+                break
+            stop = min(ends[i], end)
+            pieces.append((self.times[i], chunk[pos - start : stop - start]))
+            pos = stop
+        if pos < end:
+            pieces.append((fallback, chunk[pos - start :]))
+        return pieces
+
+
+class StampingHandler(ResponseHandler):
+    """aiohttp's connection protocol, timing every socket read of a response body.
+
+    asyncio calls :meth:`data_received` as soon as a read on the socket returns; the reader's
+    waiter (``readany``) wakes one loop turn or more later, and on a busy loop several reads
+    merge into one chunk. The per-read times kept in :attr:`stamps` are the bytes' arrival,
+    independent of when the stream loop gets to them.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(loop)
+        self.stamps: ReadStamps | None = None
+        """The current response body's read times (``None`` before the first body)."""
+
+    def data_received(self, data: bytes) -> None:
+        """Stamp the read, then let aiohttp parse it."""
+        t = time.perf_counter()
+        super().data_received(data)
+        payload = self._payload
+        if payload is None:
+            return
+        stamps = self.stamps
+        if stamps is None or stamps.payload is not payload:
+            stamps = self.stamps = ReadStamps(payload)
+        total = payload.total_bytes
+        if total and (not stamps.ends or stamps.ends[-1] != total):
+            stamps.ends.append(total)
+            stamps.times.append(t)
+
+
+class StampingConnector(aiohttp.TCPConnector):
+    """A TCP connector whose connections use :class:`StampingHandler`."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        # aiohttp builds each connection's protocol with this factory (TCPConnector._factory)
+        self._factory = functools.partial(StampingHandler, loop=self._loop)  # type: ignore[assignment]
+
+
+def read_stamps(resp: aiohttp.ClientResponse) -> ReadStamps | None:
+    """The per-read arrival times of ``resp``'s body, or ``None`` when its connection does not
+    keep them (call while the body is still being read: aiohttp releases the connection at the
+    end)."""
+    conn = resp.connection
+    proto = conn.protocol if conn is not None else None
+    if isinstance(proto, StampingHandler):
+        stamps = proto.stamps
+        if stamps is None or stamps.payload is not resp.content:
+            stamps = proto.stamps = ReadStamps(resp.content)
+        return stamps
+    return None
 
 
 def stale_connection(exc: BaseException, sent: SentAt, got_response: bool) -> bool:

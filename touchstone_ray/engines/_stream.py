@@ -84,21 +84,24 @@ class StreamParser(ABC):
             if self._data:
                 self._dispatch()
             return
+        if line.startswith(b"data:"):  # the common line first, without splitting it
+            self._data.append(line[6:] if line.startswith(b" ", 5) else line[5:])
+            self._data_t = t
+            return
         if line.startswith(b":"):
             return
-        field, sep, value = line.partition(b":")
-        if field == b"data":
-            if sep and value.startswith(b" "):
-                value = value[1:]
-            self._data.append(value)
+        field = line.partition(b":")[0]
+        if field == b"data":  # "data" without a colon: an empty data line
+            self._data.append(b"")
             self._data_t = t
         elif field not in _SSE_IGNORED:
             raise StreamProtocolError(f"malformed SSE line {_preview(line)}")
 
     def _dispatch(self) -> None:
-        payload = b"\n".join(self._data)
-        self._data = []
-        if payload.strip() == b"[DONE]":
+        data = self._data
+        payload = data[0] if len(data) == 1 else b"\n".join(data)
+        data.clear()
+        if len(payload) < 16 and payload.strip() == b"[DONE]":
             self.mark_done(self._data_t)
         else:
             self.on_payload(self._data_t, payload)

@@ -25,6 +25,7 @@ from touchstone_ray.engines._http import (
     map_client_error,
     new_session,
     one_line,
+    read_stamps,
     stale_connection,
 )
 from touchstone_ray.engines._retry import RetryPolicy
@@ -238,7 +239,13 @@ class Engine(ABC):
         self, payload: bytes, req: ChatRequest, span: _Attempt, *, last: bool
     ) -> dict[str, Any]:
         """One HTTP request; raises :class:`_StaleConnection` (unless ``last``) or a mapped
-        EngineError."""
+        EngineError.
+
+        Timing (SPEC §9): the clock starts when the body is handed to the socket
+        (:class:`~touchstone_ray.engines._http.SentAt`), and every piece of the body is
+        stamped with the time the socket read that brought it returned
+        (:class:`~touchstone_ray.engines._http.StampingHandler`), not when this loop gets to
+        it: on a busy loop several reads arrive in one ``readany`` and keep their own times."""
         session = self._get_session()
         url = self.base_url + self.chat_path
         got_response = False
@@ -259,6 +266,8 @@ class Engine(ABC):
                     if resp.status >= 300:
                         raise await http_error(resp)
                     content = resp.content
+                    stamps = read_stamps(resp)
+                    consumed = 0
                     while True:
                         chunk = await content.readany()
                         t = time.perf_counter()
@@ -266,7 +275,14 @@ class Engine(ABC):
                             parser.eof(t)
                             t_last = t
                             break
-                        parser.feed(t, chunk)
+                        if stamps is None:
+                            parser.feed(t, chunk)
+                        else:  # each piece at the time its socket read returned
+                            for t_read, piece in stamps.split(consumed, chunk, t):
+                                parser.feed(t_read, piece)
+                                if parser.done:
+                                    break
+                            consumed += len(chunk)
                         if parser.done:
                             t_last = parser.t_done or t
                             deadline.reschedule(None)  # the answer is complete

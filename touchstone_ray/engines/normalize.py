@@ -3,8 +3,9 @@
 Protocol parsers (:mod:`.ollama`, :mod:`.openai`) turn wire chunks into two kinds of events:
 
 * :meth:`StreamNormalizer.delta` ``(t, content, reasoning, reasoning_source)`` once per chunk,
-  where ``t`` is ``time.perf_counter()`` taken when the chunk's bytes arrived (before JSON
-  parsing), and ``content``/``reasoning`` are the raw deltas (``None`` when absent);
+  where ``t`` is ``time.perf_counter()`` taken when the socket read that brought the chunk's
+  bytes returned (before HTTP and JSON parsing), and ``content``/``reasoning`` are the raw
+  deltas (``None`` when absent);
 * :meth:`StreamNormalizer.finish` with the finish reason and the server's token counts, as
   often as they arrive (OpenAI may send usage only in a trailing chunk with ``choices: []``).
 

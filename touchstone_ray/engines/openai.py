@@ -23,6 +23,7 @@ Server identity: vLLM ``GET /version`` (server root) -> ``{"version"}``; llama.c
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 from touchstone_ray.engines._stream import (
@@ -50,17 +51,56 @@ ENGINE_FOR_SERVER = {
 knows that server."""
 
 
+_TOKEN_MARKS = (b'"content":"', b'"content": "')
+"""Byte patterns of a content delta as servers write them (compact and ``json.dumps``
+spacing): a payload holding one is parsed at once, without the :data:`_MATTERS` scan."""
+
+_MATTERS = re.compile(
+    rb'"(?:content|reasoning_content|reasoning)"\s*:\s*"(?!")'
+    rb'|"finish_reason"\s*:\s*"'
+    rb'|"(?:usage|timings|error)"\s*:\s*(?!null)\S'
+    rb'|"object"\s*:\s*"error"'
+)
+"""What makes a chunk worth parsing: a non-empty text delta on any channel, a finish reason,
+a ``usage``/``timings``/``error`` value that is not ``null``, an error object."""
+
+
+def carries_nothing(payload: bytes) -> bool:
+    """Whether a chunk payload is surely one that changes nothing (a role-only first delta,
+    ``"content": null``, an empty delta, ``"usage": null``), so it need not be parsed. Only a
+    payload that looks like one JSON object (``{`` … ``}``) and matches no :data:`_MATTERS`
+    pattern is skipped; anything else, garbage included, goes to the JSON parser (so a
+    skipped chunk's shape is not checked: ``{"choices": 5}`` is skipped, not an error).
+    Measured on a llama.cpp role chunk (~220 bytes): the scan takes about half the time of
+    ``json.loads``. Keys written with ``\\u`` escapes are not recognised (no server does
+    that)."""
+    return (
+        payload.startswith(b"{")
+        and payload.endswith(b"}")
+        and not any(mark in payload for mark in _TOKEN_MARKS)
+        and _MATTERS.search(payload) is None
+    )
+
+
 class OpenAIStreamParser(StreamParser):
-    """SSE chat-completion chunks -> normalizer events (choice index 0 only)."""
+    """SSE chat-completion chunks -> normalizer events (choice index 0 only).
+
+    Chunks that change nothing (:func:`carries_nothing`) are counted in :attr:`skipped` and
+    not parsed; token-carrying chunks and the usage chunk are parsed once each."""
 
     framing = "sse"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.saw_finish = False
+        self.skipped = 0
+        """Chunks not parsed because they carried nothing (:func:`carries_nothing`)."""
 
     def on_payload(self, t: float, payload: bytes) -> None:
         """Parse one chunk object; raises StreamProtocolError on an error chunk or garbage."""
+        if carries_nothing(payload):
+            self.skipped += 1
+            return
         obj = load_object(payload)
         if obj.get("error") is not None or obj.get("object") == "error":
             raise StreamProtocolError(f"error event in stream: {error_text(obj.get('error', obj))}")

@@ -4,22 +4,33 @@ SPEC §8: per host a constant, small number of touchstone processes whatever the
 this actor (all the host's endpoints, one semaphore each) and the monitor actor. The actor is
 pinned hard to the host's node, so ``base_url`` is resolved *there* (``localhost`` is the
 serving machine). Keys arrive in memory from the driver and never reach a file or log.
+
+Above :data:`STREAMS_PER_PROCESS` concurrent streams to one endpoint, one asyncio loop stamps
+chunks late (it cannot read every socket as the bytes arrive), so the host actor splits that
+endpoint's streams over :func:`split_streams` ``(concurrency)`` :class:`StreamWorker` actors
+on the same pinned node, each with its own loop and connection pool. The driver still sees one
+client per host: the host actor keeps the semaphore, counts and records; a worker only runs
+``Engine.chat`` and returns the :class:`ChatResult` (records are identical in shape). So per
+host there are ``1 + ceil(c / STREAMS_PER_PROCESS)`` client processes at most — still a
+constant that does not grow with the number of cells.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import math
 import os
 import platform
 import socket
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import psutil
 
 from touchstone_ray.config import ModelSpec
-from touchstone_ray.engines.base import ChatRequest, Engine
+from touchstone_ray.engines.base import ChatRequest, ChatResult, Engine
 from touchstone_ray.engines.openai import ENGINE_FOR_SERVER
 from touchstone_ray.engines.registry import create_engine, engine_class
 from touchstone_ray.eval.matrix import Cell
@@ -35,6 +46,97 @@ from touchstone_ray.records import CellIdentity, EvalResponse
 
 WARMUP_PROMPT = "Antworte mit einem Wort: bereit?"
 """The untimed warm-up request's user message."""
+
+STREAMS_PER_PROCESS = 16
+"""The most concurrent streams to one endpoint that one client process (one asyncio loop)
+runs; above it the endpoint is split over worker processes (:func:`split_streams`).
+
+Why 16, measured with ``bench/bench_client_overhead.py`` (simulator in its own process, TTFT
+100 ms, 100 tok/s, 200 tokens: 100 chunks/s a stream; two runs on the shared 2-core machine
+at load average 8 and 22, docs/benchmarks.md): up to 16 streams (1,600 chunks/s) one loop's
+TTFT error median stayed within 0.2-3 ms of the plain loop's (a thread per stream); at 64
+streams one loop's median was 9.7-10.6 ms, 4 processes of 16 streams 3.2-3.3 ms, the plain
+loop 0.4-2.7 ms. A smaller share would add processes (about 100 MB of memory each, a Ray
+worker) on hosts that have few cores to give them; the p99 on this loaded machine was too
+noisy (41-290 ms one loop, 47-170 ms split, 60-104 ms plain) to choose by."""
+
+
+def split_streams(concurrency: int, per_process: int = STREAMS_PER_PROCESS) -> list[int]:
+    """How ``concurrency`` streams to one endpoint are spread over client processes: one share
+    per process, ``ceil(concurrency / per_process)`` processes, shares as even as possible
+    (the first ones take the remainder), each ≤ ``per_process``. ``[concurrency]`` (no split)
+    up to ``per_process``. E.g. ``split_streams(64, 16) == [16, 16, 16, 16]``,
+    ``split_streams(40, 16) == [14, 13, 13]``. Raises ValueError for ``concurrency < 1`` or
+    ``per_process < 1``."""
+    if concurrency < 1 or per_process < 1:
+        raise ValueError(f"concurrency {concurrency} and per_process {per_process} must be ≥ 1")
+    n = math.ceil(concurrency / per_process)
+    base, extra = divmod(concurrency, n)
+    return [base + 1 if i < extra else base for i in range(n)]
+
+
+CLIENT_NICENESS = 0
+"""The scheduling priority (``nice``) a client process asks for. Ray starts every worker
+process at niceness 15 (its ``worker_niceness`` setting, so workers do not starve the raylet);
+seen on this project's machines (``ps -o ni`` of ``ray::HostClient``: 15). A process that
+stamps chunk arrivals then runs after every normal process on a busy machine, so its stamps
+come late by whatever else is runnable."""
+
+
+def restore_priority() -> int:
+    """Set every thread of this process to niceness :data:`CLIENT_NICENESS` where allowed
+    (lowering it needs root or ``CAP_SYS_NICE``). On Linux niceness belongs to each thread, and
+    a Ray actor runs its event loop on another thread than its constructor, so all threads in
+    ``/proc/self/task`` are set (threads started later inherit their creator's). Returns the
+    highest niceness left among them; never raises."""
+    try:
+        tids = [int(tid) for tid in os.listdir("/proc/self/task")]
+    except OSError:  # no procfs: this thread only
+        tids = [0]
+    worst = CLIENT_NICENESS
+    for tid in tids:
+        with contextlib.suppress(OSError, AttributeError):  # not permitted, not POSIX, gone
+            os.setpriority(os.PRIO_PROCESS, tid, CLIENT_NICENESS)
+        with contextlib.suppress(OSError, AttributeError):
+            worst = max(worst, os.getpriority(os.PRIO_PROCESS, tid))
+    return worst
+
+
+def make_engine(
+    spec: ModelSpec, api_key: str | None, *, max_attempts: int, prompt_cache: bool
+) -> Engine:
+    """The engine of one model's endpoint, as every client process builds it."""
+    settings = spec.engine_settings(api_key, max_attempts=max_attempts, prompt_cache=prompt_cache)
+    return create_engine(spec.engine, settings, spec.sim)
+
+
+class StreamWorker:
+    """One extra client process of a host (use through ``ray.remote``, pinned to the host's
+    node): runs :meth:`chat` for one model's endpoint on its own asyncio loop and connection
+    pool. ``model`` is ``(ModelSpec as a dict, API key or None)``; the host actor bounds how
+    many calls it has in flight (its share of :func:`split_streams`)."""
+
+    def __init__(
+        self, model: tuple[dict[str, Any], str | None], max_attempts: int, prompt_cache: bool
+    ) -> None:
+        self.niceness = restore_priority()
+        """The niceness this worker runs at (:func:`restore_priority`)."""
+        spec, key = model
+        parsed = ModelSpec.model_validate(spec)
+        self.engine = make_engine(parsed, key, max_attempts=max_attempts, prompt_cache=prompt_cache)
+
+    async def ready(self) -> tuple[int, int]:
+        """This worker's pid and niceness (set again: the loop's thread may be new)."""
+        self.niceness = restore_priority()
+        return os.getpid(), self.niceness
+
+    async def chat(self, req: ChatRequest) -> ChatResult:
+        """:meth:`Engine.chat` of the endpoint (never raises for a failed request)."""
+        return await self.engine.chat(req)
+
+    async def close(self) -> None:
+        """Close the engine's HTTP session."""
+        await self.engine.aclose()
 
 
 def gpu_inventory() -> list[dict[str, Any]]:
@@ -89,8 +191,16 @@ class HostClient:
 
     ``models`` maps model label → (:class:`ModelSpec` as a dict, API key or ``None``);
     ``scheduling`` carries ``cache_bust`` and ``prompt_cache`` (SchedulingSettings) and
-    ``run_id`` the bundle's name (the cache-bust nonce's seed).
+    ``run_id`` the bundle's name (the cache-bust nonce's seed). ``streams_per_process``: above
+    this concurrency a model's cells run in :class:`StreamWorker` processes (module docstring;
+    default :data:`STREAMS_PER_PROCESS`). ``simulated`` endpoints are never split (the
+    simulator lives in the engine's own process).
     """
+
+    prestart_workers: ClassVar[bool] = True
+    """:meth:`warmup` starts the model's :class:`StreamWorker` processes (so they are up by the
+    first cell); a subclass whose requests do not go through :meth:`run_cell` sets ``False``
+    (they would sit idle)."""
 
     def __init__(
         self,
@@ -102,9 +212,12 @@ class HostClient:
         max_attempts: int,
         scheduling: dict[str, Any] | None = None,
         run_id: str = "",
+        streams_per_process: int = STREAMS_PER_PROCESS,
     ) -> None:
         import ray
 
+        self.niceness = restore_priority()
+        """The niceness this actor runs at (:func:`restore_priority`)."""
         self.host = host
         self.node_id: str = ray.get_runtime_context().get_node_id()
         self.specs = {label: ModelSpec.model_validate(spec) for label, (spec, _) in models.items()}
@@ -127,19 +240,77 @@ class HostClient:
         """Model label → ``variant|prompt_id`` → the prompt's tokens counted before the run."""
         self._before: dict[str, dict[str, Any] | None] = {}
         """Model label → the server-metrics snapshot taken before its cells."""
+        self.streams_per_process = streams_per_process
+        self._workers: dict[str, list[Any]] = {}
+        """Model label → its :class:`StreamWorker` actors (``[]``: cells run in this actor)."""
+        self._worker_load: dict[str, list[int]] = {}
+        """Model label → calls in flight per worker."""
 
     def _engine(self, label: str) -> Engine:
         if label not in self._engines:
             spec = self.specs[label]
-            settings = spec.engine_settings(
-                self._keys[label], max_attempts=self.max_attempts, prompt_cache=self.prompt_cache
+            self._engines[label] = make_engine(
+                spec,
+                self._keys[label],
+                max_attempts=self.max_attempts,
+                prompt_cache=self.prompt_cache,
             )
-            self._engines[label] = create_engine(spec.engine, settings, spec.sim)
             self._sems[label] = asyncio.Semaphore(spec.concurrency)
         return self._engines[label]
 
+    def workers(self, label: str) -> list[Any]:
+        """The model's :class:`StreamWorker` actors, started on first use (on this node, no
+        CPU): one per :func:`split_streams` share when that is more than one, else ``[]``."""
+        if label not in self._workers:
+            from touchstone_ray.dispatch import spawn_pinned
+
+            spec = self.specs[label]
+            shares = split_streams(spec.concurrency, self.streams_per_process)
+            model = (spec.model_dump(mode="json"), self._keys[label])
+            self._workers[label] = (
+                [
+                    spawn_pinned(
+                        StreamWorker,
+                        self.node_id,
+                        model,
+                        self.max_attempts,
+                        self.prompt_cache,
+                        max_concurrency=1000,
+                    )
+                    for _ in shares
+                ]
+                if len(shares) > 1 and spec.engine != "simulated"
+                else []
+            )
+            self._worker_load[label] = [0] * len(self._workers[label])
+        return self._workers[label]
+
+    async def split(self) -> dict[str, list[tuple[int, int]]]:
+        """Model label → ``(pid, niceness)`` of each of its worker processes (``[]``: not
+        split); starts them."""
+        out: dict[str, list[tuple[int, int]]] = {}
+        for label in self.specs:
+            out[label] = [tuple(await w.ready.remote()) for w in self.workers(label)]
+        return out
+
+    async def _chat(self, label: str, req: ChatRequest) -> ChatResult:
+        """One chat call, in this process or in the least busy of the model's workers (so no
+        worker holds more than its :func:`split_streams` share under the model's semaphore)."""
+        workers = self.workers(label)
+        if not workers:
+            return await self._engine(label).chat(req)
+        load = self._worker_load[label]
+        i = min(range(len(load)), key=load.__getitem__)
+        load[i] += 1
+        try:
+            result: ChatResult = await workers[i].chat.remote(req)
+        finally:
+            load[i] -= 1
+        return result
+
     async def ready(self) -> dict[str, Any]:
         """Facts about this host (node id, hostname, CPU, RAM, OS) and this actor's pid."""
+        self.niceness = restore_priority()  # again: the loop's thread may be new
         return {**host_facts(self.node_id), "client_pid": os.getpid()}
 
     async def preflight(self) -> dict[str, dict[str, Any]]:
@@ -241,6 +412,8 @@ class HostClient:
         """One untimed request; returns ``{"ok", "error", "load_duration_s"}``. Then takes the
         model's "before" server-metrics snapshot (:meth:`mark_cells_start`)."""
         engine = self._engine(label)
+        if self.prestart_workers:
+            self.workers(label)  # started now, ready by the first cell
         async with self._sems[label]:
             result = await engine.chat(
                 self._request(label, 16, [{"role": "user", "content": WARMUP_PROMPT}])
@@ -251,7 +424,7 @@ class HostClient:
     async def run_cell(self, cell: Cell, is_cold_start: bool) -> dict[str, Any]:
         """Run one cell and return its :class:`EvalResponse` as a dict (never raises for a
         failed request: the record carries ``ok=False`` and ``error_kind``)."""
-        engine = self._engine(cell.model)
+        self._engine(cell.model)
         spec = self.specs[cell.model]
         messages = self._messages(cell)
         waited_from = time.time()
@@ -260,7 +433,9 @@ class HostClient:
             self._in_flight[cell.model] = self._in_flight.get(cell.model, 0) + 1
             self._metrics.in_flight(cell.model, self._in_flight[cell.model])
             try:
-                result = await engine.chat(self._request(cell.model, cell.max_tokens, messages))
+                result = await self._chat(
+                    cell.model, self._request(cell.model, cell.max_tokens, messages)
+                )
             finally:
                 self._in_flight[cell.model] -= 1
                 self._metrics.in_flight(cell.model, self._in_flight[cell.model])
@@ -301,7 +476,16 @@ class HostClient:
         return None
 
     async def close(self) -> None:
-        """Close every engine (and any simulator it started)."""
+        """Close every engine (and any simulator it started) and stop the worker processes."""
+        import ray
+
+        for workers in self._workers.values():
+            for worker in workers:
+                try:
+                    await worker.close.remote()
+                finally:
+                    ray.kill(worker)
+        self._workers.clear()
         for engine in self._engines.values():
             await engine.aclose()
         self._engines.clear()
@@ -320,11 +504,12 @@ def spawn_client(
     scheduling: dict[str, Any] | None = None,
     run_id: str = "",
     actor_cls: type[HostClient] | None = None,
+    streams_per_process: int = STREAMS_PER_PROCESS,
 ) -> Any:
     """Start a :class:`HostClient` actor (or the subclass ``actor_cls``) pinned hard to
     ``node_id`` (SPEC §8), no CPU, never restarted elsewhere; ``models`` maps label → spec;
-    ``scheduling`` and ``run_id`` as for :class:`HostClient`. API keys are read from their env
-    vars here, on the driver, and travel only in memory."""
+    ``scheduling``, ``run_id`` and ``streams_per_process`` as for :class:`HostClient`. API keys
+    are read from their env vars here, on the driver, and travel only in memory."""
     from touchstone_ray.dispatch import spawn_pinned
 
     specs = {
@@ -347,4 +532,5 @@ def spawn_client(
         run_id,
         name=name,
         max_concurrency=1000,
+        streams_per_process=streams_per_process,
     )
