@@ -9,6 +9,7 @@ and 1.1 ms (ITL) with 1.3 s client CPU, httpx.AsyncClient's 4.2 ms and 12.2 ms w
 from __future__ import annotations
 
 import asyncio
+import bisect
 import functools
 import re
 import time
@@ -139,13 +140,7 @@ class ReadStamps:
         itself, not a copy."""
         end = start + len(chunk)
         ends = self.ends
-        lo, hi = 0, len(ends)
-        while lo < hi:  # first read that ends after ``start``
-            mid = (lo + hi) // 2
-            if ends[mid] <= start:
-                lo = mid + 1
-            else:
-                hi = mid
+        lo = bisect.bisect_right(ends, start)  # first read that ends after ``start``
         if lo < len(ends) and ends[lo] >= end:
             return [(self.times[lo], chunk)]
         pieces: list[tuple[float, bytes]] = []
