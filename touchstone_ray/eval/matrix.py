@@ -17,6 +17,12 @@ from touchstone_ray.errors import UsageError
 from touchstone_ray.pack import Pack
 from touchstone_ray.records import cell_key
 
+TASK_NAMES_PER_MODEL = 256
+"""Most distinct Ray task names one model's cells get: the driver's Ray core keeps state per
+task name for the whole run (about 20 kB each, measured with ``bench/bench_eval_memory.py``),
+so names name the prompt only while variants × prompts stays within this; above it they
+name the model and variant (``eval:qwen3:8b:baseline``)."""
+
 
 @dataclass(frozen=True)
 class Cell:
@@ -32,15 +38,21 @@ class Cell:
     prompt: str
     repeat: int
     max_tokens: int | None
+    name_prompt: bool = True
+    """Whether :attr:`task_name` names the prompt (see :data:`TASK_NAMES_PER_MODEL`)."""
 
     @property
     def task_name(self) -> str:
-        """Readable Ray task name: ``eval:qwen3:8b:baseline:B3``.
+        """Readable Ray task name: ``eval:qwen3:8b:baseline:B3`` (``eval:qwen3:8b:baseline``
+        for a pack with more than :data:`TASK_NAMES_PER_MODEL` variants × prompts).
 
-        Without the repeat: Ray keeps a metric series per task name in the driver for the
-        whole run, so names must stay bounded by the pack, not grow with the cells
-        (``bench/bench_eval_memory.py``: +10 MB per 1k cells with one name per cell).
+        Without the repeat: Ray keeps state per task name in the driver for the whole run,
+        so names must stay bounded, not grow with the cells (``bench/bench_eval_memory.py``:
+        +10 MB per 1k cells with one name per cell, +1 MB per 1k with one per prompt when
+        the prompts grow with the cells).
         """
+        if not self.name_prompt:
+            return f"eval:{self.model}:{self.variant}"
         return f"eval:{self.model}:{self.variant}:{self.prompt_id}"
 
 
@@ -57,6 +69,7 @@ class ModelPlan:
         """Cells in run order (variant, then prompt, then repeat), leaving out ``skip`` keys
         (a :class:`CellSet` over this plan is tested by position, without a key lookup)."""
         systems = {v.id: v.system_prompt for v in pack.prompt_variants}
+        name_prompt = len(self.variants) * len(pack.prompts()) <= TASK_NAMES_PER_MODEL
         bits = skip if isinstance(skip, CellSet) and skip.index.base(self) is not None else None
         position = 0 if bits is None else (bits.index.base(self) or 0)
         for variant in self.variants:
@@ -79,6 +92,7 @@ class ModelPlan:
                         prompt=prompt.prompt,
                         repeat=repeat,
                         max_tokens=prompt.max_tokens,
+                        name_prompt=name_prompt,
                     )
 
     def n_cells(self, pack: Pack) -> int:

@@ -1,5 +1,5 @@
-"""The compact set of finished cells (one bit per cell of the matrix) and resume's scan
-beside Ray's start: no Ray here, real packs and configs."""
+"""The matrix: the compact set of finished cells (one bit per cell), bounded task names,
+and resume's scan beside Ray's start. No Ray here; real packs and configs."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from eval_helpers import tiny_pack, write_yaml
 
 from touchstone_ray.config import FleetConfig
-from touchstone_ray.eval.matrix import CellIndex, CellSet, plan_models
+from touchstone_ray.eval.matrix import TASK_NAMES_PER_MODEL, CellIndex, CellSet, plan_models
 from touchstone_ray.eval.resume import beside
 from touchstone_ray.pack import Pack, load_pack
 
@@ -70,6 +70,17 @@ def test_cell_set_is_a_set_of_keys_in_n_over_8_bytes(tmp_path: Path) -> None:
     done.add(keys[-1])
     left = [c.key for ms in plans.values() for p in ms for c in p.cells(pack, done)]
     assert left == keys[1:-1]
+
+
+def test_task_names_name_the_prompt_while_they_stay_few(tmp_path: Path) -> None:
+    pack, config = _matrix(tmp_path)
+    plan = plan_models(pack, config)["b"][0]
+    names = {c.task_name for c in plan.cells(pack)}
+    assert len(names) == 2 * 4 and "eval:m2:baseline:A2" in names  # 2 variants × 4 prompts
+    data = tiny_pack(TASK_NAMES_PER_MODEL // 2 + 1)  # 2 × 129 = 258 names: too many
+    big = load_pack(write_yaml(tmp_path / "big.yaml", data))
+    plan = plan_models(big, config)["b"][0]
+    assert {c.task_name for c in plan.cells(big)} == {"eval:m2:baseline", "eval:m2:none"}
 
 
 def test_beside_runs_both_steps_at_once() -> None:
