@@ -50,8 +50,8 @@ def _prefix_key_and_ok(raw: bytes) -> tuple[str, bool] | None:
     bytes ``"ok":`` can only be an object key, never answer text; a line with exactly one
     such key, followed by ``true,"error":`` or ``false,"error":`` (the field order of
     :data:`~touchstone_ray.records.EVAL_RESPONSE_FIELDS`), has it at the top level. A line
-    with two record starts (a torn line that lost its newline, then a record) has two
-    ``{"key":"`` and goes to the full parse, which quarantines it.
+    with a second record start before its ``ok`` (a torn line that lost its newline, then a
+    record) goes to the full parse, which quarantines it.
     """
     if not raw.endswith(b"}\n"):
         return None
@@ -69,10 +69,8 @@ def _prefix_key_and_ok(raw: bytes) -> tuple[str, bool] | None:
             key = json.loads(m.group(1))
         except ValueError:
             return None
-    if raw.count(b'{"key":"') != 1:
-        return None
-    at = raw.find(_OK, m.end())
-    if at < 0 or raw.find(_OK, at + len(_OK)) >= 0:
+    at = raw.find(_OK, m.end())  # with the next find: one pass over the line
+    if at < 0 or raw.find(_OK, at + len(_OK)) >= 0 or raw.find(b'{"key":"', m.end(), at) >= 0:
         return None
     at += len(_OK)
     if raw.startswith(_OK_TRUE, at):
