@@ -3,7 +3,10 @@ and resume's scan beside Ray's start. No Ray here; real packs and configs."""
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import threading
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,14 @@ from touchstone_ray.config import FleetConfig
 from touchstone_ray.eval.matrix import TASK_NAMES_PER_MODEL, CellIndex, CellSet, plan_models
 from touchstone_ray.eval.resume import beside
 from touchstone_ray.pack import Pack, load_pack
+
+_FORK = multiprocessing.get_context("fork")
+_SCAN_BEGAN, _START_BEGAN = _FORK.Event(), _FORK.Event()  # inherited by the forked child
+
+
+def _forked_scan() -> int:
+    _SCAN_BEGAN.set()
+    return os.getpid() if _START_BEGAN.wait(30) else -1
 
 
 def _matrix(tmp_path: Path) -> tuple[Pack, FleetConfig]:
@@ -96,7 +107,7 @@ def test_beside_runs_both_steps_at_once() -> None:
         start_began.set()
         return "started" if scan_began.wait(30) else "alone"
 
-    both = beside(scan, start)
+    both = beside(scan, start, fork=False)
     assert (both.background, both.foreground) == ("scanned", "started")
     assert both.background_start <= both.foreground_end
     assert both.foreground_start <= both.background_end
@@ -111,6 +122,23 @@ def test_beside_runs_both_steps_at_once() -> None:
     ]
 
 
+def test_beside_forks_the_scan_beside_the_start() -> None:
+    """As above across processes: the child waits for the start, the start for the child."""
+
+    def start() -> bool:
+        _START_BEGAN.set()
+        return _SCAN_BEGAN.wait(30)
+
+    both = beside(_forked_scan, start, fork=True)
+    assert both.foreground is True
+    assert both.background not in (-1, os.getpid())  # ran, in another process
+
+
+def test_beside_raises_a_forked_scans_error() -> None:
+    with pytest.raises(FileNotFoundError, match="no-such-shard"):
+        beside(partial(os.stat, "/no-such-shard"), lambda: None, fork=True)
+
+
 def test_beside_raises_the_scans_error_after_the_start() -> None:
     started: list[str] = []
 
@@ -118,7 +146,7 @@ def test_beside_raises_the_scans_error_after_the_start() -> None:
         raise OSError(30, "Read-only file system")
 
     with pytest.raises(OSError, match="Read-only file system"):
-        beside(scan, lambda: started.append("ray"))
+        beside(scan, lambda: started.append("ray"), fork=False)
     assert started == ["ray"]
 
 
@@ -133,5 +161,5 @@ def test_beside_raises_the_starts_error_once_the_scan_is_done() -> None:
         raise ConnectionError("no cluster at 10.0.0.9:6379")
 
     with pytest.raises(ConnectionError, match="no cluster"):
-        beside(scan, start)
+        beside(scan, start, fork=False)
     assert finished.is_set()  # joined before the error left

@@ -1,17 +1,23 @@
 """Resume's scan beside Ray's start: two start-up steps that share nothing run at once.
 
 A resume must read every shard (which keys are done) and connect to Ray; the scan is file
-I/O and byte matching, Ray's start is mostly waiting for its processes, so the scan runs in a
-thread while the calling thread starts Ray (``bench/bench_eval_resume.py`` measures the
-gain). The caller checks the resume (:meth:`~touchstone_ray.bundle.Bundle.check_resume`)
-before, so nothing is written to a bundle that a resume would refuse.
+I/O and byte matching, Ray's start is mostly waiting for its processes, so the scan runs
+beside it while the calling thread starts Ray (``bench/bench_eval_resume.py`` measures it).
+In a process that has no other thread yet (the CLI before Ray starts) the scan runs in a
+forked child: a scanning thread would hold the GIL most of the time, and every short Python
+step of Ray's start would wait for it. Elsewhere (a driver already connected to Ray, whose
+threads a fork would not copy) it runs in a thread. The caller checks the resume
+(:meth:`~touchstone_ray.bundle.Bundle.check_resume`) before, so nothing is written to a
+bundle that a resume would refuse.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -45,16 +51,42 @@ class Beside(Generic[A, B]):
         }
 
 
-def beside(
-    background: Callable[[], A], foreground: Callable[[], B], name: str = "beside"
-) -> Beside[A, B]:
-    """Run ``background`` in a thread while ``foreground`` runs in the calling thread;
-    return both results once both have finished.
+def _timed(fn: Callable[[], A]) -> tuple[A, float, float]:
+    start = time.time()
+    value = fn()
+    return value, start, time.time()
 
-    The thread is started first, so ``background`` begins no later than ``foreground``.
-    Errors: ``foreground``'s exception is raised after the thread has finished (it may be
-    repairing a file); otherwise ``background``'s exception is re-raised here.
+
+def beside(
+    background: Callable[[], A],
+    foreground: Callable[[], B],
+    name: str = "beside",
+    fork: bool | None = None,
+) -> Beside[A, B]:
+    """Run ``background`` in a forked child process or a thread while ``foreground`` runs
+    in the calling thread; return both results once both have finished.
+
+    ``fork``: ``None`` forks when this process has a single thread (see the module
+    docstring); a forked ``background`` must be picklable (a module-level function or a
+    ``functools.partial`` of one) and so must its result. The child or thread is started
+    first. Errors: ``foreground``'s exception is raised after ``background`` has finished (it
+    may be repairing a file); otherwise ``background``'s exception is re-raised here.
     """
+    if fork is None:
+        fork = threading.active_count() == 1
+    if fork:
+        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
+            future = pool.submit(_timed, background)
+            fg_start = time.time()
+            try:
+                value = foreground()
+            finally:
+                found = future.exception()  # waits for the child
+            fg_end = time.time()
+            if found is not None:
+                raise found
+            bg_value, bg_start, bg_end = future.result()
+        return Beside(bg_value, value, bg_start, bg_end, fg_start, fg_end)
     values: list[A] = []
     errors: list[BaseException] = []
     span: list[float] = []

@@ -10,7 +10,7 @@ import os
 import sys
 import time
 from collections import deque
-from collections.abc import Container, Iterator, MutableSet
+from collections.abc import Callable, Container, Iterator, MutableSet
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -112,12 +112,7 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
     if bundle is None:
         ray_info = ensure_ray(opts.address, config.ray)
     else:
-        shards, root = bundle.shards, bundle.root
-
-        def scan() -> ResponseScan:
-            with _writes_into(root):
-                return shards.scan(repair=True, key_set=cell_set, warn=False)
-
+        scan = partial(_scan_for_resume, bundle.root, cell_set)
         scanned = beside(scan, lambda: ensure_ray(opts.address, config.ray), "resume-scan")
         scanned.background.warn_malformed()
         done, ray_info = scanned.background.ok_keys, scanned.foreground
@@ -190,6 +185,13 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
     )
     print(bundle.root, file=out, flush=True)
     return outcome
+
+
+def _scan_for_resume(root: Path, key_set: Callable[[], MutableSet[str]]) -> ResponseScan:
+    """Resume's scan of ``root``'s shards, torn tails repaired, warnings left to the caller
+    (module-level: it may run in a forked child, :func:`~touchstone_ray.eval.resume.beside`)."""
+    with _writes_into(root):
+        return Bundle(root).shards.scan(repair=True, key_set=key_set, warn=False)
 
 
 def _write_failed(path: Path, exc: OSError) -> RunError:
