@@ -16,12 +16,13 @@ parses the line in full otherwise (:func:`key_and_ok`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import warnings
 from collections.abc import Callable, Iterator, MutableSet
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
 
 from touchstone_ray.bundle._layout import Layout
 from touchstone_ray.storage import (
@@ -219,28 +220,41 @@ class ResponseShards:
 
         A shard is replaced atomically (:func:`~touchstone_ray.storage.atomic_rewrite`), and
         only when a line's content changed; changed lines are re-encoded compactly, all
-        others are kept byte for byte. Memory grows with the changed lines, not the shard.
-        Call it after the shard writers are closed.
+        others are kept byte for byte. One pass: from the first changed line on, lines stream
+        into the replacement (the bytes before it are copied), so memory stays one line
+        whatever the shard's size. Call it after the shard writers are closed.
         """
         seen = 0
         for shard in self.layout.shards(self.folder):
-            changed: dict[int, bytes] = {}
-            with open(shard, "rb") as src:
-                for lineno, raw in enumerate(src):
+            with open(shard, "rb") as src, contextlib.ExitStack() as stack:
+                dst: BinaryIO | None = None
+                offset = 0
+                for raw in src:
+                    line, offset = raw, offset + len(raw)
                     rec = _candidate(raw, only_keys)
-                    if rec is None:
-                        continue
-                    seen += 1
-                    found = fields_for(rec)
-                    if any(k not in rec or rec[k] != v for k, v in found.items()):
-                        rec.update(found)
-                        changed[lineno] = to_json_line(rec).encode("utf-8")
-            if not changed:
-                continue
-            with open(shard, "rb") as src, atomic_rewrite(shard) as dst:
-                for lineno, raw in enumerate(src):
-                    dst.write(changed.get(lineno, raw))
+                    if rec is not None:
+                        seen += 1
+                        found = fields_for(rec)
+                        if any(k not in rec or rec[k] != v for k, v in found.items()):
+                            rec.update(found)
+                            line = to_json_line(rec).encode("utf-8")
+                    if dst is None and line is not raw:
+                        dst = stack.enter_context(atomic_rewrite(shard))
+                        with open(shard, "rb") as head:  # the unchanged lines before
+                            _copy_bytes(head, dst, offset - len(raw))
+                    if dst is not None:
+                        dst.write(line)
         return seen
+
+
+def _copy_bytes(src: BinaryIO, dst: BinaryIO, n: int) -> None:
+    """Copy the first ``n`` bytes of ``src`` to ``dst`` in 1 MiB blocks."""
+    while n > 0:
+        block = src.read(min(n, 1 << 20))
+        if not block:
+            raise OSError(f"{src.name}: shorter than {n} more bytes while rewriting")
+        dst.write(block)
+        n -= len(block)
 
 
 def _candidate(raw: bytes, only_keys: set[str] | None) -> dict[str, Any] | None:
