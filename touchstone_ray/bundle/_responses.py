@@ -87,6 +87,9 @@ def key_and_ok(raw: bytes) -> tuple[str | None, bool] | None:
     ``None`` for an object without a string key; ``None`` is returned for a malformed line
     (not a JSON object). Equal to ``(record.get("key"), bool(record.get("ok")))`` of
     ``json.loads(raw)`` for every line our writer wrote (tests/bundle/test_scan_prefix.py).
+    Not checked: bytes damaged *inside* a line whose key and ok frame still match (a flipped
+    byte in the answer text) — the full parse would quarantine that line, the prefix read
+    counts it; our writer appends whole lines, so damage shows as a torn tail instead.
     """
     fast = _prefix_key_and_ok(raw)
     if fast is not None:
