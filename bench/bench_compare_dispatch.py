@@ -714,7 +714,7 @@ def strip_for_page(summary: dict[str, Any]) -> dict[str, Any]:
 EVAL_SCRIPTS = {
     "eval_memory": (
         "bench/bench_eval_memory.py",
-        "driver memory of `touchstone-ray eval` at 2k and 20k cells",
+        "driver memory of `touchstone-ray eval` at 20k and 100k cells",
     ),
     "eval_resume": ("bench/bench_eval_resume.py", "resume of a 200k-record bundle"),
     "eval_throughput": (

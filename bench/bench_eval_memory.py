@@ -1,20 +1,20 @@
-"""Driver memory of ``touchstone-ray eval`` at 2k and 20k cells (issue [eval]).
+"""Driver memory of ``touchstone-ray eval`` at 20k and 100k cells (issues [eval], [dispatch]).
 
 Runs the real CLI against a fast simulator (OpenAI protocol, TTFT 1 ms, 5000 tok/s, 8 tokens)
 in its own process on loopback: one model on host ``local``, concurrency 16, Ray without
-dashboard. The pack is synthetic: N prompts × 20 repeats × 2 variants (50 → 2k cells,
-500 → 20k cells). The driver process itself (not its Ray children) is sampled with psutil every
+dashboard. The pack is synthetic: N prompts × 20 repeats × 2 variants (500 → 20k cells,
+2500 → 100k cells). The driver process itself (not its Ray children) is sampled with psutil every
 0.2 s. Per size it reports, in MB: the peak over the driver's whole life, the peak while the
 cells ran (``model_start`` → ``model_done``), RSS when the cells started and ended, the peak
 after the cells (finalize, shutdown), the final sample, the growth per 1000 cells, and cells/s
 (cells ÷ ``warmup`` → ``model_done``; and ÷ ``run_start`` → ``run_done``).
 
-Goal: flat (20k peak within 10 % of the 2k peak) and peak ≤ 350 MB.
+Goal: flat (the 100k peak within 10 % of the 20k peak) and peak ≤ 350 MB.
 
-    python bench/bench_eval_memory.py [--reps 3] [--sizes 2000,20000] [--quick]
+    python bench/bench_eval_memory.py [--reps 3] [--sizes 20000,100000] [--quick]
 
-``--quick``: 1 rep. Prints one JSON summary on stdout; progress goes to stderr. About 3–4
-minutes with the defaults on a 2-core machine.
+``--quick``: 1 rep. Prints one JSON summary on stdout; progress goes to stderr. About 6–7
+minutes per rep with the defaults on a quiet 2-core machine, several times that on a busy one.
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ def one_run(n_cells: int) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("--sizes", default="2000,20000", help="cell counts, multiples of 40")
+    parser.add_argument("--sizes", default="20000,100000", help="cell counts, multiples of 40")
     parser.add_argument("--quick", action="store_true", help="one rep")
     args = parser.parse_args(argv)
     reps = 1 if args.quick else args.reps

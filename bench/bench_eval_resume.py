@@ -11,14 +11,19 @@ Per rep, on a fresh copy of that bundle (warm page cache):
 
 * ``scan_and_start``: in this process, what ``run_eval`` does before its first cell apart from
   Ray: ``load_pack``, ``load_config``, ``plan_models``, ``Bundle.open``, ``check_resume``,
-  ``scan_responses(repair=True)``, then the two plan-filtering passes
-  (``sum(1 for _ in p.cells(pack, done))`` for the progress totals and again per phase);
+  ``scan_responses(repair=True)`` into the compact :class:`CellSet` as ``run_eval`` does,
+  then the two plan-filtering passes (``sum(1 for _ in p.cells(pack, done))`` for the
+  progress totals and again per phase);
 * ``resume_cli``: ``touchstone-ray eval --resume`` against a fast simulator (TTFT 1 ms, OpenAI,
   concurrency 4): seconds from launch to the "N reused, M to run" line, to ``run_start``, to
   the first new record in a shard, and to exit; the driver's peak RSS; and whether exactly
-  the 10 cells ran.
+  the 10 cells ran. The breakdown of the time to the first new record comes from the run's
+  ``resume_scan`` event (the scan runs beside Ray's start) and its other events: launch →
+  scan start (interpreter, imports, pack, config, ``check_resume``), the scan, Ray's start,
+  both done → ``run_start``, ``run_start`` → ``model_start``, ``model_start`` → the first
+  new record (seen by polling every 0.2 s).
 
-Goal: scan-and-start ≤ 10 s, and the first new record ≤ 10 s after launch.
+Goal: scan-and-start ≤ 10 s, and the first new record ≤ 5 s after launch (issue [dispatch]).
 
     python bench/bench_eval_resume.py [--reps 3] [--records 200000] [--quick]
 
@@ -57,7 +62,7 @@ from _common import (
 
 from touchstone_ray.bundle import Bundle
 from touchstone_ray.config import load_config
-from touchstone_ray.eval.matrix import plan_models
+from touchstone_ray.eval.matrix import CellIndex, CellSet, plan_models
 from touchstone_ray.pack import load_pack
 
 MODELS = ("bench-a", "bench-b")
@@ -67,6 +72,9 @@ N_MISSING = 6
 N_ERROR_ONLY = 4
 SIM = {"ttft_ms": 1, "tps": 5000, "answer_tokens": 8}
 GOAL_S = 10.0
+"""Scan-and-start goal (s)."""
+GOAL_FIRST_S = 5.0
+"""First new record after launch (s)."""
 TEXT = (
     "Sehr geehrte Damen und Herren, anbei die Zusammenfassung der Besprechung vom Dienstag. "
     "Die Frist für den Bericht endet am Freitag; offen sind noch die Zahlen aus dem Vertrieb. "
@@ -227,7 +235,7 @@ def scan_and_start(pack_path: Path, cfg_path: Path, bundle_root: Path) -> dict[s
     bundle = Bundle.open(bundle_root)
     bundle.check_resume(pack_path, config)
     t2 = time.perf_counter()
-    scan = bundle.scan_responses(repair=True)
+    scan = bundle.scan_responses(repair=True, key_set=lambda: CellSet(CellIndex(pack, plans)))
     done = scan.ok_keys
     t3 = time.perf_counter()
     todo = {
@@ -284,7 +292,10 @@ def resume_cli(built: dict[str, Any], bundle_root: Path, tmp: Path) -> dict[str,
     reused_line = next((t for t, line in run.stdout_lines if "reused," in line), None)
     evs = events(bundle_root)
     starts = [e for e in evs if e["event"] == "run_start"]
-    ts = {e["event"]: e["ts"] for e in evs if e["ts"] >= starts[-1]["ts"]}
+    ts: dict[str, Any] = {e["event"]: e["ts"] for e in evs if e["ts"] >= starts[-1]["ts"]}
+    scans = [e for e in evs if e["event"] == "resume_scan"]
+    if scans:
+        ts["resume_scan_event"] = scans[-1]
     new_lines = sum(count_lines(p) for p in shards.values())
     # finalize rewrites every line whose key ran again (the old error records too), so new
     # records are found by key, not by offset
@@ -298,7 +309,21 @@ def resume_cli(built: dict[str, Any], bundle_root: Path, tmp: Path) -> dict[str,
                     if rec.get("ok") and rec.get("key") in built["todo_keys"]:
                         ok_keys.add(rec["key"])
     lines_before = built["lines_written"]
+    t0 = run.t0_epoch
+    first = run.marks.get("first_new_record")
+    scan = ts.get("resume_scan_event") or {}
+    ready = max(scan.get("scan_end", float("nan")), scan.get("ray_start_end", float("nan")))
+    breakdown = {
+        "launch_to_scan_start_s": scan.get("scan_start", float("nan")) - t0,
+        "scan_s": scan.get("scan_s"),
+        "ray_start_s": scan.get("ray_start_s"),
+        "scan_and_ray_ready_to_run_start_s": starts[-1]["ts"] - ready,
+        "model_start_to_first_new_record_s": first - (ts["model_start"] - t0)
+        if first is not None and "model_start" in ts
+        else None,
+    }
     return {
+        **breakdown,
         "to_reused_line_s": reused_line,
         "to_run_start_s": starts[-1]["ts"] - run.t0_epoch,
         "to_first_new_record_s": run.marks.get("first_new_record"),
@@ -360,6 +385,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     scan_max = scan_fig["total_s"]["max"]
     first_max = cli_fig["to_first_new_record_s"]["max"]
+    first_median = cli_fig["to_first_new_record_s"]["median"]
     summary = {
         "bench": "eval_resume",
         "machine": machine(),
@@ -386,8 +412,10 @@ def main(argv: list[str] | None = None) -> int:
         },
         "goal": {
             "max_s": GOAL_S,
+            "first_new_record_max_s": GOAL_FIRST_S,
             "scan_and_start_ok": scan_max is not None and scan_max <= GOAL_S,
-            "first_new_record_ok": first_max is not None and first_max <= GOAL_S,
+            "first_new_record_ok": first_max is not None and first_max <= GOAL_FIRST_S,
+            "first_new_record_median_ok": first_median is not None and first_median <= GOAL_FIRST_S,
         },
         "bench_wall_s": round(time.monotonic() - started, 1),
     }

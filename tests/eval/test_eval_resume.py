@@ -38,6 +38,8 @@ from eval_helpers import (
     write_yaml,
 )
 
+from touchstone_ray.bundle import Bundle
+from touchstone_ray.bundle._responses import _prefix_key_and_ok
 from touchstone_ray.eval.driver import QUEUE_AHEAD
 from touchstone_ray.pack import pack_sha256
 from touchstone_ray.sim import SimConfig, SimServer
@@ -239,6 +241,57 @@ def test_dry_run_resume_changes_nothing(base: Base, tmp_path: Path) -> None:
     assert outcome.bundle is None
     assert "1 cells on 2 hosts" in printed.splitlines()[-1]
     assert snapshot(bundle) == before
+
+
+def test_prefix_scan_of_a_real_bundle_with_failures_equals_the_full_parse(
+    base: Base, tmp_path: Path
+) -> None:
+    """A real run with failures (ra's first 3 requests get HTTP 500, one attempt each), its
+    shards finalized, one torn: the prefix scan finds what a full parse finds, every
+    complete line took the prefix path, and the resume runs exactly the rest."""
+    config_data = json.loads(json.dumps(base.config_data))
+    config_data["scheduling"] = {"max_attempts": 1, "warmup": False}
+    config_data["models"][0]["sim"] = {**FAST, "fail_first_n": 3}
+    config = write_yaml(tmp_path / "fleet.yaml", config_data)
+    outcome, printed = run(base.pack, config, out=tmp_path / "runs")
+    assert (outcome.n_ok, outcome.n_failed) == (13, 3), printed
+    assert outcome.bundle is not None
+    bundle = outcome.bundle
+    rb = bundle / "responses" / "rb.jsonl"
+    lines = rb.read_bytes().splitlines(keepends=True)
+    torn_key = json.loads(lines[-1])["key"]
+    rb.write_bytes(b"".join(lines[:-1]) + lines[-1][:30])
+
+    complete = [
+        line
+        for shard in sorted((bundle / "responses").glob("*.jsonl"))
+        for line in shard.read_bytes().splitlines(keepends=True)
+        if line.endswith(b"\n")
+    ]
+    assert len(complete) == 15
+    assert [_prefix_key_and_ok(line) for line in complete] == [
+        (json.loads(line)["key"], json.loads(line)["ok"]) for line in complete
+    ]
+    parsed = [json.loads(line) for line in complete]
+    want_ok = {r["key"] for r in parsed if r["ok"]}
+    want_err = {r["key"] for r in parsed if not r["ok"]} - want_ok
+    scan = Bundle.open(bundle).scan_responses()
+    assert (scan.ok_keys, scan.error_keys, scan.n_lines) == (want_ok, want_err, 15)
+    assert len(want_ok) == 12 and len(want_err) == 3 and torn_key not in want_ok
+
+    outcome, printed = run(base.pack, config, resume=bundle)
+    assert printed.splitlines()[0] == "12 reused, 4 to run"
+    # a new client actor's simulator counts from 0 again: the 3 re-run cells get the 500s
+    assert (outcome.n_ok, outcome.n_failed) == (1, 3), printed
+    resumed = [
+        e for e in read_jsonl(bundle / "events.jsonl").records if e["event"] == "resume_scan"
+    ]
+    assert len(resumed) == 1 and (resumed[0]["lines"], resumed[0]["ok"]) == (15, 12)
+    spans = resumed[0]
+    assert spans["scan_end"] - spans["scan_start"] == pytest.approx(spans["scan_s"], abs=1e-3)
+    assert spans["ray_start_end"] - spans["ray_start_start"] == pytest.approx(
+        spans["ray_start_s"], abs=1e-3
+    )
 
 
 # --- refused resumes -----------------------------------------------------------------------

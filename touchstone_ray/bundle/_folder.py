@@ -11,7 +11,7 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, MutableSet
 from pathlib import Path
 from typing import Any
 
@@ -299,12 +299,19 @@ class Bundle:
             )
 
     # reading ----------------------------------------------------------------------------
-    def scan_responses(self, repair: bool = False) -> ResponseScan:
+    def scan_responses(
+        self,
+        repair: bool = False,
+        key_set: Callable[[], MutableSet[str]] = set,
+        warn: bool = True,
+    ) -> ResponseScan:
         """Scan every shard: ok keys and error-only keys (:meth:`ResponseShards.scan`).
 
-        With ``repair``, each torn last line is first cut into ``<shard>.torn``.
+        With ``repair``, each torn last line is first cut into ``<shard>.torn``; ``key_set``
+        makes the key sets (a compact set for a large resume); ``warn=False`` leaves the
+        malformed-line warnings to :meth:`ResponseScan.warn_malformed`.
         """
-        return self.shards.scan(repair)
+        return self.shards.scan(repair, key_set, warn)
 
     def responses(self) -> list[dict[str, Any]]:
         """Every response record, de-duplicated by key (ok wins, first ok wins)."""

@@ -7,20 +7,26 @@ rewrites a shard: it streams each shard, gives every unfinalized record (or ever
 ``only_keys``) to a callback, and replaces the shard atomically only when a line changed;
 lines it does not change, malformed ones and a torn tail included, are copied byte for byte.
 So a second finalize over the same samples changes nothing.
+
+:meth:`ResponseShards.scan` (resume) reads ``key`` and ``ok`` without parsing a whole line
+where the line has the layout our writer pins (:data:`~touchstone_ray.records.
+EVAL_RESPONSE_FIELDS`: ``key`` first, ``ok`` followed by ``error``; compact separators), and
+parses the line in full otherwise (:func:`key_and_ok`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
-from collections.abc import Callable, Iterator
+import warnings
+from collections.abc import Callable, Iterator, MutableSet
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
 
 from touchstone_ray.bundle._layout import Layout
 from touchstone_ray.storage import (
     JsonlWriter,
-    ShardScan,
     atomic_rewrite,
     dedupe_by_key,
     iter_jsonl,
@@ -28,9 +34,74 @@ from touchstone_ray.storage import (
     to_json_line,
 )
 
-__all__ = ["ResponseScan", "ResponseShards", "is_unfinalized"]
+__all__ = ["ResponseScan", "ResponseShards", "is_unfinalized", "key_and_ok"]
 
 _NULL_SAMPLES = re.compile(rb'"n_samples"\s*:\s*null\b')
+_KEY_PLAIN = re.compile(rb'\{"key":"([^"\\]*)","pack_id":')
+_KEY_ESCAPED = re.compile(rb'\{"key":("(?:[^"\\]|\\.)*"),"pack_id":')
+_OK = b'"ok":'
+_OK_TRUE = b'true,"error":'
+_OK_FALSE = b'false,"error":'
+
+
+def _prefix_key_and_ok(raw: bytes) -> tuple[str, bool] | None:
+    """``(key, ok)`` of a complete line in the pinned layout, or ``None`` to parse it in full.
+
+    Why this is safe without a parse: inside a JSON string every ``"`` is escaped, so the
+    bytes ``"ok":`` can only be an object key, never answer text; a line with exactly one
+    such key, followed by ``true,"error":`` or ``false,"error":`` (the field order of
+    :data:`~touchstone_ray.records.EVAL_RESPONSE_FIELDS`), has it at the top level. A line
+    with a second record start before its ``ok`` (a torn line that lost its newline, then a
+    record) goes to the full parse, which quarantines it.
+    """
+    if not raw.endswith(b"}\n"):
+        return None
+    m = _KEY_PLAIN.match(raw)
+    if m is not None:
+        try:
+            key = m.group(1).decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    else:
+        m = _KEY_ESCAPED.match(raw)
+        if m is None:
+            return None
+        try:
+            key = json.loads(m.group(1))
+        except ValueError:
+            return None
+    at = raw.find(_OK, m.end())  # with the next find: one pass over the line
+    if at < 0 or raw.find(_OK, at + len(_OK)) >= 0 or raw.find(b'{"key":"', m.end(), at) >= 0:
+        return None
+    at += len(_OK)
+    if raw.startswith(_OK_TRUE, at):
+        return key, True
+    if raw.startswith(_OK_FALSE, at):
+        return key, False
+    return None
+
+
+def key_and_ok(raw: bytes) -> tuple[str | None, bool] | None:
+    """``(key, ok)`` of one complete JSONL line (with its ``\\n``): read from the line's
+    prefix where the layout is the pinned one, else by a full JSON parse. ``key`` is
+    ``None`` for an object without a string key; ``None`` is returned for a malformed line
+    (not a JSON object). Equal to ``(record.get("key"), bool(record.get("ok")))`` of
+    ``json.loads(raw)`` for every line our writer wrote (tests/bundle/test_scan_prefix.py).
+    Not checked: bytes damaged *inside* a line whose key and ok frame still match (a flipped
+    byte in the answer text) — the full parse would quarantine that line, the prefix read
+    counts it; our writer appends whole lines, so damage shows as a torn tail instead.
+    """
+    fast = _prefix_key_and_ok(raw)
+    if fast is not None:
+        return fast
+    try:
+        obj = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(obj, dict):
+        return None
+    key = obj.get("key")
+    return (key if isinstance(key, str) else None), bool(obj.get("ok"))
 
 
 def is_unfinalized(record: dict[str, Any]) -> bool:
@@ -49,9 +120,10 @@ def _may_be_unfinalized(raw: bytes) -> bool:
 class ResponseScan:
     """What a scan of the shards found (used by resume and by readers)."""
 
-    ok_keys: set[str] = field(default_factory=set)
-    """Keys with at least one ``ok`` record."""
-    error_keys: set[str] = field(default_factory=set)
+    ok_keys: MutableSet[str] = field(default_factory=set)
+    """Keys with at least one ``ok`` record (a ``set``, or the compact set the scan was
+    given)."""
+    error_keys: MutableSet[str] = field(default_factory=set)
     """Keys with error records only."""
     n_lines: int = 0
     """JSON object lines read."""
@@ -59,6 +131,14 @@ class ResponseScan:
     """Bytes cut off torn last lines (``repair=True``)."""
     malformed: int = 0
     """Malformed lines quarantined."""
+    malformed_at: list[tuple[str, int]] = field(default_factory=list)
+    """``(shard path, 1-based line)`` of each quarantined line."""
+
+    def warn_malformed(self) -> None:
+        """One ``UserWarning`` per quarantined line, naming file and line (the scan itself
+        stays silent, so a scan in a background thread warns in the caller's)."""
+        for path, lineno in self.malformed_at:
+            warnings.warn(f"{path}:{lineno}: malformed line quarantined", stacklevel=2)
 
 
 class ResponseShards:
@@ -86,25 +166,47 @@ class ResponseShards:
         """Cut each shard's torn last line into ``<shard>.torn``; bytes cut."""
         return sum(repair_torn_tail(p) for p in self.layout.shards(self.folder))
 
-    def scan(self, repair: bool = False) -> ResponseScan:
+    def scan(
+        self,
+        repair: bool = False,
+        key_set: Callable[[], MutableSet[str]] = set,
+        warn: bool = True,
+    ) -> ResponseScan:
         """Ok keys and error-only keys of every shard; with ``repair``, each torn last line
-        is first cut into ``<shard>.torn``."""
-        scan = ResponseScan()
+        is first cut into ``<shard>.torn``.
+
+        ``key`` and ``ok`` come from :func:`key_and_ok` (the line prefix, else a full parse).
+        ``key_set`` makes the two key sets (e.g. a compact
+        :class:`~touchstone_ray.eval.matrix.CellSet`). ``warn=False`` leaves the malformed
+        line warnings to :meth:`ResponseScan.warn_malformed`. A torn last line (no ``\\n``)
+        is skipped, as :func:`~touchstone_ray.storage.iter_jsonl` does.
+        """
+        scan = ResponseScan(ok_keys=key_set(), error_keys=key_set())
+        ok_keys, error_keys = scan.ok_keys, scan.error_keys
         for shard in self.layout.shards(self.folder):
             if repair:
                 scan.torn_bytes += repair_torn_tail(shard)
-            shard_scan = ShardScan()
-            for record in iter_jsonl(shard, shard_scan):
-                scan.n_lines += 1
-                key = record.get("key")
-                if not isinstance(key, str):
-                    continue
-                if record.get("ok"):
-                    scan.ok_keys.add(key)
-                    scan.error_keys.discard(key)
-                elif key not in scan.ok_keys:
-                    scan.error_keys.add(key)
-            scan.malformed += len(shard_scan.malformed)
+            with open(shard, "rb") as fh:
+                for lineno, raw in enumerate(fh, start=1):
+                    if not raw.endswith(b"\n"):
+                        break
+                    found = key_and_ok(raw)
+                    if found is None:
+                        if raw.strip():
+                            scan.malformed_at.append((str(shard), lineno))
+                        continue
+                    scan.n_lines += 1
+                    key, ok = found
+                    if key is None:
+                        continue
+                    if ok:
+                        ok_keys.add(key)
+                        error_keys.discard(key)
+                    elif key not in ok_keys:
+                        error_keys.add(key)
+        scan.malformed = len(scan.malformed_at)
+        if warn:
+            scan.warn_malformed()
         return scan
 
     def unfinalized_keys(self) -> set[str]:
@@ -121,28 +223,41 @@ class ResponseShards:
 
         A shard is replaced atomically (:func:`~touchstone_ray.storage.atomic_rewrite`), and
         only when a line's content changed; changed lines are re-encoded compactly, all
-        others are kept byte for byte. Memory grows with the changed lines, not the shard.
-        Call it after the shard writers are closed.
+        others are kept byte for byte. One pass: from the first changed line on, lines stream
+        into the replacement (the bytes before it are copied), so memory stays one line
+        whatever the shard's size. Call it after the shard writers are closed.
         """
         seen = 0
         for shard in self.layout.shards(self.folder):
-            changed: dict[int, bytes] = {}
-            with open(shard, "rb") as src:
-                for lineno, raw in enumerate(src):
+            with open(shard, "rb") as src, contextlib.ExitStack() as stack:
+                dst: BinaryIO | None = None
+                offset = 0
+                for raw in src:
+                    line, offset = raw, offset + len(raw)
                     rec = _candidate(raw, only_keys)
-                    if rec is None:
-                        continue
-                    seen += 1
-                    found = fields_for(rec)
-                    if any(k not in rec or rec[k] != v for k, v in found.items()):
-                        rec.update(found)
-                        changed[lineno] = to_json_line(rec).encode("utf-8")
-            if not changed:
-                continue
-            with open(shard, "rb") as src, atomic_rewrite(shard) as dst:
-                for lineno, raw in enumerate(src):
-                    dst.write(changed.get(lineno, raw))
+                    if rec is not None:
+                        seen += 1
+                        found = fields_for(rec)
+                        if any(k not in rec or rec[k] != v for k, v in found.items()):
+                            rec.update(found)
+                            line = to_json_line(rec).encode("utf-8")
+                    if dst is None and line is not raw:
+                        dst = stack.enter_context(atomic_rewrite(shard))
+                        with open(shard, "rb") as head:  # the unchanged lines before
+                            _copy_bytes(head, dst, offset - len(raw))
+                    if dst is not None:
+                        dst.write(line)
         return seen
+
+
+def _copy_bytes(src: BinaryIO, dst: BinaryIO, n: int) -> None:
+    """Copy the first ``n`` bytes of ``src`` to ``dst`` in 1 MiB blocks."""
+    while n > 0:
+        block = src.read(min(n, 1 << 20))
+        if not block:
+            raise OSError(f"{src.name}: shorter than {n} more bytes while rewriting")
+        dst.write(block)
+        n -= len(block)
 
 
 def _candidate(raw: bytes, only_keys: set[str] | None) -> dict[str, Any] | None:

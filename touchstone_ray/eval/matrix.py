@@ -1,18 +1,27 @@
 """The matrix model × variant × prompt × repeat, expanded lazily per (host, model).
 
-Cells are generated on demand so the driver's memory does not grow with the matrix; only the
-set of finished keys is held.
+Cells are generated on demand so the driver's memory does not grow with the matrix. The set
+of finished keys is a :class:`CellSet`: one bit per cell of the matrix (:class:`CellIndex`
+numbers the cells in run order), so it stays a few kB at 100k cells; only keys outside the
+matrix (an earlier run's other models or variants) are kept as strings.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from bisect import bisect_right
+from collections.abc import Container, Iterable, Iterator, MutableSet
 from dataclasses import dataclass
 
 from touchstone_ray.config import FleetConfig, ModelSpec
 from touchstone_ray.errors import UsageError
 from touchstone_ray.pack import Pack
 from touchstone_ray.records import cell_key
+
+TASK_NAMES_PER_MODEL = 256
+"""Most distinct Ray task names one model's cells get: the driver's Ray core keeps state per
+task name for the whole run (about 20 kB each, measured with ``bench/bench_eval_memory.py``),
+so names name the prompt only while variants × prompts stays within this; above it they
+name the model and variant (``eval:qwen3:8b:baseline``)."""
 
 
 @dataclass(frozen=True)
@@ -29,15 +38,21 @@ class Cell:
     prompt: str
     repeat: int
     max_tokens: int | None
+    name_prompt: bool = True
+    """Whether :attr:`task_name` names the prompt (see :data:`TASK_NAMES_PER_MODEL`)."""
 
     @property
     def task_name(self) -> str:
-        """Readable Ray task name: ``eval:qwen3:8b:baseline:B3``.
+        """Readable Ray task name: ``eval:qwen3:8b:baseline:B3`` (``eval:qwen3:8b:baseline``
+        for a pack with more than :data:`TASK_NAMES_PER_MODEL` variants × prompts).
 
-        Without the repeat: Ray keeps a metric series per task name in the driver for the
-        whole run, so names must stay bounded by the pack, not grow with the cells
-        (``bench/bench_eval_memory.py``: +10 MB per 1k cells with one name per cell).
+        Without the repeat: Ray keeps state per task name in the driver for the whole run,
+        so names must stay bounded, not grow with the cells (``bench/bench_eval_memory.py``:
+        +10 MB per 1k cells with one name per cell, +1 MB per 1k with one per prompt when
+        the prompts grow with the cells).
         """
+        if not self.name_prompt:
+            return f"eval:{self.model}:{self.variant}"
         return f"eval:{self.model}:{self.variant}:{self.prompt_id}"
 
 
@@ -50,14 +65,22 @@ class ModelPlan:
     host: str
     variants: tuple[str, ...]
 
-    def cells(self, pack: Pack, skip: frozenset[str] | set[str] = frozenset()) -> Iterator[Cell]:
-        """Cells in run order (variant, then prompt, then repeat), leaving out ``skip`` keys."""
+    def cells(self, pack: Pack, skip: Container[str] = frozenset()) -> Iterator[Cell]:
+        """Cells in run order (variant, then prompt, then repeat), leaving out ``skip`` keys
+        (a :class:`CellSet` over this plan is tested by position, without a key lookup)."""
         systems = {v.id: v.system_prompt for v in pack.prompt_variants}
+        name_prompt = len(self.variants) * len(pack.prompts()) <= TASK_NAMES_PER_MODEL
+        bits = skip if isinstance(skip, CellSet) and skip.index.base(self) is not None else None
+        position = 0 if bits is None else (bits.index.base(self) or 0)
         for variant in self.variants:
             for category, prompt in pack.all_prompts():
                 for repeat in range(1, prompt.repeats + 1):
                     key = cell_key(self.label, variant, prompt.id, repeat)
-                    if key in skip:
+                    if bits is not None:
+                        position += 1
+                        if bits.has_position(position - 1):
+                            continue
+                    elif key in skip:
                         continue
                     yield Cell(
                         key=key,
@@ -69,6 +92,7 @@ class ModelPlan:
                         prompt=prompt.prompt,
                         repeat=repeat,
                         max_tokens=prompt.max_tokens,
+                        name_prompt=name_prompt,
                     )
 
     def n_cells(self, pack: Pack) -> int:
@@ -104,3 +128,131 @@ def plan_models(
         plan = ModelPlan(label=label, spec=spec, host=spec.host_name, variants=chosen_variants)
         plans.setdefault(spec.host_name, []).append(plan)
     return plans
+
+
+class CellIndex:
+    """Numbers every cell of ``plans`` 0 … n-1 in run order (plan, then variant, prompt,
+    repeat: the order of :meth:`ModelPlan.cells`), and maps a key to its number and back.
+
+    ``position(key)`` parses ``model|variant|prompt_id|repeat`` from the right, so a model
+    label may contain ``|``; a key that is not a cell of ``plans`` (another model or variant,
+    a repeat the pack no longer has, a non-canonical repeat like ``01``) has no position.
+    """
+
+    def __init__(self, pack: Pack, plans: dict[str, list[ModelPlan]]) -> None:
+        self._prompts: dict[str, tuple[int, int]] = {}
+        offsets: list[int] = []
+        self._prompt_ids: list[str] = []
+        offset = 0
+        for _, prompt in pack.all_prompts():
+            self._prompts[prompt.id] = (offset, prompt.repeats)
+            offsets.append(offset)
+            self._prompt_ids.append(prompt.id)
+            offset += prompt.repeats
+        self._prompt_offsets = offsets
+        self.per_variant = offset
+        """Cells per variant (Σ repeats)."""
+        self._bases: dict[str, int] = {}
+        self._variants: dict[str, dict[str, int]] = {}
+        self._labels: list[str] = []
+        self._label_bases: list[int] = []
+        n = 0
+        for models in plans.values():
+            for plan in models:
+                if plan.label in self._bases:
+                    continue
+                self._bases[plan.label] = n
+                self._variants[plan.label] = {v: i for i, v in enumerate(plan.variants)}
+                self._labels.append(plan.label)
+                self._label_bases.append(n)
+                n += len(plan.variants) * self.per_variant
+        self.n_cells = n
+        """Cells of the whole matrix."""
+
+    def base(self, plan: ModelPlan) -> int | None:
+        """Number of ``plan``'s first cell, or ``None`` if ``plan`` is not indexed as is."""
+        variants = self._variants.get(plan.label)
+        if variants is None or tuple(variants) != plan.variants:
+            return None
+        return self._bases[plan.label]
+
+    def position(self, key: str) -> int | None:
+        """The cell number of ``key``, or ``None`` when it is not a cell of the matrix."""
+        rest, _, repeat_s = key.rpartition("|")
+        rest, _, prompt_id = rest.rpartition("|")
+        label, _, variant = rest.rpartition("|")
+        variants = self._variants.get(label)
+        prompt = self._prompts.get(prompt_id)
+        if variants is None or prompt is None or variant not in variants:
+            return None
+        if not repeat_s.isascii() or not repeat_s.isdigit() or repeat_s.startswith("0"):
+            return None
+        repeat = int(repeat_s)
+        offset, repeats = prompt
+        if repeat > repeats:
+            return None
+        return self._bases[label] + variants[variant] * self.per_variant + offset + repeat - 1
+
+    def key_at(self, position: int) -> str:
+        """The key of cell number ``position`` (0 ≤ position < :attr:`n_cells`)."""
+        i = bisect_right(self._label_bases, position) - 1
+        label = self._labels[i]
+        variant_pos, within = divmod(position - self._label_bases[i], self.per_variant)
+        j = bisect_right(self._prompt_offsets, within) - 1
+        variant = list(self._variants[label])[variant_pos]
+        return cell_key(label, variant, self._prompt_ids[j], within - self._prompt_offsets[j] + 1)
+
+
+class CellSet(MutableSet[str]):
+    """A set of cell keys in one bit per cell of ``index`` (n/8 bytes, fixed when made);
+    keys outside the matrix go to a plain ``set`` beside it. Iterates matrix keys in run
+    order, then the others."""
+
+    def __init__(self, index: CellIndex, keys: Iterable[str] = ()) -> None:
+        self.index = index
+        self._bits = bytearray((index.n_cells + 7) // 8)
+        self._n = 0
+        self._other: set[str] = set()
+        for key in keys:
+            self.add(key)
+
+    def has_position(self, position: int) -> bool:
+        """Whether cell number ``position`` is in the set."""
+        return bool(self._bits[position >> 3] & (1 << (position & 7)))
+
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, str):
+            return False
+        position = self.index.position(key)
+        return key in self._other if position is None else self.has_position(position)
+
+    def __len__(self) -> int:
+        return self._n + len(self._other)
+
+    def __iter__(self) -> Iterator[str]:
+        for position in range(self.index.n_cells):
+            if self.has_position(position):
+                yield self.index.key_at(position)
+        yield from self._other
+
+    def add(self, value: str) -> None:
+        """Add ``value`` (a cell key)."""
+        position = self.index.position(value)
+        if position is None:
+            self._other.add(value)
+            return
+        byte, bit = position >> 3, 1 << (position & 7)
+        if not self._bits[byte] & bit:
+            self._bits[byte] |= bit
+            self._n += 1
+
+    def discard(self, value: str) -> None:
+        """Remove ``value`` if present."""
+        position = self.index.position(value)
+        if position is None:
+            self._other.discard(value)
+            return
+        byte, bit = position >> 3, 1 << (position & 7)
+        if self._bits[byte] & bit:
+            self._bits[byte] &= ~bit
+            self._n -= 1

@@ -10,17 +10,19 @@ import os
 import sys
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Container, Iterator, MutableSet
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
 
-from touchstone_ray.bundle import Bundle
+from touchstone_ray.bundle import Bundle, ResponseScan
 from touchstone_ray.config import FleetConfig, load_config
 from touchstone_ray.errors import BundleError, RunError
 from touchstone_ray.eval.context import check_context
 from touchstone_ray.eval.driver import HostRun, MatrixRunner, Phase
-from touchstone_ray.eval.matrix import ModelPlan, plan_models
+from touchstone_ray.eval.matrix import CellIndex, CellSet, ModelPlan, plan_models
+from touchstone_ray.eval.resume import Beside, beside
 from touchstone_ray.eval.sink import RecordSink
 from touchstone_ray.host_resolution import current_nodes, resolve_hosts
 from touchstone_ray.pack import Pack, load_pack
@@ -65,7 +67,9 @@ class EvalOutcome:
         return 1 if self.n_failed else 0
 
 
-def print_plan(pack: Pack, plans: dict[str, list[ModelPlan]], skip: set[str], out: TextIO) -> None:
+def print_plan(
+    pack: Pack, plans: dict[str, list[ModelPlan]], skip: Container[str], out: TextIO
+) -> None:
     """The ``--dry-run`` plan: per host, models in run order with their cell counts."""
     total = 0
     for host, models in plans.items():
@@ -93,17 +97,25 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
     config = load_config(opts.config)
     plans = plan_models(pack, config, opts.models, opts.variants)
     bundle: Bundle | None = None
-    done: set[str] = set()
+    cell_set = partial(CellSet, CellIndex(pack, plans))
+    done: MutableSet[str] = cell_set()
     if opts.resume is not None:
         bundle = Bundle.open(opts.resume)
-        bundle.check_resume(opts.pack, config)
-        with _writes_into(opts.resume):
-            done = bundle.scan_responses(repair=not opts.dry_run).ok_keys  # dry: writes nothing
+        bundle.check_resume(opts.pack, config)  # before anything is written
     if opts.dry_run:
+        if bundle is not None:  # no repair: writes nothing
+            done = bundle.scan_responses(key_set=cell_set).ok_keys
         print_plan(pack, plans, done, out)
         return EvalOutcome(bundle=None)
 
-    ray_info = ensure_ray(opts.address, config.ray)
+    scanned: Beside[ResponseScan, dict[str, Any]] | None = None
+    if bundle is None:
+        ray_info = ensure_ray(opts.address, config.ray)
+    else:
+        scan = partial(_scan_for_resume, bundle.root, cell_set)
+        scanned = beside(scan, lambda: ensure_ray(opts.address, config.ray), "resume-scan")
+        scanned.background.warn_malformed()
+        done, ray_info = scanned.background.ok_keys, scanned.foreground
     import ray
 
     nodes = resolve_hosts(config, current_nodes(), ray.get_runtime_context().get_node_id())
@@ -120,6 +132,10 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
         print(f"{len(done)} reused, {sum(todo.values())} to run", file=out, flush=True)
     with _writes_into(bundle.root):
         sink = RecordSink(bundle, pack.id, pack.version, todo)
+    if scanned is not None:
+        found = scanned.background
+        times = scanned.timings("scan", "ray_start")
+        sink.event("resume_scan", lines=found.n_lines, ok=len(done), **times)
     started = time.monotonic()
     outcome = EvalOutcome(bundle=bundle.root, n_reused=len(done))
     fleet: Fleet | None = None
@@ -171,6 +187,13 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
     return outcome
 
 
+def _scan_for_resume(root: Path, key_set: Callable[[], MutableSet[str]]) -> ResponseScan:
+    """Resume's scan of ``root``'s shards, torn tails repaired, warnings left to the caller
+    (module-level: it may run in a forked child, :func:`~touchstone_ray.eval.resume.beside`)."""
+    with _writes_into(root):
+        return Bundle(root).shards.scan(repair=True, key_set=key_set, warn=False)
+
+
 def _write_failed(path: Path, exc: OSError) -> RunError:
     """The one line for a bundle that cannot be written (a disk gone read-only or full)."""
     return RunError(
@@ -205,7 +228,7 @@ def _start_fleet(
     config: FleetConfig,
     plans: dict[str, list[ModelPlan]],
     nodes: dict[str, Any],
-    done: set[str],
+    done: Container[str],
     left: dict[str, int],
     bundle: Bundle,
     sink: RecordSink,

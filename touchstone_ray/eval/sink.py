@@ -42,7 +42,6 @@ class RecordSink:
         self._events = JsonlWriter(bundle.layout.events)
         self.n_ok = 0
         self.n_failed = 0
-        self.new_keys: set[str] = set()
         self.failures_by_kind: dict[str, int] = {}
         console = console or Console(stderr=True)
         self._progress = Progress(
@@ -75,7 +74,6 @@ class RecordSink:
         if writer is None:
             writer = self._writers[label] = self.bundle.shards.writer(label)
         writer.write(record)
-        self.new_keys.add(str(record["key"]))
         host = str(record["host"])
         if record.get("ok"):
             self.n_ok += 1
