@@ -523,3 +523,62 @@ def test_embed_throughput_against_the_simulator(tmp_path: Path) -> None:
         line.startswith("sim-e on local: ") and "embeddings/s" in line
         for line in done.stdout.splitlines()
     )
+
+
+def test_closed_loop_schedule(capacity_run: tuple[Path, str, str]) -> None:
+    """Closed loop: both streams of a c = 2 point are due at the point's start, and every
+    later request is due when an earlier one of the point ended (its stream got free)."""
+    bundle, _, _ = capacity_run
+    recs = [
+        r
+        for r in lines(bundle / "points" / "sim-tpot.jsonl")
+        if (r["context"], r["concurrency"]) == ("64", 2)
+    ]
+    assert len(recs) == 3
+    start = min(r["scheduled_at"] for r in recs)
+    first = [r for r in recs if r["scheduled_at"] == start]
+    assert len(first) == 2
+    (later,) = [r for r in recs if r["scheduled_at"] != start]
+    ended = min((r["t_end"] for r in first), key=lambda t: abs(later["scheduled_at"] - t))
+    assert 0 <= later["scheduled_at"] - ended < 0.05
+    assert later["sent_at"] >= later["scheduled_at"]
+
+
+def test_lockstep_sends_rounds_together(tmp_path: Path) -> None:
+    """``--lockstep``: runs 1..7 at c = 3 go out in rounds [1, 2, 3], [4, 5, 6], [7]; a round
+    is due (one ``scheduled_at`` for all) only after every request of the round before ended;
+    the bundle says which schedule it used, and a resume keeps it."""
+    config = fleet(tmp_path, {"sim-tpot": 1.0})
+    done = cli(
+        tmp_path,
+        "--config",
+        str(config),
+        "--contexts",
+        "64",
+        "--concurrency",
+        "3",
+        "--output-tokens",
+        "8",
+        "--runs",
+        "7",
+        "--lockstep",
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    bundle = Path(done.stdout.strip().splitlines()[-1])
+    manifest = json.loads((bundle / "bundle.json").read_text())
+    assert manifest["settings"]["schedule"] == "lockstep"
+    recs = {
+        r["run"]: r
+        for r in lines(bundle / "points" / "sim-tpot.jsonl")
+        if (r["context"], r["concurrency"]) == ("64", 3)
+    }
+    assert sorted(recs) == [1, 2, 3, 4, 5, 6, 7]
+    rounds = [[1, 2, 3], [4, 5, 6], [7]]
+    due = []
+    for batch in rounds:
+        (at,) = {recs[run]["scheduled_at"] for run in batch}
+        due.append(at)
+        assert all(recs[run]["ok"] and recs[run]["sent_at"] >= at for run in batch)
+    for before, after, at in zip(rounds, rounds[1:], due[1:], strict=False):
+        assert at >= max(recs[run]["t_end"] for run in before)
+        assert min(recs[run]["sent_at"] for run in after) >= at
