@@ -91,13 +91,17 @@ def decode_stall_s(task: Task, others: list[Task]) -> float:
     )
 
 
-def timeline_summary(tasks: list[Task], min_prompt_n: int = 0) -> dict[str, Any]:
+def timeline_summary(
+    tasks: list[Task], min_prompt_n: int = 0, among: list[Task] | None = None
+) -> dict[str, Any]:
     """Medians over the tasks with at least ``min_prompt_n`` prompt tokens (the cached
     variant's short re-prompts are left out with it): server prompt_ms and decode ms per
     token (eval_ms / eval_n), the share of tasks whose decode was stalled by another's prefill
     (stall > 1 ms), the median stall (s), and the launch gap of each task to the nearest other
-    launch (s: near 0 = sent together)."""
+    launch (s: near 0 = sent together). Stalls and gaps are taken against ``among`` (default
+    ``tasks``: every task on the server then)."""
     kept = [t for t in tasks if t.prompt_n >= min_prompt_n]
+    tasks = tasks if among is None else among
     if not kept:
         return {"n": 0}
     stalls = [decode_stall_s(t, tasks) for t in kept]
@@ -116,3 +120,25 @@ def timeline_summary(tasks: list[Task], min_prompt_n: int = 0) -> dict[str, Any]
         "decode_stall_s_median": round(statistics.median(stalls), 3),
         "launch_gap_s_median": round(statistics.median(known_gaps), 3) if known_gaps else None,
     }
+
+
+def shares_server(task: Task, tasks: list[Task]) -> bool:
+    """Whether another task was on the server (launch → release) while ``task`` was."""
+    return any(
+        o.task != task.task and _overlap(task.launch_s, task.release_s, o.launch_s, o.release_s)
+        for o in tasks
+    )
+
+
+def by_context(tasks: list[Task], contexts: list[int]) -> dict[tuple[int, str], list[Task]]:
+    """Tasks grouped by the target context nearest their prompt count (tasks under half the
+    smallest target, the cached variant's re-prompts, are left out) and by ``"alone"`` /
+    ``"shared"`` (:func:`shares_server`): a c = 1 point's requests run alone, a c ≥ 2 point's
+    share the server."""
+    out: dict[tuple[int, str], list[Task]] = {}
+    for t in tasks:
+        if t.prompt_n < min(contexts) / 2:
+            continue
+        ctx = min(contexts, key=lambda c: abs(c - t.prompt_n))
+        out.setdefault((ctx, "shared" if shares_server(t, tasks) else "alone"), []).append(t)
+    return out
