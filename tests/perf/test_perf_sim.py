@@ -342,6 +342,7 @@ def test_report_on_a_perf_bundle(capacity_run: tuple[Path, str, str]) -> None:
     assert html.count("<svg") == 4 and 'src="http' not in html and "<link" not in html
     assert 'id="capacity"' in html and 'id="points"' in html
     md = (bundle / "report.md").read_text(encoding="utf-8")
+    assert "closed loop (each stream sends when its last request ended)" in md
     summary = json.loads((bundle / "summary.json").read_text())
     from touchstone_ray.report import escape_text
 
@@ -547,7 +548,7 @@ def test_closed_loop_schedule(capacity_run: tuple[Path, str, str]) -> None:
 def test_lockstep_sends_rounds_together(tmp_path: Path) -> None:
     """``--lockstep``: runs 1..7 at c = 3 go out in rounds [1, 2, 3], [4, 5, 6], [7]; a round
     is due (one ``scheduled_at`` for all) only after every request of the round before ended;
-    the bundle says which schedule it used, and a resume keeps it."""
+    and the bundle says which schedule it used."""
     config = fleet(tmp_path, {"sim-tpot": 1.0})
     done = cli(
         tmp_path,
@@ -582,3 +583,12 @@ def test_lockstep_sends_rounds_together(tmp_path: Path) -> None:
     for before, after, at in zip(rounds, rounds[1:], due[1:], strict=False):
         assert at >= max(recs[run]["t_end"] for run in before)
         assert min(recs[run]["sent_at"] for run in after) >= at
+    report = subprocess.run(
+        [sys.executable, "-m", "touchstone_ray.cli", "report", "--bundle", str(bundle)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    assert report.returncode == 0, report.stderr[-2000:]
+    assert "lockstep (rounds of" in (bundle / "report.md").read_text(encoding="utf-8")
