@@ -97,7 +97,9 @@ def timeline_summary(
     """Medians over the tasks with at least ``min_prompt_n`` prompt tokens (the cached
     variant's short re-prompts are left out with it): server prompt_ms and decode ms per
     token (eval_ms / eval_n), the share of tasks whose decode was stalled by another's prefill
-    (stall > 1 ms), the median stall (s), and the launch gap of each task to the nearest other
+    (for longer than one of its own decode steps, eval_ms / eval_n: two prompts sent together
+    share their last prefill batch, a few ms to one step, which is not a stall), the median
+    stall (s), and the launch gap of each task to the nearest other
     launch (s: near 0 = sent together). Stalls and gaps are taken against ``among`` (default
     ``tasks``: every task on the server then)."""
     kept = [t for t in tasks if t.prompt_n >= min_prompt_n]
@@ -116,7 +118,11 @@ def timeline_summary(
         "server_decode_ms_per_token_median": round(
             statistics.median(t.eval_ms / t.eval_n for t in kept if t.eval_n), 2
         ),
-        "stalled_share": round(sum(s > 1e-3 for s in stalls) / len(kept), 3),
+        "stalled_share": round(
+            sum(s > t.eval_ms / max(t.eval_n, 1) / 1e3 for s, t in zip(stalls, kept, strict=True))
+            / len(kept),
+            3,
+        ),
         "decode_stall_s_median": round(statistics.median(stalls), 3),
         "launch_gap_s_median": round(statistics.median(known_gaps), 3) if known_gaps else None,
     }

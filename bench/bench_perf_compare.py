@@ -148,13 +148,22 @@ def run_touchstone(
         raise RuntimeError(f"touchstone-ray perf exited {done.returncode}: {done.stderr[-2000:]}")
     bundle = Path(done.stdout.strip().splitlines()[-1])
     out: dict[tuple[int, int], dict[str, list[float]]] = {}
-    for path in sorted((bundle / "points").glob("*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            r = json.loads(line)
-            if not r["ok"] or str(r["context"]).endswith("-cached"):
-                continue
-            point = out.setdefault((r["context_target_tokens"], r["concurrency"]), _empty())
-            _add(point, r["ttft_s"], r["tpot_s"], r["send_lateness_s"])
+    rows = [
+        json.loads(line)
+        for path in sorted((bundle / "points").glob("*.jsonl"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+    ]
+    starts: dict[str, float] = {}
+    for r in rows:
+        prefix = r["key"].rsplit("|", 1)[0]
+        starts[prefix] = min(starts.get(prefix, r["scheduled_at"]), r["scheduled_at"])
+    for r in rows:
+        if not r["ok"] or str(r["context"]).endswith("-cached"):
+            continue
+        point = out.setdefault((r["context_target_tokens"], r["concurrency"]), _empty())
+        _add(point, r["ttft_s"], r["tpot_s"], r["send_lateness_s"])
+        if r["scheduled_at"] > starts[r["key"].rsplit("|", 1)[0]]:  # not the point's first round
+            point.setdefault("lateness_steady_s", []).append(r["send_lateness_s"])
     return out
 
 
@@ -444,8 +453,12 @@ def sim_part(args: Any, tools: list[str], work: Path) -> dict[str, Any]:
                 )
                 vals.pop("errors")
             late = p99(vals["lateness_s"])
+            steady = p99(vals.get("lateness_steady_s", []))
             out[tool] = {
                 "lateness_p99_ms": _round(late * 1000 if late is not None else None, 3),
+                "lateness_after_first_round_p99_ms": _round(
+                    steady * 1000 if steady is not None else None, 3
+                ),
                 "lateness_median_ms": _round(
                     (median(vals["lateness_s"]) or 0) * 1000 if vals["lateness_s"] else None, 3
                 ),

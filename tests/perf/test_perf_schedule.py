@@ -18,6 +18,7 @@ from touchstone_ray.perf.schedule import collector_paused, lockstep_rounds, send
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from _server_timeline import (
     Task,
+    by_context,
     decode_stall_s,
     log_seconds,
     parse_tasks,
@@ -75,7 +76,7 @@ LOG = """\
 0.17.980.362 I slot print_timing: id  1 | task 40 |       total time =    5950.00 ms /   528 tokens
 0.18.730.357 I slot      release: id  1 | task 40 | stop processing: n_tokens = 527, truncated = 0
 0.18.740.357 I slot launch_slot_: id  1 | task 60 | processing task, is_child = 0
-0.19.981.002 I slot print_timing: id  0 | task 41 | prompt eval time =    5250.00 ms /   512 tokens (   10.25 ms per token,    97.52 tokens per second)
+0.19.981.002 I slot print_timing: id  0 | task 41 | prompt eval time =    5230.00 ms /   512 tokens (   10.25 ms per token,    97.52 tokens per second)
 0.19.981.004 I slot print_timing: id  0 | task 41 |        eval time =    3000.00 ms /    16 tokens (  187.50 ms per token,     5.33 tokens per second)
 0.21.031.002 I slot      release: id  0 | task 41 | stop processing: n_tokens = 527, truncated = 0
 1.01.500.000 I slot launch_slot_: id  0 | task 77 | processing task, is_child = 0
@@ -96,10 +97,10 @@ def test_parse_tasks_and_decode_stall() -> None:
     assert t40 == Task(40, 12.780357, 5200.0, 512, 750.0, 16, 18.730357)
     assert t40.first_token_s == pytest.approx(17.980357)
     # 40 decodes from 17.980357; 41's prefill (its last batch shared with 40's decode) ends
-    # at 18.031002
-    assert decode_stall_s(t40, tasks) == pytest.approx(0.050645)
+    # at 18.011002
+    assert decode_stall_s(t40, tasks) == pytest.approx(0.030645)
     other = Task(60, 18.740357, 1000.0, 512, 500.0, 16, 20.240357)
-    # 41 decodes 18.031002 .. 21.031002; 60 prefills 18.740357 .. 19.740357: 1.0 s stalled
+    # 41 decodes 18.011002 .. 21.031002; 60 prefills 18.740357 .. 19.740357: 1.0 s stalled
     assert decode_stall_s(t41, [*tasks, other]) == pytest.approx(1.0)
 
 
@@ -111,8 +112,17 @@ def test_timeline_summary() -> None:
         "n": 3,
         "server_prompt_ms_median": 5200.0,
         "server_decode_ms_per_token_median": 46.88,
-        "stalled_share": round(2 / 3, 3),
-        "decode_stall_s_median": 0.051,
+        # 40: 0.031 s, under its 46.875 ms step; 41: 1.0 s, over its 187.5 ms step; 60: 0
+        "stalled_share": round(1 / 3, 3),
+        "decode_stall_s_median": 0.031,
         "launch_gap_s_median": 0.001,
     }
     assert timeline_summary(tasks, min_prompt_n=600) == {"n": 0}
+
+
+def test_by_context_splits_alone_from_shared() -> None:
+    t40, t41 = parse_tasks(LOG)
+    alone = Task(90, 30.0, 700.0, 130, 500.0, 16, 31.2)
+    cached = Task(91, 32.0, 20.0, 5, 500.0, 16, 32.6)  # a cached re-prompt: left out
+    got = by_context([t40, t41, alone, cached], [128, 512])
+    assert got == {(512, "shared"): [t40, t41], (128, "alone"): [alone]}
