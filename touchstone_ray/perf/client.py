@@ -1,9 +1,10 @@
 """The per-host perf client: the eval :class:`HostClient` plus prompt fitting and the
-closed loop of one point.
+schedule of one point.
 
 A point runs inside the actor (the host's node), so the loop's clock is the serving side's:
 ``concurrency`` streams each send their next request the moment their previous one ended
-(closed loop), until ``runs`` requests are done, after one discarded warm-up request. Every
+(closed loop), or rounds of ``concurrency`` requests go out together (``--lockstep``), until
+``runs`` requests are done, after one discarded warm-up request (:mod:`.schedule`). Every
 request has its own nonce line (cache-busted, a cold TTFT) except in the cached variant,
 which sends one priming request and then the same prompt every run.
 """
