@@ -4,7 +4,7 @@ schedule of one point.
 A point runs inside the actor (the host's node), so the loop's clock is the serving side's:
 ``concurrency`` streams each send their next request the moment their previous one ended
 (closed loop), or rounds of ``concurrency`` requests go out together (``--lockstep``), until
-``runs`` requests are done, after one discarded warm-up request (:mod:`.schedule`). Every
+``runs`` requests are done, after one discarded warm-up round (:mod:`.schedule`). Every
 request has its own nonce line (cache-busted, a cold TTFT) except in the cached variant,
 which sends one priming request and then the same prompt every run.
 """
@@ -71,6 +71,9 @@ class PerfClient(HostClient):
         """Run one point (a :class:`Point` as a dict) and return its records as dicts, in the
         order they were sent; requests ``first_run .. point.runs``. ``lockstep``: rounds of
         ``concurrency`` requests sent together instead of a closed loop (:mod:`.schedule`).
+        First a discarded warm-up round of ``concurrency`` requests sent together (GuideLLM
+        drops its first ``concurrency`` requests the same way), so the measured streams
+        start on a server in its steady state and on connections the pool already holds.
 
         Every request is built before the first is sent, and the records after the last has
         ended, so nothing but the send itself lies between a request's ``scheduled_at`` and
@@ -91,7 +94,9 @@ class PerfClient(HostClient):
             return req.model_copy(update={"extra_body": {**req.extra_body, **extra}})
 
         cached = request(f"{p.prefix}|cached") if p.cached else None
-        await engine.chat(cached or request(f"{p.prefix}|warmup"))
+        # one discarded round: the streams start in step, on connections already open
+        warmups = [cached or request(f"{p.prefix}|warmup|{i}") for i in range(p.concurrency)]
+        await asyncio.gather(*(engine.chat(req) for req in warmups))
         todo = {run: cached or request(p.key(run)) for run in range(first_run, p.runs + 1)}
         sent: list[tuple[int, ChatResult, float]] = []
 

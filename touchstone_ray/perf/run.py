@@ -441,13 +441,8 @@ class _Fleet:
     ) -> list[dict[str, Any]]:
         import ray
 
-        budget = (
-            m.spec.timeout_s
-            * self.config.scheduling.max_attempts
-            * (point.runs + 1)
-            / point.concurrency
-            + POINT_SLACK_S
-        )
+        rounds = -(-point.runs // point.concurrency) + 1  # the warm-up round, then the runs
+        budget = m.spec.timeout_s * self.config.scheduling.max_attempts * rounds + POINT_SLACK_S
         records: list[dict[str, Any]] = ray.get(
             actor.run_point.options(name=f"perf:{point.prefix}").remote(
                 point.__dict__, output_tokens, lockstep=self.lockstep
