@@ -72,8 +72,9 @@ class PerfClient(HostClient):
         order they were sent; requests ``first_run .. point.runs``. ``lockstep``: rounds of
         ``concurrency`` requests sent together instead of a closed loop (:mod:`.schedule`).
         First a discarded warm-up round of ``concurrency`` requests sent together (GuideLLM
-        drops its first ``concurrency`` requests the same way), so the measured streams
-        start on a server in its steady state and on connections the pool already holds.
+        drops its first ``concurrency`` requests the same way): in the closed loop each
+        stream's warm-up is its first request, so its first measured one is due when that
+        ended, on a server in its steady state and a connection the pool already holds.
 
         Every request is built before the first is sent, and the records after the last has
         ended, so nothing but the send itself lies between a request's ``scheduled_at`` and
@@ -94,9 +95,7 @@ class PerfClient(HostClient):
             return req.model_copy(update={"extra_body": {**req.extra_body, **extra}})
 
         cached = request(f"{p.prefix}|cached") if p.cached else None
-        # one discarded round: the streams start in step, on connections already open
         warmups = [cached or request(f"{p.prefix}|warmup|{i}") for i in range(p.concurrency)]
-        await asyncio.gather(*(engine.chat(req) for req in warmups))
         todo = {run: cached or request(p.key(run)) for run in range(first_run, p.runs + 1)}
         sent: list[tuple[int, ChatResult, float]] = []
 
@@ -107,20 +106,22 @@ class PerfClient(HostClient):
             return ended
 
         with collector_paused():
-            start = time.time()
             if lockstep:
+                await asyncio.gather(*(engine.chat(req) for req in warmups))
+                start = time.time()
                 for batch in lockstep_rounds(first_run, p.runs, p.concurrency):
                     await asyncio.gather(*(one(run, start) for run in batch))
                     start = time.time()
             else:
                 runs = iter(todo)
 
-                async def stream() -> None:
-                    scheduled = start
+                async def stream(warmup: ChatRequest) -> None:
+                    await engine.chat(warmup)
+                    scheduled = time.time()
                     for run in runs:
                         scheduled = await one(run, scheduled)
 
-                await asyncio.gather(*(stream() for _ in range(p.concurrency)))
+                await asyncio.gather(*(stream(req) for req in warmups))
         sent.sort(key=lambda item: item[1].t_start or item[2])
         return [
             self._record(p, run, result, scheduled, fitted, output_tokens, forced, limit)

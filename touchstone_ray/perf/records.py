@@ -33,8 +33,8 @@ class PerfResponse(EvalResponse):
     ``completion_tokens`` should equal the target; otherwise the model may stop earlier."""
     scheduled_at: float | None = None
     """Epoch s when the load generator meant to send: closed loop, when its stream got free
-    (its previous request ended; the point's start for a stream's first); ``--lockstep``, when
-    the round started (every request of the round before had ended) (:mod:`.schedule`)."""
+    (its previous request, or its discarded warm-up, ended); ``--lockstep``, when the round
+    started (every request of the round before had ended) (:mod:`.schedule`)."""
     sent_at: float | None = None
     """Epoch s when the HTTP request was sent (``t_start``)."""
     send_lateness_s: float | None = None

@@ -4,10 +4,12 @@ Two ways to keep ``concurrency`` requests in flight:
 
 * **closed loop** (the default, as GuideLLM's ``concurrent`` profile): ``concurrency`` streams,
   each sends its next request the moment its previous one ended. A request is *scheduled* at
-  that moment (the first of each stream at the point's start).
+  that moment; each stream's first request is its discarded warm-up, so every measured one
+  has a predecessor.
 * **lockstep** (``--lockstep``, as llama-benchy's ``--concurrency``): rounds of
   ``concurrency`` requests sent together; a round starts when every request of the round
-  before has ended, and all of its requests are scheduled at that moment.
+  before has ended (the first after a discarded warm-up round), and all of its requests are
+  scheduled at that moment, so a round's last send includes the time the others' took.
 
 Send lateness (SPEC §7b ``send_lateness_s``) = ``sent_at`` − ``scheduled_at``, s: the load
 generator's own delay between "due" and "the request headers were written" (building the
