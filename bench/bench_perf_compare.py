@@ -74,6 +74,8 @@ from touchstone_ray.perf.workload import fit_prompt, prompt_messages
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_VENV = Path("/tmp/benchvenv")
 TOOLS = ("touchstone", "touchstone-lockstep", "guidellm", "benchy")
+FOLDER = {"touchstone-lockstep": "tsl"}
+"""Short work folders: Ray's socket paths under them must stay within 107 bytes."""
 LIKE_FOR_LIKE = {"guidellm": "touchstone", "benchy": "touchstone-lockstep"}
 """Each peer's schedule in touchstone's terms: GuideLLM's concurrent profile is a closed loop
 (each stream sends when its last request ended); llama-benchy sends rounds of ``concurrency``
@@ -353,7 +355,7 @@ def real_part(args: Any, tools: list[str], work: Path) -> dict[str, Any]:
             for tool in tools[rep % len(tools) :] + tools[: rep % len(tools)]:
                 loads.setdefault(tool, []).append(round(os.getloadavg()[0], 2))
                 log(f"real server, rep {rep + 1}: {tool}")
-                folder = work / f"{tool}-{rep}"
+                folder = work / f"{FOLDER.get(tool, tool)}-{rep}"
                 folder.mkdir(parents=True)
                 log_start = len(server.log_text())
                 got = measure_real(server, tool, contexts, levels, args, folder, tok)
