@@ -7,6 +7,8 @@ concurrency): every point (prompt length × concurrency, ``--output-tokens`` for
 * ``touchstone``: ``touchstone-ray perf`` (its own warm-up, closed loop, prompts fitted by the
   server's ``/tokenize``); TTFT ``ttft_s``, TPOT ``tpot_s`` = (E2E − TTFT) / (tokens − 1),
   send lateness ``send_lateness_s`` = sent − scheduled;
+* ``touchstone-lockstep``: the same with ``--lockstep`` (rounds of ``concurrency`` requests
+  sent together), llama-benchy's schedule;
 * ``guidellm``: ``guidellm run`` with a concurrent profile (streams = concurrency) on a
   JSON-lines file of prompts fitted the same way (one cache-busting first line each); TTFT
   ``time_to_first_token_ms``, TPOT its ``inter_token_latency_ms`` (the same formula; its own
@@ -17,11 +19,18 @@ concurrency): every point (prompt length × concurrency, ``--output-tokens`` for
   "book"; TTFT its ``e2e_ttft`` per run, TPOT 1 / its ``tg_req_throughput``; it reports no
   lateness.
 
+Each peer's ratio is taken against touchstone run with the peer's schedule
+(:data:`LIKE_FOR_LIKE`). Beside the clients' figures, the server's own view of every request
+from its log (:mod:`_server_timeline`): prompt_ms, decode ms per token, and how often one
+request's decode ran while another's prefill did (a decode stall), per tool and context, for
+the requests that ran alone and those that shared the server.
+
 Part 2, the simulator at 64 streams (fixed TTFT and decode rate): touchstone's and GuideLLM's
 send lateness p99 (goal: touchstone < 1 ms).
 
     python bench/bench_perf_compare.py [--contexts 128,512] [--concurrency 1,2]
-        [--output-tokens 16] [--runs 8] [--reps 2] [--tools touchstone,guidellm,benchy]
+        [--output-tokens 16] [--runs 8] [--reps 2]
+        [--tools touchstone,touchstone-lockstep,guidellm,benchy]
         [--streams 64] [--venv /tmp/benchvenv]
 
 Peers come from a separate venv (bench/README.md; ``gguf`` and ``llama-benchy`` beside
@@ -52,6 +61,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "real"))
 
 from _common import SimProcess, dump, log, machine, peer_env, ray_env, scratch, write_yaml
+from _server_timeline import Task, by_context, parse_tasks, timeline_summary
 from llama_server import MODEL_ALIAS, llama_server, model_path
 
 from touchstone_ray.engines import EngineSettings
@@ -63,7 +73,13 @@ from touchstone_ray.perf.workload import fit_prompt, prompt_messages
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_VENV = Path("/tmp/benchvenv")
-TOOLS = ("touchstone", "guidellm", "benchy")
+TOOLS = ("touchstone", "touchstone-lockstep", "guidellm", "benchy")
+FOLDER = {"touchstone-lockstep": "tsl"}
+"""Short work folders: Ray's socket paths under them must stay within 107 bytes."""
+LIKE_FOR_LIKE = {"guidellm": "touchstone", "benchy": "touchstone-lockstep"}
+"""Each peer's schedule in touchstone's terms: GuideLLM's concurrent profile is a closed loop
+(each stream sends when its last request ended); llama-benchy sends rounds of ``concurrency``
+requests together and waits for all of them (touchstone's ``--lockstep``)."""
 GOAL_MEDIAN_RATIO = 0.05
 """TTFT and TPOT medians of the tools within 5 % of each other."""
 GOAL_LATENESS_P99_S = 0.001
@@ -111,9 +127,10 @@ def run_touchstone(
     levels: list[int],
     args: Any,
     work: Path,
+    lockstep: bool = False,
 ) -> dict[tuple[int, int], dict[str, list[float]]]:
-    """``touchstone-ray perf`` over every point; per (context, concurrency) the cold requests'
-    TTFT, TPOT and send lateness (s)."""
+    """``touchstone-ray perf`` over every point (``lockstep``: with ``--lockstep``); per
+    (context, concurrency) the cold requests' TTFT, TPOT and send lateness (s)."""
     config = {
         "models": [{"id": model, "engine": engine, "base_url": base_url, "timeout_s": 600}],
         "scheduling": {"max_attempts": 1, "warmup": True},
@@ -125,6 +142,7 @@ def run_touchstone(
     cmd = [sys.executable, "-m", "touchstone_ray.cli", "perf", "--config", str(cfg)]
     cmd += ["--contexts", ",".join(map(str, contexts)), "--concurrency", ",".join(map(str, levels))]
     cmd += ["--output-tokens", str(args.output_tokens), "--runs", str(args.runs)]
+    cmd += ["--lockstep"] if lockstep else []
     done = subprocess.run(
         cmd, capture_output=True, text=True, env=ray_env(work), cwd=REPO, timeout=TOOL_TIMEOUT_S
     )
@@ -132,13 +150,22 @@ def run_touchstone(
         raise RuntimeError(f"touchstone-ray perf exited {done.returncode}: {done.stderr[-2000:]}")
     bundle = Path(done.stdout.strip().splitlines()[-1])
     out: dict[tuple[int, int], dict[str, list[float]]] = {}
-    for path in sorted((bundle / "points").glob("*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            r = json.loads(line)
-            if not r["ok"] or str(r["context"]).endswith("-cached"):
-                continue
-            point = out.setdefault((r["context_target_tokens"], r["concurrency"]), _empty())
-            _add(point, r["ttft_s"], r["tpot_s"], r["send_lateness_s"])
+    rows = [
+        json.loads(line)
+        for path in sorted((bundle / "points").glob("*.jsonl"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+    ]
+    starts: dict[str, float] = {}
+    for r in rows:
+        prefix = r["key"].rsplit("|", 1)[0]
+        starts[prefix] = min(starts.get(prefix, r["scheduled_at"]), r["scheduled_at"])
+    for r in rows:
+        if not r["ok"] or str(r["context"]).endswith("-cached"):
+            continue
+        point = out.setdefault((r["context_target_tokens"], r["concurrency"]), _empty())
+        _add(point, r["ttft_s"], r["tpot_s"], r["send_lateness_s"])
+        if r["scheduled_at"] > starts[r["key"].rsplit("|", 1)[0]]:  # not the point's first round
+            point.setdefault("lateness_steady_s", []).append(r["send_lateness_s"])
     return out
 
 
@@ -285,7 +312,8 @@ def run_benchy(
 
 # --- the run --------------------------------------------------------------------------------
 def summarize(points: dict[str, dict[str, dict[str, list[float]]]]) -> dict[str, Any]:
-    """Per point and tool: medians, lateness p99 (ms), n, and each peer's ratio to touchstone."""
+    """Per point and tool: medians, lateness p99 (ms), n, and each peer's ratio to touchstone
+    run with the peer's schedule (:data:`LIKE_FOR_LIKE`)."""
     out: dict[str, Any] = {}
     for point, tools in points.items():
         row: dict[str, Any] = {}
@@ -297,9 +325,9 @@ def summarize(points: dict[str, dict[str, dict[str, list[float]]]]) -> dict[str,
                 "lateness_p99_ms": _round(late * 1000 if late is not None else None, 3),
                 "n": len(vals.get("ttft_s", [])),
             }
-        base = row.get("touchstone")
         for tool, fig in row.items():
-            if tool == "touchstone" or base is None:
+            base = row.get(LIKE_FOR_LIKE.get(tool, ""))
+            if base is None:
                 continue
             for metric in ("ttft_median_s", "tpot_median_s"):
                 if fig[metric] and base[metric]:
@@ -321,21 +349,38 @@ def real_part(args: Any, tools: list[str], work: Path) -> dict[str, Any]:
     loads: dict[str, list[float]] = {}
     work.mkdir(parents=True, exist_ok=True)
     tok = hf_tokenizer(args.venv, work) if "benchy" in tools else None
+    tasks: dict[str, dict[tuple[int, str], list[Task]]] = {}
     with llama_server(work / "srv", ctx_size=8192, parallel=max(levels)) as server:
         for rep in range(args.reps):
             for tool in tools[rep % len(tools) :] + tools[: rep % len(tools)]:
                 loads.setdefault(tool, []).append(round(os.getloadavg()[0], 2))
                 log(f"real server, rep {rep + 1}: {tool}")
-                folder = work / f"{tool}-{rep}"
+                folder = work / f"{FOLDER.get(tool, tool)}-{rep}"
                 folder.mkdir(parents=True)
+                log_start = len(server.log_text())
                 got = measure_real(server, tool, contexts, levels, args, folder, tok)
+                seen = parse_tasks(server.log_text()[log_start:])
+                for key, group in by_context(seen, contexts).items():
+                    tasks.setdefault(tool, {}).setdefault(key, []).extend(group)
                 n_err = got.pop((0, 0), {}).get("errors", [0.0])[0]
                 errors[tool] = errors.get(tool, 0.0) + n_err
                 for (ctx, c), vals in got.items():
                     into = points.setdefault(f"{ctx} tok, c={c}", {}).setdefault(tool, _empty())
                     for key, values in vals.items():
                         into.setdefault(key, []).extend(values)
-    return {"points": summarize(points), "errors": errors, "loadavg_1m_at_start": loads}
+    timeline = {
+        tool: {
+            f"{ctx} tok, {mode}": timeline_summary(group, among=group)
+            for (ctx, mode), group in sorted(groups.items())
+        }
+        for tool, groups in tasks.items()
+    }
+    return {
+        "points": summarize(points),
+        "server_timeline": timeline,
+        "errors": errors,
+        "loadavg_1m_at_start": loads,
+    }
 
 
 def measure_real(
@@ -348,9 +393,10 @@ def measure_real(
     tok: Path | None,
 ) -> dict[tuple[int, int], dict[str, list[float]]]:
     """One tool over every point; ``(0, 0)`` holds ``{"errors": [n]}`` (failed requests)."""
-    if tool == "touchstone":
+    if tool.startswith("touchstone"):
+        lockstep = tool == "touchstone-lockstep"
         return run_touchstone(
-            server.base_url, "llamacpp", MODEL_ALIAS, contexts, levels, args, folder
+            server.base_url, "llamacpp", MODEL_ALIAS, contexts, levels, args, folder, lockstep
         )
     if tool == "guidellm":
         got: dict[tuple[int, int], dict[str, list[float]]] = {}
@@ -409,8 +455,12 @@ def sim_part(args: Any, tools: list[str], work: Path) -> dict[str, Any]:
                 )
                 vals.pop("errors")
             late = p99(vals["lateness_s"])
+            steady = p99(vals.get("lateness_steady_s", []))
             out[tool] = {
                 "lateness_p99_ms": _round(late * 1000 if late is not None else None, 3),
+                "lateness_after_first_round_p99_ms": _round(
+                    steady * 1000 if steady is not None else None, 3
+                ),
                 "lateness_median_ms": _round(
                     (median(vals["lateness_s"]) or 0) * 1000 if vals["lateness_s"] else None, 3
                 ),

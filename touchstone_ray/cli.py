@@ -125,6 +125,10 @@ def perf(
     resume: Annotated[
         Path | None, typer.Option(help="Perf bundle to resume: reuses complete points.")
     ] = None,
+    lockstep: Annotated[
+        bool,
+        typer.Option(help="Send each point's requests in rounds of --concurrency, together."),
+    ] = False,
 ) -> None:
     """Speed benchmark per model and host (SPEC §7b); print the bundle path last."""
     from touchstone_ray.perf.plan import parse_slo, parse_tokens
@@ -147,6 +151,7 @@ def perf(
             embed_batch=embed_batch,
             out=out,
             resume=resume,
+            lockstep=lockstep,
         )
     )
     raise typer.Exit(outcome.exit_code)

@@ -342,6 +342,7 @@ def test_report_on_a_perf_bundle(capacity_run: tuple[Path, str, str]) -> None:
     assert html.count("<svg") == 4 and 'src="http' not in html and "<link" not in html
     assert 'id="capacity"' in html and 'id="points"' in html
     md = (bundle / "report.md").read_text(encoding="utf-8")
+    assert "closed loop (each stream sends when its last request ended)" in md
     summary = json.loads((bundle / "summary.json").read_text())
     from touchstone_ray.report import escape_text
 
@@ -523,3 +524,74 @@ def test_embed_throughput_against_the_simulator(tmp_path: Path) -> None:
         line.startswith("sim-e on local: ") and "embeddings/s" in line
         for line in done.stdout.splitlines()
     )
+
+
+def test_closed_loop_schedule(capacity_run: tuple[Path, str, str]) -> None:
+    """Closed loop at c = 2: each stream's first request is its discarded warm-up, so the
+    two first measured requests are due at two different moments (each when its stream's
+    warm-up ended), and the third is due when an earlier one of the point ended."""
+    bundle, _, _ = capacity_run
+    recs = sorted(
+        (
+            r
+            for r in lines(bundle / "points" / "sim-tpot.jsonl")
+            if (r["context"], r["concurrency"]) == ("64", 2)
+        ),
+        key=lambda r: r["scheduled_at"],
+    )
+    assert len(recs) == 3
+    first, second, later = recs
+    assert first["scheduled_at"] != second["scheduled_at"]
+    assert later["scheduled_at"] > max(first["sent_at"], second["sent_at"])
+    ended = min((r["t_end"] for r in (first, second)), key=lambda t: abs(later["scheduled_at"] - t))
+    assert 0 <= later["scheduled_at"] - ended < 0.05
+    assert all(r["sent_at"] >= r["scheduled_at"] for r in recs)
+
+
+def test_lockstep_sends_rounds_together(tmp_path: Path) -> None:
+    """``--lockstep``: runs 1..7 at c = 3 go out in rounds [1, 2, 3], [4, 5, 6], [7]; a round
+    is due (one ``scheduled_at`` for all) only after every request of the round before ended;
+    and the bundle says which schedule it used."""
+    config = fleet(tmp_path, {"sim-tpot": 1.0})
+    done = cli(
+        tmp_path,
+        "--config",
+        str(config),
+        "--contexts",
+        "64",
+        "--concurrency",
+        "3",
+        "--output-tokens",
+        "8",
+        "--runs",
+        "7",
+        "--lockstep",
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    bundle = Path(done.stdout.strip().splitlines()[-1])
+    manifest = json.loads((bundle / "bundle.json").read_text())
+    assert manifest["settings"]["schedule"] == "lockstep"
+    recs = {
+        r["run"]: r
+        for r in lines(bundle / "points" / "sim-tpot.jsonl")
+        if (r["context"], r["concurrency"]) == ("64", 3)
+    }
+    assert sorted(recs) == [1, 2, 3, 4, 5, 6, 7]
+    rounds = [[1, 2, 3], [4, 5, 6], [7]]
+    due = []
+    for batch in rounds:
+        (at,) = {recs[run]["scheduled_at"] for run in batch}
+        due.append(at)
+        assert all(recs[run]["ok"] and recs[run]["sent_at"] >= at for run in batch)
+    for before, after, at in zip(rounds, rounds[1:], due[1:], strict=False):
+        assert at >= max(recs[run]["t_end"] for run in before)
+        assert min(recs[run]["sent_at"] for run in after) >= at
+    report = subprocess.run(
+        [sys.executable, "-m", "touchstone_ray.cli", "report", "--bundle", str(bundle)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    assert report.returncode == 0, report.stderr[-2000:]
+    assert "lockstep (rounds of" in (bundle / "report.md").read_text(encoding="utf-8")

@@ -146,3 +146,24 @@ def test_a_16k_prompt_fits_from_the_corpus_without_repeating(real_server: LlamaS
     assert 0.98 * target <= fitted.tokens <= target
     assert fitted.n_words < len(words()), (fitted.n_words, len(words()))
     assert whole > target  # the corpus alone is longer than the largest shipped target
+
+
+def test_lockstep_rounds_on_two_slots(real_server: LlamaServer, tmp_path: Path) -> None:
+    """``--lockstep`` at c = 2 on two slots: runs 1 and 2 are due together and both reach
+    the server before either ends; run 3 is due only after both ended, so no request of a
+    later round prefills while one of an earlier round decodes (the server's own timings:
+    run 3's prefill starts after runs 1 and 2 ended)."""
+    bundle, _ = perf(real_server, tmp_path, "--contexts", "256", "--concurrency", "2", "--lockstep")
+    manifest = json.loads((bundle / "bundle.json").read_text())
+    assert manifest["settings"]["schedule"] == "lockstep"
+    recs = {r["run"]: r for r in of(records(bundle), "256", 2)}
+    assert sorted(recs) == [1, 2, 3]
+    assert all(r["ok"] and r["completion_tokens"] == OUTPUT for r in recs.values())
+    r1, r2, r3 = recs[1], recs[2], recs[3]
+    assert r1["scheduled_at"] == r2["scheduled_at"]
+    assert max(r1["sent_at"], r2["sent_at"]) < min(r1["t_end"], r2["t_end"])
+    assert r3["scheduled_at"] >= max(r1["t_end"], r2["t_end"])
+    assert r3["sent_at"] >= r3["scheduled_at"]
+    prefill_start = r3["sent_at"] + r3["ttft_s"] - r3["server_timings"]["prompt_ms"] / 1000
+    assert prefill_start > max(r1["t_end"], r2["t_end"])
+    assert all(0 <= r["send_lateness_s"] < 0.1 for r in recs.values())

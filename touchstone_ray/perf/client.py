@@ -1,9 +1,10 @@
 """The per-host perf client: the eval :class:`HostClient` plus prompt fitting and the
-closed loop of one point.
+schedule of one point.
 
 A point runs inside the actor (the host's node), so the loop's clock is the serving side's:
 ``concurrency`` streams each send their next request the moment their previous one ended
-(closed loop), until ``runs`` requests are done, after one discarded warm-up request. Every
+(closed loop), or rounds of ``concurrency`` requests go out together (``--lockstep``), until
+``runs`` requests are done, after one discarded warm-up round (:mod:`.schedule`). Every
 request has its own nonce line (cache-busted, a cold TTFT) except in the cached variant,
 which sends one priming request and then the same prompt every run.
 """
@@ -14,11 +15,12 @@ import asyncio
 import time
 from typing import Any
 
-from touchstone_ray.engines.base import ChatResult
+from touchstone_ray.engines.base import ChatRequest, ChatResult
 from touchstone_ray.eval.client_actor import HostClient, spawn_client
 from touchstone_ray.eval.prompts import PromptCount, input_truncated, nonce_line
 from touchstone_ray.perf.plan import Point
 from touchstone_ray.perf.records import PerfResponse
+from touchstone_ray.perf.schedule import collector_paused, lockstep_rounds, send_lateness_s
 from touchstone_ray.perf.workload import (
     FittedPrompt,
     cold_body,
@@ -60,45 +62,71 @@ class PerfClient(HostClient):
         return out
 
     async def run_point(
-        self, point: dict[str, Any], output_tokens: int, first_run: int = 1
+        self,
+        point: dict[str, Any],
+        output_tokens: int,
+        first_run: int = 1,
+        lockstep: bool = False,
     ) -> list[dict[str, Any]]:
         """Run one point (a :class:`Point` as a dict) and return its records as dicts, in the
-        order they finished; requests ``first_run .. point.runs``."""
+        order they were sent; requests ``first_run .. point.runs``. ``lockstep``: rounds of
+        ``concurrency`` requests sent together instead of a closed loop (:mod:`.schedule`).
+        First a discarded warm-up round of ``concurrency`` requests sent together (GuideLLM
+        drops its first ``concurrency`` requests the same way): in the closed loop each
+        stream's warm-up is its first request, so its first measured one is due when that
+        ended, on a server in its steady state and a connection the pool already holds.
+
+        Every request is built before the first is sent, and the records after the last has
+        ended, so nothing but the send itself lies between a request's ``scheduled_at`` and
+        its ``sent_at``; the cyclic garbage collector is paused meanwhile
+        (:func:`~.schedule.collector_paused`)."""
         p = Point(**point)
         spec = self.specs[p.model]
         engine = self._engine(p.model)
         fitted = self._fits[(p.model, p.context)]
         extra, forced = forced_output(spec.engine, output_tokens)
         limit = self._limits.get(p.model, spec.context_tokens)
-
-        def messages(tag: str) -> list[dict[str, str]]:
-            return prompt_messages(nonce_line(self.run_id, tag), fitted.n_words, fitted.offset)
-
         if not p.cached:
             extra = {**extra, **cold_body(spec.engine)}
 
-        async def send(msgs: list[dict[str, str]]) -> ChatResult:
+        def request(tag: str) -> ChatRequest:
+            msgs = prompt_messages(nonce_line(self.run_id, tag), fitted.n_words, fitted.offset)
             req = self._request(p.model, output_tokens, msgs)
-            req = req.model_copy(update={"extra_body": {**req.extra_body, **extra}})
-            return await engine.chat(req)
+            return req.model_copy(update={"extra_body": {**req.extra_body, **extra}})
 
-        cached_msgs = messages(f"{p.prefix}|cached")
-        await send(cached_msgs if p.cached else messages(f"{p.prefix}|warmup"))
-        records: list[dict[str, Any]] = []
-        runs = iter(range(first_run, p.runs + 1))
+        cached = request(f"{p.prefix}|cached") if p.cached else None
+        warmups = [cached or request(f"{p.prefix}|warmup|{i}") for i in range(p.concurrency)]
+        todo = {run: cached or request(p.key(run)) for run in range(first_run, p.runs + 1)}
+        sent: list[tuple[int, ChatResult, float]] = []
 
-        async def stream() -> None:
-            scheduled = time.time()
-            for run in runs:
-                msgs = cached_msgs if p.cached else messages(p.key(run))
-                result = await send(msgs)
-                records.append(
-                    self._record(p, run, result, scheduled, fitted, output_tokens, forced, limit)
-                )
-                scheduled = time.time()
+        async def one(run: int, scheduled: float) -> float:
+            result = await engine.chat(todo[run])
+            ended = time.time()
+            sent.append((run, result, scheduled))
+            return ended
 
-        await asyncio.gather(*(stream() for _ in range(p.concurrency)))
-        return records
+        with collector_paused():
+            if lockstep:
+                await asyncio.gather(*(engine.chat(req) for req in warmups))
+                start = time.time()
+                for batch in lockstep_rounds(first_run, p.runs, p.concurrency):
+                    await asyncio.gather(*(one(run, start) for run in batch))
+                    start = time.time()
+            else:
+                runs = iter(todo)
+
+                async def stream(warmup: ChatRequest) -> None:
+                    await engine.chat(warmup)
+                    scheduled = time.time()
+                    for run in runs:
+                        scheduled = await one(run, scheduled)
+
+                await asyncio.gather(*(stream(req) for req in warmups))
+        sent.sort(key=lambda item: item[1].t_start or item[2])
+        return [
+            self._record(p, run, result, scheduled, fitted, output_tokens, forced, limit)
+            for run, result, scheduled in sent
+        ]
 
     async def run_embed(
         self, label: str, n_chunks: int, chunk_tokens: int, batch: int
@@ -171,7 +199,7 @@ class PerfClient(HostClient):
             output_forced=forced,
             scheduled_at=scheduled,
             sent_at=sent,
-            send_lateness_s=None if sent is None else sent - scheduled,
+            send_lateness_s=send_lateness_s(scheduled, sent),
             **fields,
         )
         return record.model_dump(mode="json")

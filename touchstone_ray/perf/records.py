@@ -19,7 +19,7 @@ class PerfResponse(EvalResponse):
     context_target_tokens: int
     """Target prompt length (tokens)."""
     concurrency: int
-    """Requests in flight during the point (closed loop)."""
+    """Requests in flight during the point (closed loop, or rounds with ``--lockstep``)."""
     run: int
     """Request number within the point, from 1 (the warm-up is not recorded)."""
     prompt_tokens_counted: int | None = None
@@ -32,7 +32,9 @@ class PerfResponse(EvalResponse):
     """The body asked the server to ignore end-of-sequence (llama.cpp, vLLM), so
     ``completion_tokens`` should equal the target; otherwise the model may stop earlier."""
     scheduled_at: float | None = None
-    """Epoch s when the load generator meant to send (closed loop: its stream got free)."""
+    """Epoch s when the load generator meant to send: closed loop, when its stream got free
+    (its previous request, or its discarded warm-up, ended); ``--lockstep``, when the round
+    started (every request of the round before had ended) (:mod:`.schedule`)."""
     sent_at: float | None = None
     """Epoch s when the HTTP request was sent (``t_start``)."""
     send_lateness_s: float | None = None

@@ -23,6 +23,13 @@ from touchstone_ray.storage import atomic_write_text
 
 CHARTS_DIR = "report-charts"
 
+SCHEDULES = {
+    "closed-loop": "closed loop (each stream sends when its last request ended)",
+    "lockstep": "lockstep (rounds of `concurrency` requests sent together)",
+}
+"""``settings.schedule`` of ``bundle.json`` → how the report names it (a bundle from before the
+setting existed ran the closed loop)."""
+
 
 def is_perf_bundle(root: Path) -> bool:
     """Whether ``root/bundle.json`` says ``kind: perf`` (``False`` when unreadable)."""
@@ -61,8 +68,9 @@ def build_perf_document(summary: dict[str, Any], manifest: dict[str, Any]) -> Do
         Para(
             (
                 f"{len(points)} points; {settings.get('runs')} requests per point after a "
-                f"discarded warm-up, {settings.get('output_tokens')} output tokens, closed "
-                "loop. Figures are "
+                f"discarded warm-up, {settings.get('output_tokens')} output tokens, "
+                f"{SCHEDULES.get(settings.get('schedule') or 'closed-loop', 'closed loop')}. "
+                "Figures are "
                 "p50 over the requests that count (failed, contended and throttled requests are "
                 "excluded and counted; prompt-cached ones count for decode only).",
             )

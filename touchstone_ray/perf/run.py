@@ -65,6 +65,9 @@ class PerfOptions:
     """``--embed``: chunks per request."""
     out: Path | None = None
     resume: Path | None = None
+    lockstep: bool = False
+    """``--lockstep``: each point's requests in rounds of ``concurrency`` sent together
+    instead of a closed loop (:mod:`.schedule`); a resumed run keeps its bundle's choice."""
 
 
 @dataclass
@@ -194,6 +197,7 @@ def run_perf(opts: PerfOptions, out: TextIO = sys.stdout) -> PerfOutcome:
             "contexts": opts.contexts,
             "concurrency": opts.concurrency,
             "capacity": opts.capacity,
+            "schedule": "lockstep" if opts.lockstep else "closed-loop",
         }
         if opts.embed:
             settings["embed"] = {
@@ -209,7 +213,8 @@ def run_perf(opts: PerfOptions, out: TextIO = sys.stdout) -> PerfOutcome:
         print(f"{len(done)} points reused", file=out, flush=True)
     writer = _Writer(bundle)
     outcome = PerfOutcome(bundle=bundle.root, n_reused_points=len(done))
-    fleet = _Fleet(config, plans, nodes, bundle, writer)
+    schedule = (bundle.manifest().get("settings") or {}).get("schedule")
+    fleet = _Fleet(config, plans, nodes, bundle, writer, lockstep=schedule == "lockstep")
     try:
         writer.event("run_start", kind="perf", hosts={h: n.node_id for h, n in nodes.items()})
         fleet.start()
@@ -295,8 +300,10 @@ class _Fleet:
         nodes: dict[str, Any],
         bundle: Bundle,
         writer: _Writer,
+        lockstep: bool = False,
     ) -> None:
         self.config = config
+        self.lockstep = lockstep
         self.plans = plans
         self.nodes = nodes
         self.bundle = bundle
@@ -434,16 +441,11 @@ class _Fleet:
     ) -> list[dict[str, Any]]:
         import ray
 
-        budget = (
-            m.spec.timeout_s
-            * self.config.scheduling.max_attempts
-            * (point.runs + 1)
-            / point.concurrency
-            + POINT_SLACK_S
-        )
+        rounds = -(-point.runs // point.concurrency) + 1  # the warm-up round, then the runs
+        budget = m.spec.timeout_s * self.config.scheduling.max_attempts * rounds + POINT_SLACK_S
         records: list[dict[str, Any]] = ray.get(
             actor.run_point.options(name=f"perf:{point.prefix}").remote(
-                point.__dict__, output_tokens
+                point.__dict__, output_tokens, lockstep=self.lockstep
             ),
             timeout=budget,
         )
