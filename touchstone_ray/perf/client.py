@@ -31,7 +31,12 @@ from touchstone_ray.perf.workload import (
 
 
 class PerfClient(HostClient):
-    """Async perf client for every endpoint of one host (use through ``ray.remote``)."""
+    """Async perf client for every endpoint of one host (use through ``ray.remote``).
+
+    A point's streams all run on this actor's loop (its schedule is one loop's clock), so the
+    eval client's :class:`~touchstone_ray.eval.client_actor.StreamWorker` split is not used."""
+
+    prestart_workers = False
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
