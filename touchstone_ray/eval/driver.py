@@ -57,6 +57,9 @@ class HostRun:
     queue: deque[Phase]
     active: list[Phase] = field(default_factory=list)
     lost: bool = False
+    started: bool = True
+    """Whether the host's start-up is through (a start-up lane sets it false, then true:
+    :mod:`touchstone_ray.eval.startup`); its models wait until then."""
 
 
 class _PhaseLane(Lane):
@@ -90,6 +93,8 @@ class _PhaseLane(Lane):
 
     def next_call(self) -> Call | None:
         phase, run = self.phase, self.run
+        if not run.started:
+            return None
         if phase.stage == "queued":
             if not phase.todo or not self.runner.may_start(run):
                 return None
@@ -178,7 +183,10 @@ class MatrixRunner:
     """Runs every host's phases to completion, writing each record through ``sink``.
 
     ``on_model_start(host, label)`` runs before a model's warm-up (the telemetry baseline
-    tick, after the previous model on that host was unloaded).
+    tick, after the previous model on that host was unloaded). ``startup(runner, run)``, when
+    given, makes the first lane of each host's actor, which holds that host's models back
+    until it sets ``run.started`` (each host on its own: no barrier over the fleet);
+    ``on_tick()`` runs once per dispatcher turn after the sink's tick.
     """
 
     def __init__(
@@ -187,6 +195,8 @@ class MatrixRunner:
         hosts: list[HostRun],
         sink: RecordSink,
         on_model_start: Callable[[str, str], object] | None = None,
+        startup: Callable[[MatrixRunner, HostRun], Lane] | None = None,
+        on_tick: Callable[[], object] | None = None,
     ) -> None:
         self.config = config
         self.hosts = hosts
@@ -194,18 +204,25 @@ class MatrixRunner:
         self.on_model_start = on_model_start
         self.max_attempts = config.scheduling.max_attempts
         self.engines = {config.model_label(m): m.engine for m in config.models}
-        self.dispatcher = Dispatcher(on_tick=sink.tick)
+        self.on_tick = on_tick
+        self.dispatcher = Dispatcher(on_tick=self._tick)
         self._pinned: dict[str, Pinned] = {}
         for run in hosts:
             pinned = Pinned(f"host {run.host}", run.node_id, run.actor, role="client actor")
             pinned.on_lost = lambda reason, run=run: self._on_lost(run, reason)
-            pinned.lanes = [_PhaseLane(self, run, phase) for phase in run.queue]
+            first = [startup(self, run)] if startup is not None else []
+            pinned.lanes = first + [_PhaseLane(self, run, phase) for phase in run.queue]
             self._pinned[run.host] = pinned
             self.dispatcher.add(pinned)
 
     def may_start(self, run: HostRun) -> bool:
         """Whether ``run``'s host may start another model now (``models_per_host``)."""
         return not run.lost and len(run.active) < self.config.scheduling.models_per_host
+
+    def _tick(self) -> None:
+        self.sink.tick()
+        if self.on_tick is not None:
+            self.on_tick()
 
     def run(self) -> None:
         """Drive every host until all phases are done or lost."""

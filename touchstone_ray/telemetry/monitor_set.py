@@ -8,6 +8,14 @@ Ray call waits at most ``call_timeout_s``. A monitor whose call fails with ``Ray
 written stay, the actor is killed if still reachable, and it is never restarted: a new one
 elsewhere would measure the wrong machine. Thread-safe; ``autodrain_s`` starts a background
 thread that drains on that period.
+
+Two ways to start: :meth:`MonitorSet.start` waits for every monitor; :meth:`MonitorSet.launch`
+only creates them and queues their ``start`` (eval: the cells do not wait for telemetry).
+After a launch, :meth:`MonitorSet.poll` (called often, from one thread) takes in the starts
+and engine lookups that have landed and writes the baseline ticks asked for with
+:meth:`MonitorSet.baseline_soon`. A baseline asked for while its monitor is still starting
+runs right after the monitor's ``start`` (calls of one monitor run in order), so its ``ts``
+may be a moment after the model's first cells began: it then already sees their load.
 """
 
 from __future__ import annotations
@@ -63,6 +71,13 @@ class MonitorSet:
         self._actors: dict[str, Any] = {}
         self._writers: dict[str, JsonlWriter] = {}
         self._written_baselines: dict[str, set[float]] = {}
+        """host → ``ts`` of the baseline ticks written (each is also in the drained buffer)."""
+        self._starting: dict[str, tuple[Any, Any, float]] = {}
+        """host → (actor, its ``start`` ref, monotonic s of the launch), until it lands."""
+        self._engine_refs: dict[str, Any] = {}
+        """host → the ``engines`` ref asked right after its start landed."""
+        self._pending: dict[Any, str] = {}
+        """``baseline`` / ``register_pids`` ref → host, until written or dropped."""
         self._lock = threading.RLock()
         self._halt = threading.Event()
         self._thread: threading.Thread | None = None
@@ -119,6 +134,87 @@ class MonitorSet:
             self._thread.start()
         return dict(self.capabilities)
 
+    def launch(
+        self,
+        hosts: Mapping[str, str],
+        engines: Mapping[str, Sequence[EngineTarget]] | None = None,
+    ) -> None:
+        """Create one monitor per ``{host: node_id}`` and queue its ``start`` without waiting
+        (:meth:`poll` takes the answers in; one not started within ``start_timeout_s`` is
+        lost). ``engines`` as for :meth:`start`."""
+        with self._lock:
+            for host, node_id in hosts.items():
+                if host in self._actors or host in self._starting or host in self.lost:
+                    continue
+                try:
+                    actor = spawn_pinned(
+                        HostMonitor,
+                        node_id,
+                        host,
+                        node_id,
+                        self.interval_s,
+                        self.gpu_mode,
+                        self.buffer_size,
+                        name=monitor_name(host),
+                        engines=list((engines or {}).get(host, ())),
+                    )
+                except Exception as exc:  # e.g. the name is taken
+                    self._mark_lost(host, f"cannot create monitor: {exc}")
+                    continue
+                self._starting[host] = (actor, actor.start.remote(), time.monotonic())
+        if self.autodrain_s and self._thread is None:
+            self._thread = threading.Thread(
+                target=self._autodrain, daemon=True, name="touchstone-monitor-drain"
+            )
+            self._thread.start()
+
+    def poll(self) -> dict[str, dict[str, Any]]:
+        """Take in what landed since the last call, never waiting: monitors started by
+        :meth:`launch` (their capabilities; then their engine lookup is asked), baseline
+        ticks (written to the host file now). Returns ``host → {"capabilities", "engines"}``
+        for each host whose engine lookup landed in this call (once per host)."""
+        out: dict[str, dict[str, Any]] = {}
+        with self._lock:
+            for host, (actor, ref, since) in list(self._starting.items()):
+                ready, _ = ray.wait([ref], timeout=0)
+                if not ready:
+                    if time.monotonic() - since > self.start_timeout_s:
+                        self._mark_lost(host, f"not started within {self.start_timeout_s:g} s")
+                    continue
+                del self._starting[host]
+                try:
+                    self.capabilities[host] = ray.get(ref, timeout=0)
+                except Exception as exc:
+                    self._actors[host] = actor  # so _mark_lost kills it
+                    self._mark_lost(host, f"monitor failed to start: {type(exc).__name__}: {exc}")
+                    continue
+                self._actors[host] = actor
+                self._engine_refs[host] = actor.engines.remote()
+            for host, ref in list(self._engine_refs.items()):
+                got = self._ready({host: ref})
+                if got is None:
+                    continue
+                del self._engine_refs[host]
+                if host in got:
+                    caps = self.capabilities.get(host, {})
+                    out[host] = {"capabilities": caps, "engines": got[host]}
+            if self._pending:
+                ready, _ = ray.wait(list(self._pending), num_returns=len(self._pending), timeout=0)
+                for ref in ready:
+                    host = self._pending.pop(ref)
+                    try:
+                        value = ray.get(ref, timeout=0)
+                    except Exception:
+                        continue  # the host's next drain notices a dead monitor
+                    if isinstance(value, dict) and value.get("baseline"):
+                        self._write(host, [value])
+        return out
+
+    def _ready(self, refs: Mapping[str, Any]) -> dict[str, Any] | None:
+        """:meth:`_gather` with no wait, or ``None`` when one of ``refs`` is still pending."""
+        ready, _ = ray.wait(list(refs.values()), num_returns=len(refs), timeout=0)
+        return self._gather(refs, 0) if len(ready) == len(refs) else None
+
     def _autodrain(self) -> None:
         assert self.autodrain_s is not None
         while not self._halt.wait(self.autodrain_s):
@@ -130,6 +226,12 @@ class MonitorSet:
         if self._thread is not None:
             self._thread.join(timeout=self.call_timeout_s + 5)
         with self._lock:
+            if self._pending:  # baseline ticks asked for and not yet written
+                ray.wait(list(self._pending), num_returns=len(self._pending), timeout=5.0)
+            self.poll()
+            for host, (actor, _, _) in list(self._starting.items()):
+                self._actors[host] = actor  # still starting: its stop runs after its start
+            self._starting.clear()
             refs = {h: a.stop.remote() for h, a in self._actors.items()}
             for host, samples in self._gather(refs, self.call_timeout_s).items():
                 self._write(host, samples)
@@ -162,8 +264,27 @@ class MonitorSet:
             sample = got.get(host)
             if sample is not None:
                 self._write(host, [sample])
-                self._written_baselines.setdefault(host, set()).add(sample["ts"])
             return sample
+
+    def baseline_soon(self, host: str, model: str) -> None:
+        """Ask for ``model``'s baseline tick on ``host`` without waiting (also while its
+        monitor is still starting); :meth:`poll` writes it when it lands."""
+        with self._lock:
+            actor = self._actor_or_starting(host)
+            if actor is not None:
+                self._pending[actor.baseline.remote(model)] = host
+
+    def register_pids_soon(self, host: str, pids: Iterable[int]) -> None:
+        """:meth:`register_pids` without waiting for the answer."""
+        with self._lock:
+            actor = self._actor_or_starting(host)
+            if actor is not None:
+                self._pending[actor.register_pids.remote(list(pids))] = host
+
+    def _actor_or_starting(self, host: str) -> Any:
+        if host in self._starting:
+            return self._starting[host][0]
+        return self._actors.get(host)
 
     def register_pids(self, host: str, pids: Iterable[int]) -> None:
         """Tell ``host``'s monitor about touchstone pids there (for :meth:`footprint`)."""
@@ -209,6 +330,10 @@ class MonitorSet:
             self.lost.setdefault(host, time.time())
             self.lost_reason.setdefault(host, reason)
             actor = self._actors.pop(host, None)
+            starting = self._starting.pop(host, None)
+            if actor is None and starting is not None:
+                actor = starting[0]
+            self._engine_refs.pop(host, None)
         if actor is not None:
             with contextlib.suppress(Exception):  # unreachable or hung: never comes back
                 ray.kill(actor, no_restart=True)
@@ -216,7 +341,7 @@ class MonitorSet:
     def _write(self, host: str, samples: list[dict[str, Any]]) -> int:
         if not samples:
             return 0
-        seen = self._written_baselines.get(host, set())
+        seen = self._written_baselines.setdefault(host, set())
         writer = self._writers.get(host)
         if writer is None:
             path = self.path_for(host)
@@ -224,9 +349,10 @@ class MonitorSet:
             writer = self._writers[host] = JsonlWriter(path)
         n = 0
         for sample in samples:
-            if sample.get("baseline") and sample.get("ts") in seen:
-                seen.discard(sample["ts"])  # already written by baseline()
-                continue
+            if sample.get("baseline"):
+                if sample.get("ts") in seen:  # written once already (a baseline call or a drain)
+                    continue
+                seen.add(sample["ts"])
             writer.write(sample)
             n += 1
         return n
