@@ -75,7 +75,7 @@ def _fleet(tmp: Path, models: list[dict[str, Any]]) -> Path:
 
 
 def _events(bundle: Path) -> list[dict[str, Any]]:
-    return list(read_jsonl(bundle / "events.jsonl"))
+    return read_jsonl(bundle / "events.jsonl").records
 
 
 def _closed_port() -> int:
@@ -127,7 +127,7 @@ def test_a_slow_preflight_does_not_hold_the_other_host_back(rc: RayCluster, tmp_
         assert isinstance(entry["engines"], dict)
     # every model still has its baseline tick in its host's samples
     for host, model in (("gpu-a", "fast"), ("gpu-b", "slow-m")):
-        samples = list(read_jsonl(outcome.bundle / "hosts" / f"{host}.jsonl"))
+        samples = read_jsonl(outcome.bundle / "hosts" / f"{host}.jsonl").records
         baselines = [s for s in samples if s.get("baseline")]
         assert [s["model"] for s in baselines] == [model]
 

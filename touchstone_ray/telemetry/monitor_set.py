@@ -79,6 +79,8 @@ class MonitorSet:
         self._pending: dict[Any, str] = {}
         """``baseline`` / ``register_pids`` ref → host, until written or dropped."""
         self._lock = threading.RLock()
+        self._pending_lock = threading.Lock()
+        """Guards :attr:`_pending` alone, so asking for a tick never waits for a drain."""
         self._halt = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -171,24 +173,26 @@ class MonitorSet:
     def poll(self) -> dict[str, dict[str, Any]]:
         """Take in what landed since the last call, never waiting: monitors started by
         :meth:`launch` (their capabilities; then their engine lookup is asked), baseline
-        ticks (written to the host file now). Returns ``host → {"capabilities", "engines"}``
+        ticks (written to the host file now). Returns nothing new while a drain holds the
+        monitors (the next call takes it in). Returns ``host → {"capabilities", "engines"}``
         for each host whose engine lookup landed in this call (once per host)."""
         out: dict[str, dict[str, Any]] = {}
-        with self._lock:
+        if not self._lock.acquire(blocking=False):  # a drain is waiting on its monitors
+            return out
+        try:
             for host, (actor, ref, since) in list(self._starting.items()):
                 ready, _ = ray.wait([ref], timeout=0)
                 if not ready:
                     if time.monotonic() - since > self.start_timeout_s:
                         self._mark_lost(host, f"not started within {self.start_timeout_s:g} s")
                     continue
+                self._actors[host] = actor  # before it leaves _starting: always findable
                 del self._starting[host]
                 try:
                     self.capabilities[host] = ray.get(ref, timeout=0)
                 except Exception as exc:
-                    self._actors[host] = actor  # so _mark_lost kills it
                     self._mark_lost(host, f"monitor failed to start: {type(exc).__name__}: {exc}")
                     continue
-                self._actors[host] = actor
                 self._engine_refs[host] = actor.engines.remote()
             for host, ref in list(self._engine_refs.items()):
                 got = self._ready({host: ref})
@@ -198,16 +202,21 @@ class MonitorSet:
                 if host in got:
                     caps = self.capabilities.get(host, {})
                     out[host] = {"capabilities": caps, "engines": got[host]}
-            if self._pending:
-                ready, _ = ray.wait(list(self._pending), num_returns=len(self._pending), timeout=0)
+            with self._pending_lock:
+                pending = dict(self._pending)
+            if pending:
+                ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=0)
                 for ref in ready:
-                    host = self._pending.pop(ref)
+                    with self._pending_lock:
+                        host = self._pending.pop(ref)
                     try:
                         value = ray.get(ref, timeout=0)
                     except Exception:
                         continue  # the host's next drain notices a dead monitor
                     if isinstance(value, dict) and value.get("baseline"):
                         self._write(host, [value])
+        finally:
+            self._lock.release()
         return out
 
     def _ready(self, refs: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -226,8 +235,10 @@ class MonitorSet:
         if self._thread is not None:
             self._thread.join(timeout=self.call_timeout_s + 5)
         with self._lock:
-            if self._pending:  # baseline ticks asked for and not yet written
-                ray.wait(list(self._pending), num_returns=len(self._pending), timeout=5.0)
+            with self._pending_lock:
+                pending = list(self._pending)
+            if pending:  # baseline ticks asked for and not yet written
+                ray.wait(pending, num_returns=len(pending), timeout=5.0)
             self.poll()
             for host, (actor, _, _) in list(self._starting.items()):
                 self._actors[host] = actor  # still starting: its stop runs after its start
@@ -269,22 +280,23 @@ class MonitorSet:
     def baseline_soon(self, host: str, model: str) -> None:
         """Ask for ``model``'s baseline tick on ``host`` without waiting (also while its
         monitor is still starting); :meth:`poll` writes it when it lands."""
-        with self._lock:
-            actor = self._actor_or_starting(host)
-            if actor is not None:
-                self._pending[actor.baseline.remote(model)] = host
+        actor = self._actor_or_starting(host)
+        if actor is not None:
+            ref = actor.baseline.remote(model)
+            with self._pending_lock:
+                self._pending[ref] = host
 
     def register_pids_soon(self, host: str, pids: Iterable[int]) -> None:
         """:meth:`register_pids` without waiting for the answer."""
-        with self._lock:
-            actor = self._actor_or_starting(host)
-            if actor is not None:
-                self._pending[actor.register_pids.remote(list(pids))] = host
+        actor = self._actor_or_starting(host)
+        if actor is not None:
+            ref = actor.register_pids.remote(list(pids))
+            with self._pending_lock:
+                self._pending[ref] = host
 
     def _actor_or_starting(self, host: str) -> Any:
-        if host in self._starting:
-            return self._starting[host][0]
-        return self._actors.get(host)
+        starting = self._starting.get(host)  # one dict read each: no lock needed
+        return starting[0] if starting is not None else self._actors.get(host)
 
     def register_pids(self, host: str, pids: Iterable[int]) -> None:
         """Tell ``host``'s monitor about touchstone pids there (for :meth:`footprint`)."""
