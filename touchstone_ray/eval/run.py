@@ -140,7 +140,7 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
             config,
             fleet.runs,
             sink,
-            on_model_start=fleet.monitors.baseline_soon,
+            baselines=fleet.monitors,
             startup=fleet.start.lane,
             on_tick=fleet.start.tick,
         )

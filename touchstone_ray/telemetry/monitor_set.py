@@ -10,12 +10,12 @@ elsewhere would measure the wrong machine. Thread-safe; ``autodrain_s`` starts a
 thread that drains on that period.
 
 Two ways to start: :meth:`MonitorSet.start` waits for every monitor; :meth:`MonitorSet.launch`
-only creates them and queues their ``start`` (eval: the cells do not wait for telemetry).
-After a launch, :meth:`MonitorSet.poll` (called often, from one thread) takes in the starts
-and engine lookups that have landed and writes the baseline ticks asked for with
-:meth:`MonitorSet.baseline_soon`. A baseline asked for while its monitor is still starting
-runs right after the monitor's ``start`` (calls of one monitor run in order), so its ``ts``
-may be a moment after the model's first cells began: it then already sees their load.
+only creates them and queues their ``start`` (eval: a host's client actor and preflight do not
+wait for telemetry). After a launch, :meth:`MonitorSet.poll` (called often, from one thread)
+takes in the starts and engine lookups that have landed. A model's baseline tick asked for
+while its monitor is still starting (:meth:`MonitorSet.baseline_method`) runs right after the
+monitor's ``start`` (calls of one monitor run in order); eval's driver waits for it before the
+model's first request.
 """
 
 from __future__ import annotations
@@ -77,10 +77,10 @@ class MonitorSet:
         self._engine_refs: dict[str, Any] = {}
         """host → the ``engines`` ref asked right after its start landed."""
         self._pending: dict[Any, str] = {}
-        """``baseline`` / ``register_pids`` ref → host, until written or dropped."""
+        """:meth:`register_pids_soon` ref → host, until it landed."""
         self._lock = threading.RLock()
         self._pending_lock = threading.Lock()
-        """Guards :attr:`_pending` alone, so asking for a tick never waits for a drain."""
+        """Guards :attr:`_pending` alone, so telling pids never waits for a drain."""
         self._halt = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -172,9 +172,9 @@ class MonitorSet:
 
     def poll(self) -> dict[str, dict[str, Any]]:
         """Take in what landed since the last call, never waiting: monitors started by
-        :meth:`launch` (their capabilities; then their engine lookup is asked), baseline
-        ticks (written to the host file now). Returns nothing new while a drain holds the
-        monitors (the next call takes it in). Returns ``host → {"capabilities", "engines"}``
+        :meth:`launch` (their capabilities; then their engine lookup is asked) and the
+        answers of :meth:`register_pids_soon`. Returns nothing new while another call holds
+        the monitors (the next call takes it in). Returns ``host → {"capabilities", "engines"}``
         for each host whose engine lookup landed in this call (once per host)."""
         out: dict[str, dict[str, Any]] = {}
         if not self._lock.acquire(blocking=False):  # a drain is waiting on its monitors
@@ -206,15 +206,9 @@ class MonitorSet:
                 pending = dict(self._pending)
             if pending:
                 ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=0)
-                for ref in ready:
-                    with self._pending_lock:
-                        host = self._pending.pop(ref)
-                    try:
-                        value = ray.get(ref, timeout=0)
-                    except Exception:
-                        continue  # the host's next drain notices a dead monitor
-                    if isinstance(value, dict) and value.get("baseline"):
-                        self._write(host, [value])
+                with self._pending_lock:
+                    for ref in ready:  # a failure shows in the host's next drain
+                        self._pending.pop(ref, None)
         finally:
             self._lock.release()
         return out
@@ -235,10 +229,6 @@ class MonitorSet:
         if self._thread is not None:
             self._thread.join(timeout=self.call_timeout_s + 5)
         with self._lock:
-            with self._pending_lock:
-                pending = list(self._pending)
-            if pending:  # baseline ticks asked for and not yet written
-                ray.wait(pending, num_returns=len(pending), timeout=5.0)
             self.poll()
             for host, (actor, _, _) in list(self._starting.items()):
                 self._actors[host] = actor  # still starting: its stop runs after its start
@@ -259,7 +249,8 @@ class MonitorSet:
         """Drain every live monitor into its host file; returns samples written per host."""
         with self._lock:
             refs = {h: a.drain.remote() for h, a in self._actors.items()}
-            got = self._gather(refs, timeout_s or self.call_timeout_s)
+        got = self._gather(refs, timeout_s or self.call_timeout_s)  # not holding the lock
+        with self._lock:
             return {host: self._write(host, samples) for host, samples in got.items()}
 
     def baseline(self, host: str, model: str) -> dict[str, Any] | None:
@@ -277,14 +268,18 @@ class MonitorSet:
                 self._write(host, [sample])
             return sample
 
-    def baseline_soon(self, host: str, model: str) -> None:
-        """Ask for ``model``'s baseline tick on ``host`` without waiting (also while its
-        monitor is still starting); :meth:`poll` writes it when it lands."""
+    def baseline_method(self, host: str) -> Any:
+        """``host``'s monitor's ``baseline`` method (also while the monitor is still starting:
+        the call runs right after its ``start``), or ``None`` when it has none or was lost.
+        The caller submits it and hands the sample to :meth:`write_baseline`."""
         actor = self._actor_or_starting(host)
-        if actor is not None:
-            ref = actor.baseline.remote(model)
-            with self._pending_lock:
-                self._pending[ref] = host
+        return actor.baseline if actor is not None else None
+
+    def write_baseline(self, host: str, sample: dict[str, Any]) -> None:
+        """Write a baseline ``sample`` got through :meth:`baseline_method` (once: the drain
+        that returns it again skips it)."""
+        with self._lock:
+            self._write(host, [sample])
 
     def register_pids_soon(self, host: str, pids: Iterable[int]) -> None:
         """:meth:`register_pids` without waiting for the answer."""
