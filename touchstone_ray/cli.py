@@ -2,7 +2,8 @@
 
 Exit codes: 0 success; 1 the run failed or was aborted; 2 invalid usage, pack or config.
 A :class:`~touchstone_ray.errors.TouchstoneError` becomes one line on stderr; ``--debug``
-shows the traceback instead.
+(before the command, or on a command that starts Ray) shows the traceback too, and Ray's own
+start-up log lines, which are kept out of the terminal otherwise.
 """
 
 from __future__ import annotations
@@ -28,12 +29,23 @@ app = typer.Typer(
 
 _debug = {"on": False}
 
+DebugOption = Annotated[
+    bool, typer.Option("--debug", help="Show tracebacks for errors and Ray's own log lines.")
+]
+
+
+def _set_debug(debug: bool) -> None:
+    """``--debug`` given before the command or on it: tracebacks and Ray's log lines."""
+    from touchstone_ray.ray_session import show_ray_logs
+
+    _debug["on"] = _debug["on"] or debug
+    show_ray_logs(_debug["on"])
+
 
 @app.callback()
-def _root(
-    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False,
-) -> None:
-    _debug["on"] = debug
+def _root(debug: DebugOption = False) -> None:
+    _debug["on"] = False
+    _set_debug(debug)
 
 
 @app.command()
@@ -81,8 +93,10 @@ def eval_command(
         bool,
         typer.Option(help="Run cells whose prompt + max_tokens does not fit the context."),
     ] = False,
+    debug: DebugOption = False,
 ) -> None:
     """Run the matrix model × variant × prompt × repeat; print the bundle path last."""
+    _set_debug(debug)
     from touchstone_ray.eval.run import EvalOptions, run_eval
 
     outcome = run_eval(
@@ -129,8 +143,10 @@ def perf(
         bool,
         typer.Option(help="Send each point's requests in rounds of --concurrency, together."),
     ] = False,
+    debug: DebugOption = False,
 ) -> None:
     """Speed benchmark per model and host (SPEC §7b); print the bundle path last."""
+    _set_debug(debug)
     from touchstone_ray.perf.plan import parse_slo, parse_tokens
     from touchstone_ray.perf.run import PerfOptions, run_perf
 
@@ -161,11 +177,13 @@ def perf(
 def hosts(
     config: FleetConfigOption,
     address: AddressOption = None,
+    debug: DebugOption = False,
 ) -> None:
     """Preflight: every host's node, endpoints reached from that host, served models, GPU, PSI.
 
     Exit 1 if an endpoint is unreachable or a configured model is not served.
     """
+    _set_debug(debug)
     from touchstone_ray.preflight import run_hosts
 
     raise typer.Exit(run_hosts(config, address))
@@ -179,8 +197,10 @@ def demo(
     quick: Annotated[
         bool, typer.Option(help="One model per host and one variant (about a third).")
     ] = False,
+    debug: DebugOption = False,
 ) -> None:
     """The whole pipeline on a local simulated fleet of 3 nodes: eval → judge → report."""
+    _set_debug(debug)
     from touchstone_ray.demo import run_demo
 
     raise typer.Exit(run_demo(out, quick=quick))
@@ -198,12 +218,14 @@ def judge(
     allow_unqualified: Annotated[
         bool, typer.Option(help="Count judges that failed calibration in the scorecard.")
     ] = False,
+    debug: DebugOption = False,
 ) -> None:
     """Judge, score and write the scorecard; resumable. Prints the scorecard path last.
 
     Each judge first scores the pack's calibration answers; one that fails them is stored but
     not counted (exit 1 when none is left) unless --allow-unqualified.
     """
+    _set_debug(debug)
     from touchstone_ray.judging.runner import run_judge
 
     raise typer.Exit(

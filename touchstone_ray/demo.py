@@ -3,11 +3,13 @@
 A local Ray cluster of three nodes (labels ``gpu-a``, ``gpu-b``, ``gpu-c``), simulated
 engines on each node serving models that differ in speed and quality, the shipped
 ``buero`` pack, two simulated judges, the report; then the ranking and the bundle path.
-Everything it writes is labelled *simulated*.
+Everything it writes is labelled *simulated*. A cluster that does not start (a loaded
+machine) is shut down and started once more (:func:`~touchstone_ray.ray_session.start_local`).
 """
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from importlib import resources
@@ -17,6 +19,7 @@ from typing import Any, TextIO
 import yaml
 
 from touchstone_ray.errors import RunError
+from touchstone_ray.ray_session import ray_logging_level, start_local
 
 DEMO_HOSTS = ("gpu-a", "gpu-b", "gpu-c")
 
@@ -89,14 +92,27 @@ def run_demo(out: Path, quick: bool = False, stream: TextIO = sys.stdout) -> int
     started = time.monotonic()
     fleet_path, judge_path = demo_configs(out, quick)
     print("demo: starting a local Ray cluster of 3 simulated GPU hosts …", file=stream, flush=True)
-    cluster = Cluster(
-        initialize_head=True, head_node_args={"num_cpus": 2, "include_dashboard": False}
-    )
+
+    def start_cluster() -> Cluster:
+        logging.getLogger("ray").setLevel(ray_logging_level())
+        cluster = Cluster(
+            initialize_head=True, head_node_args={"num_cpus": 2, "include_dashboard": False}
+        )
+        try:
+            for host in DEMO_HOSTS:
+                cluster.add_node(num_cpus=1, labels={HOST_LABEL: host})
+            cluster.wait_for_nodes()
+            ray.init(
+                address=cluster.address, log_to_driver=False, logging_level=ray_logging_level()
+            )
+        except BaseException:
+            ray.shutdown()
+            cluster.shutdown()
+            raise
+        return cluster
+
+    cluster = start_local(start_cluster, ray.shutdown)  # twice on a loaded machine
     try:
-        for host in DEMO_HOSTS:
-            cluster.add_node(num_cpus=1, labels={HOST_LABEL: host})
-        cluster.wait_for_nodes()
-        ray.init(address=cluster.address, log_to_driver=False, logging_level="ERROR")
         outcome = run_eval(
             EvalOptions(
                 pack=bundled_pack(),

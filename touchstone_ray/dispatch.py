@@ -115,6 +115,9 @@ class Call:
     ``name`` the Ray task name; ``job`` and ``kind`` are the lane's own (handed back with the
     result); ``budget_s`` how long the dispatcher waits for it (s, usually
     :func:`call_deadline_s`). ``deadline`` (monotonic s) is set when it is submitted.
+    ``other_actor``: ``method`` belongs to another actor than the lane's :class:`Pinned` (a
+    host's monitor): that actor's death fails this call (:meth:`Lane.failed`) instead of
+    losing the pinned actor.
     """
 
     method: Any
@@ -124,6 +127,7 @@ class Call:
     kind: str
     budget_s: float
     deadline: float = 0.0
+    other_actor: bool = False
 
 
 class Lane(ABC):
@@ -297,6 +301,10 @@ class Dispatcher:
         try:
             value = ray.get(ref, timeout=GET_TIMEOUT_S)
         except (RayActorError, GetTimeoutError) as exc:
+            if flight.call.other_actor:
+                self._pop(ref)
+                flight.lane.failed(flight.call, _task_error(exc), timed_out=False)
+                return
             node = flight.pinned.node_id[:8]
             role = flight.pinned.role
             self.lose(flight.pinned, f"{role} on node {node} died: {type(exc).__name__}")

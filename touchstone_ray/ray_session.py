@@ -11,19 +11,88 @@ Where the driver connects, first match wins:
    ``ray start`` left on this machine), its dashboard bound to ``ray.dashboard_host``
    (127.0.0.1 by default; anything else prints a warning).
 
+Starting a local Ray on a loaded machine can fail: Ray 2.60 waits 30 s for the new node to
+register with the GCS ("The current node timed out during startup"), a wait hard-coded in
+``ray/_private/node.py`` (``raylet_start_wait_time_s``, no environment variable or
+``_system_config`` key lengthens it). :func:`start_local` therefore tries a local start
+twice, with a ``ray.shutdown()`` between, and then fails with one line that says what to do
+(:func:`start_failed_line`).
+
+Ray's own start-up lines (the token-auth warning, INFO lines such as "Started a local Ray
+instance" with the dashboard URL) stay out of the terminal unless ``--debug``
+(:func:`show_ray_logs`); touchstone's own warnings are printed either way.
+
 :func:`dashboard_url` and :func:`dashboard_exposure_warning` tell where a joined cluster's
 dashboard listens; ``touchstone-ray hosts`` warns when that is not a loopback address.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
+import logging
 import os
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from touchstone_ray.config import RaySettings
+from touchstone_ray.engines._http import one_line
+from touchstone_ray.errors import RunError
+
+T = TypeVar("T")
+
+_ray_logs = {"on": False}
+
+
+def show_ray_logs(on: bool) -> None:
+    """Let Ray's own log lines reach the terminal (``on``: the CLI's ``--debug``) or keep
+    them out (default: only errors). Sets the ``ray`` logger's level now and the
+    ``logging_level`` of every later ``ray.init`` here (:func:`ray_logging_level`)."""
+    _ray_logs["on"] = on
+    logging.getLogger("ray").setLevel(ray_logging_level())
+
+
+def ray_logging_level() -> int:
+    """The ``logging_level`` for ``ray.init``: ``INFO`` with :func:`show_ray_logs`, else
+    ``ERROR``."""
+    return logging.INFO if _ray_logs["on"] else logging.ERROR
+
+
+def start_failed_line(exc: BaseException) -> str:
+    """The one line for a local Ray that did not start, twice."""
+    return (
+        f"could not start a local Ray on this machine (tried twice; {_brief(exc)}); join a "
+        "running cluster with --address, or retry on a quieter machine"
+    )
+
+
+def _brief(exc: BaseException) -> str:
+    return one_line(f"{type(exc).__name__}: {exc}")
+
+
+def start_local(start: Callable[[], T], stop: Callable[[], object]) -> T:
+    """Run ``start()`` (a local Ray start); when it raises, print one line, ``stop()``, and
+    run it once more. Raises :class:`RunError` (exit 1, :func:`start_failed_line`) when the
+    second try fails too; ``stop()`` has then run after it as well."""
+    try:
+        return start()
+    except Exception as exc:
+        print(
+            f"Ray did not start ({_brief(exc)}); shutting it down and trying once more",
+            file=sys.stderr,
+            flush=True,
+        )
+        with contextlib.suppress(Exception):
+            stop()
+    try:
+        return start()
+    except Exception as exc:
+        with contextlib.suppress(Exception):
+            stop()
+        raise RunError(start_failed_line(exc)) from exc
+
 
 RAY_ADDRESS_ENV = "RAY_ADDRESS"
 """Set by ``ray job submit`` for the entrypoint (and by users who want every driver to join)."""
@@ -51,15 +120,17 @@ def ensure_ray(address: str | None, settings: RaySettings) -> dict[str, Any]:
 
     Reuses an already initialised Ray; with an address (flag, ``RAY_ADDRESS``, config, in
     that order) joins that cluster; otherwise starts a local Ray with the dashboard bound to
-    ``settings.dashboard_host`` — a non-loopback bind prints a warning.
+    ``settings.dashboard_host`` — a non-loopback bind prints a warning — and tries that
+    twice (:func:`start_local`; raises :class:`RunError` if both fail).
     """
     import ray
 
+    logging.getLogger("ray").setLevel(ray_logging_level())
     address = resolve_address(address, settings)
     embedded = False
     if not ray.is_initialized():
         if address:
-            ray.init(address=address, log_to_driver=False)
+            ray.init(address=address, log_to_driver=False, logging_level=ray_logging_level())
         else:
             if settings.include_dashboard and not is_loopback(settings.dashboard_host):
                 print(
@@ -67,11 +138,15 @@ def ensure_ray(address: str | None, settings: RaySettings) -> dict[str, Any]:
                     "reachable from other machines; use 127.0.0.1 and an SSH tunnel instead",
                     file=sys.stderr,
                 )
-            ray.init(
-                address="local",
-                include_dashboard=settings.include_dashboard,
-                dashboard_host=settings.dashboard_host,
-                log_to_driver=False,
+            start_local(
+                lambda: ray.init(
+                    address="local",
+                    include_dashboard=settings.include_dashboard,
+                    dashboard_host=settings.dashboard_host,
+                    log_to_driver=False,
+                    logging_level=ray_logging_level(),
+                ),
+                ray.shutdown,
             )
             embedded = True
     context = ray.get_runtime_context()

@@ -5,7 +5,8 @@ Per model: the configured ``context_tokens`` must not exceed what the server its
 context a cell has is the smaller of the two known values. Then every distinct prompt
 (variant × prompt) is counted on the model's host (:meth:`HostClient.count_prompts`) and a
 prompt whose tokens + ``max_tokens`` exceed that context stops the run before any request,
-unless ``--allow-cut``.
+unless ``--allow-cut``. The check runs per host as soon as that host's preflight lands
+(:mod:`touchstone_ray.eval.startup`) and gates only that host's cells.
 """
 
 from __future__ import annotations
@@ -67,38 +68,33 @@ def overflow_line(label: str, cell: Cell, tokens: int, source: str, limit: int) 
     )
 
 
-def check_context(
-    pack: Pack,
-    plans: dict[str, list[ModelPlan]],
-    actors: dict[str, Any],
-    preflight: dict[str, dict[str, Any]],
+def model_limit(plan: ModelPlan, preflight_entry: dict[str, Any]) -> tuple[int | None, int | None]:
+    """``(context a cell has, the server's own limit)`` in tokens of ``plan``'s model, from its
+    host's preflight entry (``context_limit``; ``None`` when not known). Raises
+    :class:`ConfigError` for a configured context above the server's (:func:`context_for`)."""
+    server_limit = preflight_entry.get("context_limit")
+    return context_for(plan.label, plan.spec.context_tokens, server_limit), server_limit
+
+
+def context_entry(
+    plan: ModelPlan,
+    cells: list[Cell],
+    counts: dict[str, tuple[int, str]],
+    limits: tuple[int | None, int | None],
     allow_cut: bool,
-) -> dict[str, dict[str, Any]]:
-    """Check every model of every host that answered its preflight; returns per model label
-    ``{context_tokens, server_limit, n_prompts, n_over}`` for the events log.
+) -> dict[str, Any]:
+    """The events-log entry of one model's check, ``{context_tokens, server_limit, n_prompts,
+    n_over}``, from the prompt ``counts`` of its :func:`distinct_prompts` ``cells`` (as
+    :meth:`HostClient.count_prompts` returns them) and :func:`model_limit`'s ``limits``.
 
-    Raises :class:`ConfigError` for a configured context above the server's and
-    :class:`UsageError` (exit 2) for a prompt that does not fit, unless ``allow_cut``."""
-    import ray
-
-    out: dict[str, dict[str, Any]] = {}
-    for host, models in plans.items():
-        if host not in preflight:
-            continue
-        for plan in models:
-            entry = preflight[host].get(plan.label) or {}
-            server_limit = entry.get("context_limit")
-            limit = context_for(plan.label, plan.spec.context_tokens, server_limit)
-            cells = distinct_prompts(plan, pack)
-            ref = actors[host].count_prompts.remote(plan.label, cells, limit)
-            counts: dict[str, tuple[int, str]] = ray.get(ref, timeout=COUNT_TIMEOUT_S)
-            over = overflowing(cells, counts, limit)
-            if over and limit is not None and not allow_cut:
-                raise UsageError(overflow_line(plan.label, *over[0], limit))
-            out[plan.label] = {
-                "context_tokens": limit,
-                "server_limit": server_limit,
-                "n_prompts": len(cells),
-                "n_over": len(over),
-            }
-    return out
+    Raises :class:`UsageError` (exit 2) for a prompt that does not fit, unless ``allow_cut``."""
+    limit, server_limit = limits
+    over = overflowing(cells, counts, limit)
+    if over and limit is not None and not allow_cut:
+        raise UsageError(overflow_line(plan.label, *over[0], limit))
+    return {
+        "context_tokens": limit,
+        "server_limit": server_limit,
+        "n_prompts": len(cells),
+        "n_over": len(over),
+    }

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from touchstone_ray.config import FleetConfig
 from touchstone_ray.dispatch import Call, Dispatcher, Lane, Pinned, call_deadline_s
@@ -35,14 +35,30 @@ still caps requests in flight, and the driver's round trip leaves the critical p
 wait is ``queue_wait_s``, outside every latency figure)."""
 
 
+BASELINE_WAIT_S = 15.0
+"""How long a model's first call waits for its baseline tick (s); past it the model starts
+without one (its records' baseline figures are then ``null``)."""
+
+
+class BaselineTicks(Protocol):
+    """Where a model's baseline tick is taken (eval: the :class:`MonitorSet`)."""
+
+    def baseline_method(self, host: str) -> Any:
+        """``host``'s monitor's ``baseline`` method handle (also while it is starting), or
+        ``None`` where the host has no monitor."""
+
+    def write_baseline(self, host: str, sample: dict[str, Any]) -> None:
+        """Store the baseline ``sample`` of ``host``."""
+
+
 @dataclass
 class Phase:
-    """One model on one host: warm-up → cells → unload or server check."""
+    """One model on one host: baseline tick → warm-up → cells → unload or server check."""
 
     plan: ModelPlan
     cells: Iterator[Cell]
     todo: int
-    stage: str = "queued"  # queued | warmup | run | unload | check | done
+    stage: str = "queued"  # queued | baseline | start | warmup | run | unload | check | done
     cold_pending: bool = False
     exhausted: bool = False
 
@@ -57,6 +73,9 @@ class HostRun:
     queue: deque[Phase]
     active: list[Phase] = field(default_factory=list)
     lost: bool = False
+    started: bool = True
+    """Whether the host's start-up is through (a start-up lane sets it false, then true:
+    :mod:`touchstone_ray.eval.startup`); its models wait until then."""
 
 
 class _PhaseLane(Lane):
@@ -90,13 +109,23 @@ class _PhaseLane(Lane):
 
     def next_call(self) -> Call | None:
         phase, run = self.phase, self.run
+        if not run.started:
+            return None
         if phase.stage == "queued":
             if not phase.todo or not self.runner.may_start(run):
                 return None
             run.active.append(phase)
-            if self.runner.on_model_start is not None:
-                self.runner.on_model_start(run.host, self.label)
             self.runner.sink.event("model_start", host=run.host, model=self.label, cells=phase.todo)
+            ticks = self.runner.baselines
+            method = ticks.baseline_method(run.host) if ticks is not None else None
+            if method is not None:  # the tick before any of the model's requests
+                phase.stage = "baseline"
+                name = f"baseline:{self.label}"
+                return Call(
+                    method, (self.label,), name, None, "baseline", BASELINE_WAIT_S, other_actor=True
+                )
+            phase.stage = "start"
+        if phase.stage == "start":
             if self.runner.config.scheduling.warmup:
                 return self._control("warmup", run.actor.warmup)
             phase.stage = "run"
@@ -131,6 +160,10 @@ class _PhaseLane(Lane):
                 sink.record(value)
             else:
                 self._cell_failed(call, "protocol", f"cell task returned {value!r}")
+        elif call.kind == "baseline":
+            if isinstance(value, dict) and self.runner.baselines is not None:
+                self.runner.baselines.write_baseline(run.host, value)
+            phase.stage = "start"
         elif call.kind == "warmup":
             sink.event("warmup", host=run.host, model=self.label, result=value)
             phase.stage = "run"
@@ -151,6 +184,8 @@ class _PhaseLane(Lane):
                 self._cell_failed(call, "timeout", error)
             else:
                 self._cell_failed(call, "protocol", f"cell {error}")
+        elif call.kind == "baseline":  # no tick (monitor lost or slow): the model starts
+            self.phase.stage = "start"
         elif call.kind == "warmup":  # like a warm-up that answered an error: the cells run
             self.landed(call, {"ok": False, "error": error, "load_duration_s": None})
         else:
@@ -177,8 +212,14 @@ class _PhaseLane(Lane):
 class MatrixRunner:
     """Runs every host's phases to completion, writing each record through ``sink``.
 
-    ``on_model_start(host, label)`` runs before a model's warm-up (the telemetry baseline
-    tick, after the previous model on that host was unloaded).
+    ``baselines`` takes each model's baseline tick after its ``model_start`` and before its
+    warm-up and cells (after the previous model on that host was unloaded); the model waits
+    for it at most :data:`BASELINE_WAIT_S`. The host's monitor starts beside its client actor,
+    so for a host's first model the tick can land a moment after ``model_start`` (the
+    monitor's start-up); it still precedes every request of the model.
+    ``startup(runner, run)``, when given, makes the first lane of each host's actor, which
+    holds that host's models back until it sets ``run.started`` (each host on its own: no
+    barrier over the fleet); ``on_tick()`` runs once per dispatcher turn after the sink's tick.
     """
 
     def __init__(
@@ -186,26 +227,35 @@ class MatrixRunner:
         config: FleetConfig,
         hosts: list[HostRun],
         sink: RecordSink,
-        on_model_start: Callable[[str, str], object] | None = None,
+        baselines: BaselineTicks | None = None,
+        startup: Callable[[MatrixRunner, HostRun], Lane] | None = None,
+        on_tick: Callable[[], object] | None = None,
     ) -> None:
         self.config = config
         self.hosts = hosts
         self.sink = sink
-        self.on_model_start = on_model_start
+        self.baselines = baselines
         self.max_attempts = config.scheduling.max_attempts
         self.engines = {config.model_label(m): m.engine for m in config.models}
-        self.dispatcher = Dispatcher(on_tick=sink.tick)
+        self.on_tick = on_tick
+        self.dispatcher = Dispatcher(on_tick=self._tick)
         self._pinned: dict[str, Pinned] = {}
         for run in hosts:
             pinned = Pinned(f"host {run.host}", run.node_id, run.actor, role="client actor")
             pinned.on_lost = lambda reason, run=run: self._on_lost(run, reason)
-            pinned.lanes = [_PhaseLane(self, run, phase) for phase in run.queue]
+            first = [startup(self, run)] if startup is not None else []
+            pinned.lanes = first + [_PhaseLane(self, run, phase) for phase in run.queue]
             self._pinned[run.host] = pinned
             self.dispatcher.add(pinned)
 
     def may_start(self, run: HostRun) -> bool:
         """Whether ``run``'s host may start another model now (``models_per_host``)."""
         return not run.lost and len(run.active) < self.config.scheduling.models_per_host
+
+    def _tick(self) -> None:
+        self.sink.tick()
+        if self.on_tick is not None:
+            self.on_tick()
 
     def run(self) -> None:
         """Drive every host until all phases are done or lost."""

@@ -19,20 +19,26 @@ from typing import Any, TextIO
 from touchstone_ray.bundle import Bundle, ResponseScan
 from touchstone_ray.config import FleetConfig, load_config
 from touchstone_ray.errors import BundleError, RunError
-from touchstone_ray.eval.context import check_context
+from touchstone_ray.eval.client_actor import spawn_client
 from touchstone_ray.eval.driver import HostRun, MatrixRunner, Phase
 from touchstone_ray.eval.matrix import CellIndex, CellSet, ModelPlan, plan_models
 from touchstone_ray.eval.resume import Beside, beside
 from touchstone_ray.eval.sink import RecordSink
+from touchstone_ray.eval.startup import FleetStart
 from touchstone_ray.host_resolution import current_nodes, resolve_hosts
 from touchstone_ray.pack import Pack, load_pack
 from touchstone_ray.ray_session import ensure_ray
+from touchstone_ray.telemetry.engines import EngineTarget
 from touchstone_ray.telemetry.finalize import finalize_bundle
+from touchstone_ray.telemetry.monitor_set import MonitorSet
+
+# The client-actor, engine and monitor modules are imported here, with this module, so their
+# import time is spent before ``run_start`` rather than inside the measured run.
 
 ACTOR_READY_TIMEOUT_S = float(os.environ.get("TOUCHSTONE_ACTOR_READY_TIMEOUT_S", "60"))
 """How long a host's client actor may take to be scheduled and start (s)."""
 PREFLIGHT_TIMEOUT_S = 60.0
-"""How long the preflight of one host may take (s)."""
+"""How long the preflight of one host may take once its client actor runs (s)."""
 
 
 @dataclass
@@ -54,17 +60,21 @@ class EvalOptions:
 
 @dataclass
 class EvalOutcome:
-    """What a run did; ``exit_code`` 1 if any cell failed, else 0."""
+    """What a run did; ``exit_code`` 1 if any cell failed or a host stopped before its
+    cells, else 0."""
 
     bundle: Path | None
     n_ok: int = 0
     n_failed: int = 0
     n_reused: int = 0
     failures_by_kind: dict[str, int] = field(default_factory=dict)
+    hosts_stopped: dict[str, str] = field(default_factory=dict)
+    """Host → why it stopped before its cells (``--strict-preflight``); its cells have no
+    record, so a ``--resume`` runs them."""
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.n_failed else 0
+        return 1 if self.n_failed or self.hosts_stopped else 0
 
 
 def print_plan(
@@ -142,13 +152,16 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
     try:
         sink.event("run_start", pack=pack.id, hosts={h: n.node_id for h, n in nodes.items()})
         fleet = _start_fleet(pack, config, plans, nodes, done, left, bundle, sink, opts)
-        context = check_context(pack, plans, fleet.actors, fleet.preflight, opts.allow_cut)
-        sink.event("context", models=context)
-        runner = MatrixRunner(config, fleet.runs, sink, on_model_start=fleet.monitors.baseline)
-        for run in fleet.runs:
-            if run.host in fleet.unready:
-                runner.host_lost(run, fleet.unready[run.host])
+        runner = MatrixRunner(
+            config,
+            fleet.runs,
+            sink,
+            baselines=fleet.monitors,
+            startup=fleet.start.lane,
+            on_tick=fleet.start.tick,
+        )
         runner.run()
+        stopped = fleet.start.stopped
         _stop_fleet(fleet, bundle)
         fleet = None
         finalize_bundle(bundle.root)  # every unfinalized record, from earlier runs too
@@ -171,16 +184,19 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
         raise
     outcome.n_ok, outcome.n_failed = sink.n_ok, sink.n_failed
     outcome.failures_by_kind = dict(sink.failures_by_kind)
+    outcome.hosts_stopped = dict(stopped)
     elapsed = time.monotonic() - started
     sink.event("run_done", ok=outcome.n_ok, failed=outcome.n_failed, elapsed_s=elapsed)
     sink.close()
-    bundle.update_manifest(status="failed" if outcome.n_failed else "done", finished_at=time.time())
+    failed = bool(outcome.exit_code)
+    bundle.update_manifest(status="failed" if failed else "done", finished_at=time.time())
     kinds = ", ".join(f"{k} {n}" for k, n in sorted(outcome.failures_by_kind.items()))
     print(
-        f"eval {'failed' if outcome.n_failed else 'done'}: {outcome.n_ok} ok, "
+        f"eval {'failed' if failed else 'done'}: {outcome.n_ok} ok, "
         f"{outcome.n_failed} failed"
         + (f" ({kinds})" if kinds else "")
-        + f", {outcome.n_reused} reused in {elapsed:.1f} s",
+        + f", {outcome.n_reused} reused in {elapsed:.1f} s"
+        + "".join(f"; {h} stopped before its cells: {r}" for h, r in sorted(stopped.items())),
         file=out,
     )
     print(bundle.root, file=out, flush=True)
@@ -213,14 +229,12 @@ def _writes_into(path: Path) -> Iterator[None]:
 
 @dataclass
 class Fleet:
-    """The running per-host actors of one eval."""
+    """The per-host actors of one eval and their shared start-up state."""
 
     runs: list[HostRun]
     actors: dict[str, Any]
-    monitors: Any
-    unready: dict[str, str]
-    preflight: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """Host → model label → the preflight entry (``context_limit``, ``server_facts``, …)."""
+    monitors: MonitorSet
+    start: FleetStart
 
 
 def _start_fleet(
@@ -234,13 +248,10 @@ def _start_fleet(
     sink: RecordSink,
     opts: EvalOptions,
 ) -> Fleet:
-    """Create each host's client actor (pinned) and monitor; preflight; build the phases
-    (``left``: cells still to run per model label)."""
+    """Create each host's client actor (pinned) and monitor without waiting for any of them,
+    and build the phases (``left``: cells still to run per model label). Each host's start-up
+    (ready, preflight, context check) then runs in the dispatcher (:mod:`.startup`)."""
     import ray
-
-    from touchstone_ray.eval.client_actor import spawn_client
-    from touchstone_ray.telemetry.engines import EngineTarget
-    from touchstone_ray.telemetry.monitor_set import MonitorSet
 
     actors = {
         host: spawn_client(
@@ -257,56 +268,32 @@ def _start_fleet(
         )
         for host, models in plans.items()
     }
-    ready_refs = {host: actor.ready.remote() for host, actor in actors.items()}
-    ready, _ = ray.wait(
-        list(ready_refs.values()), num_returns=len(ready_refs), timeout=ACTOR_READY_TIMEOUT_S
-    )
-    facts: dict[str, Any] = {}
-    unready: dict[str, str] = {}
-    for host, ref in ready_refs.items():
-        if ref in ready:
-            try:
-                facts[host] = ray.get(ref, timeout=10)
-                continue
-            except Exception as exc:
-                unready[host] = f"client actor failed to start: {type(exc).__name__}: {exc}"
-        else:
-            unready[host] = (
-                f"client actor could not be scheduled on node {nodes[host].node_id[:8]} "
-                f"within {ACTOR_READY_TIMEOUT_S:.0f} s"
-            )
     monitors = MonitorSet(
         bundle.root, config.monitor.interval_s, config.monitor.gpu, autodrain_s=1.0
     )
     targets = {
         host: [EngineTarget.from_spec(p.label, p.spec.model_dump()) for p in plans[host]]
-        for host in facts
+        for host in plans
     }
-    capabilities = monitors.start({h: nodes[h].node_id for h in facts}, targets)
-    driver_node = ray.get_runtime_context().get_node_id()
-    for host, f in facts.items():
-        # the driver is harness too where it shares the host (its pid means nothing elsewhere)
-        driver = [os.getpid()] if nodes[host].node_id == driver_node else []
-        monitors.register_pids(host, [f["client_pid"], *driver])
-    engines = monitors.engines()
-    found = _preflight(actors, facts, sink, opts, config)
-    with bundle.edit_manifest() as manifest:
-        for entries in found.values():
-            for label, entry in entries.items():
-                server = {k: entry[k] for k in ("engine_kind", "server_facts") if entry.get(k)}
-                if server:
-                    manifest.servers = {**(manifest.servers or {}), label: server}
-        for host, f in facts.items():
-            entry = manifest.hosts.setdefault(host, {})
-            entry.update(f)
-            entry["capabilities"] = capabilities.get(host, {})
-            entry["engines"] = engines.get(host, {})
+    monitors.launch({h: nodes[h].node_id for h in plans}, targets)
+    start = FleetStart(
+        pack=pack,
+        plans=plans,
+        bundle=bundle,
+        sink=sink,
+        monitors=monitors,
+        driver_node=ray.get_runtime_context().get_node_id(),
+        strict_preflight=opts.strict_preflight,
+        allow_cut=opts.allow_cut,
+        ready_timeout_s=ACTOR_READY_TIMEOUT_S,
+        preflight_timeout_s=PREFLIGHT_TIMEOUT_S,
+    )
     runs: list[HostRun] = []
     for host, models in plans.items():
         phases = deque(Phase(plan=p, cells=p.cells(pack, done), todo=left[p.label]) for p in models)
         run = HostRun(host=host, node_id=nodes[host].node_id, actor=actors[host], queue=phases)
         runs.append(run)
-    return Fleet(runs=runs, actors=actors, monitors=monitors, unready=unready, preflight=found)
+    return Fleet(runs=runs, actors=actors, monitors=monitors, start=start)
 
 
 def _stop_fleet(fleet: Fleet, bundle: Bundle) -> None:
@@ -315,7 +302,8 @@ def _stop_fleet(fleet: Fleet, bundle: Bundle) -> None:
 
     footprint = fleet.monitors.footprint()
     engines = fleet.monitors.engines()
-    closing = [a.close.remote() for h, a in fleet.actors.items() if h not in fleet.unready]
+    lost = {run.host for run in fleet.runs if run.lost}
+    closing = [a.close.remote() for h, a in fleet.actors.items() if h not in lost]
     ray.wait(closing, num_returns=len(closing), timeout=10)
     for actor in fleet.actors.values():
         with contextlib.suppress(Exception):
@@ -330,37 +318,3 @@ def _stop_fleet(fleet: Fleet, bundle: Bundle) -> None:
             if host in fleet.monitors.lost:
                 entry["monitoring_lost_at"] = fleet.monitors.lost[host]
                 entry["monitoring_lost_reason"] = fleet.monitors.lost_reason.get(host)
-
-
-def _preflight(
-    actors: dict[str, Any],
-    facts: dict[str, Any],
-    sink: RecordSink,
-    opts: EvalOptions,
-    config: FleetConfig,
-) -> dict[str, dict[str, Any]]:
-    """Each host's preflight answer (host → label → entry); problems printed, fatal with
-    ``--strict-preflight``."""
-    import ray
-
-    refs = {host: actors[host].preflight.remote() for host in facts}
-    ready, _ = ray.wait(list(refs.values()), num_returns=len(refs), timeout=PREFLIGHT_TIMEOUT_S)
-    problems: list[str] = []
-    found: dict[str, dict[str, Any]] = {}
-    for host, ref in refs.items():
-        result = ray.get(ref) if ref in ready else None
-        sink.event("preflight", host=host, result=result)
-        found[host] = result or {}
-        if result is None:
-            problems.append(f"{host}: no preflight answer within {PREFLIGHT_TIMEOUT_S:.0f} s")
-            continue
-        for label, entry in result.items():
-            if not entry["reachable"]:
-                problems.append(f"{host}: {label}: endpoint unreachable ({entry['error']})")
-            elif not entry.get("model_served", True):
-                problems.append(f"{host}: {label}: not served (server lists {entry['served']})")
-    for problem in problems:
-        print(f"preflight: {problem}", file=sys.stderr)
-    if problems and opts.strict_preflight:
-        raise RunError(f"preflight failed ({len(problems)} problems); see above")
-    return found

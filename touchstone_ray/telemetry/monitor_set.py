@@ -8,6 +8,14 @@ Ray call waits at most ``call_timeout_s``. A monitor whose call fails with ``Ray
 written stay, the actor is killed if still reachable, and it is never restarted: a new one
 elsewhere would measure the wrong machine. Thread-safe; ``autodrain_s`` starts a background
 thread that drains on that period.
+
+Two ways to start: :meth:`MonitorSet.start` waits for every monitor; :meth:`MonitorSet.launch`
+only creates them and queues their ``start`` (eval: a host's client actor and preflight do not
+wait for telemetry). After a launch, :meth:`MonitorSet.poll` (called often, from one thread)
+takes in the starts and engine lookups that have landed. A model's baseline tick asked for
+while its monitor is still starting (:meth:`MonitorSet.baseline_method`) runs right after the
+monitor's ``start`` (calls of one monitor run in order); eval's driver waits for it before the
+model's first request.
 """
 
 from __future__ import annotations
@@ -63,7 +71,16 @@ class MonitorSet:
         self._actors: dict[str, Any] = {}
         self._writers: dict[str, JsonlWriter] = {}
         self._written_baselines: dict[str, set[float]] = {}
+        """host → ``ts`` of the baseline ticks written (each is also in the drained buffer)."""
+        self._starting: dict[str, tuple[Any, Any, float]] = {}
+        """host → (actor, its ``start`` ref, monotonic s of the launch), until it lands."""
+        self._engine_refs: dict[str, Any] = {}
+        """host → the ``engines`` ref asked right after its start landed."""
+        self._pending: dict[Any, str] = {}
+        """:meth:`register_pids_soon` ref → host, until it landed."""
         self._lock = threading.RLock()
+        self._pending_lock = threading.Lock()
+        """Guards :attr:`_pending` alone, so telling pids never waits for a drain."""
         self._halt = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -119,6 +136,88 @@ class MonitorSet:
             self._thread.start()
         return dict(self.capabilities)
 
+    def launch(
+        self,
+        hosts: Mapping[str, str],
+        engines: Mapping[str, Sequence[EngineTarget]] | None = None,
+    ) -> None:
+        """Create one monitor per ``{host: node_id}`` and queue its ``start`` without waiting
+        (:meth:`poll` takes the answers in; one not started within ``start_timeout_s`` is
+        lost). ``engines`` as for :meth:`start`."""
+        with self._lock:
+            for host, node_id in hosts.items():
+                if host in self._actors or host in self._starting or host in self.lost:
+                    continue
+                try:
+                    actor = spawn_pinned(
+                        HostMonitor,
+                        node_id,
+                        host,
+                        node_id,
+                        self.interval_s,
+                        self.gpu_mode,
+                        self.buffer_size,
+                        name=monitor_name(host),
+                        engines=list((engines or {}).get(host, ())),
+                    )
+                except Exception as exc:  # e.g. the name is taken
+                    self._mark_lost(host, f"cannot create monitor: {exc}")
+                    continue
+                self._starting[host] = (actor, actor.start.remote(), time.monotonic())
+        if self.autodrain_s and self._thread is None:
+            self._thread = threading.Thread(
+                target=self._autodrain, daemon=True, name="touchstone-monitor-drain"
+            )
+            self._thread.start()
+
+    def poll(self) -> dict[str, dict[str, Any]]:
+        """Take in what landed since the last call, never waiting: monitors started by
+        :meth:`launch` (their capabilities; then their engine lookup is asked) and the
+        answers of :meth:`register_pids_soon`. Returns nothing new while another call holds
+        the monitors (the next call takes it in). Returns ``host → {"capabilities", "engines"}``
+        for each host whose engine lookup landed in this call (once per host)."""
+        out: dict[str, dict[str, Any]] = {}
+        if not self._lock.acquire(blocking=False):  # a drain is waiting on its monitors
+            return out
+        try:
+            for host, (actor, ref, since) in list(self._starting.items()):
+                ready, _ = ray.wait([ref], timeout=0)
+                if not ready:
+                    if time.monotonic() - since > self.start_timeout_s:
+                        self._mark_lost(host, f"not started within {self.start_timeout_s:g} s")
+                    continue
+                self._actors[host] = actor  # before it leaves _starting: always findable
+                del self._starting[host]
+                try:
+                    self.capabilities[host] = ray.get(ref, timeout=0)
+                except Exception as exc:
+                    self._mark_lost(host, f"monitor failed to start: {type(exc).__name__}: {exc}")
+                    continue
+                self._engine_refs[host] = actor.engines.remote()
+            for host, ref in list(self._engine_refs.items()):
+                got = self._ready({host: ref})
+                if got is None:
+                    continue
+                del self._engine_refs[host]
+                if host in got:
+                    caps = self.capabilities.get(host, {})
+                    out[host] = {"capabilities": caps, "engines": got[host]}
+            with self._pending_lock:
+                pending = dict(self._pending)
+            if pending:
+                ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=0)
+                with self._pending_lock:
+                    for ref in ready:  # a failure shows in the host's next drain
+                        self._pending.pop(ref, None)
+        finally:
+            self._lock.release()
+        return out
+
+    def _ready(self, refs: Mapping[str, Any]) -> dict[str, Any] | None:
+        """:meth:`_gather` with no wait, or ``None`` when one of ``refs`` is still pending."""
+        ready, _ = ray.wait(list(refs.values()), num_returns=len(refs), timeout=0)
+        return self._gather(refs, 0) if len(ready) == len(refs) else None
+
     def _autodrain(self) -> None:
         assert self.autodrain_s is not None
         while not self._halt.wait(self.autodrain_s):
@@ -130,6 +229,10 @@ class MonitorSet:
         if self._thread is not None:
             self._thread.join(timeout=self.call_timeout_s + 5)
         with self._lock:
+            self.poll()
+            for host, (actor, _, _) in list(self._starting.items()):
+                self._actors[host] = actor  # still starting: its stop runs after its start
+            self._starting.clear()
             refs = {h: a.stop.remote() for h, a in self._actors.items()}
             for host, samples in self._gather(refs, self.call_timeout_s).items():
                 self._write(host, samples)
@@ -146,7 +249,8 @@ class MonitorSet:
         """Drain every live monitor into its host file; returns samples written per host."""
         with self._lock:
             refs = {h: a.drain.remote() for h, a in self._actors.items()}
-            got = self._gather(refs, timeout_s or self.call_timeout_s)
+        got = self._gather(refs, timeout_s or self.call_timeout_s)  # not holding the lock
+        with self._lock:
             return {host: self._write(host, samples) for host, samples in got.items()}
 
     def baseline(self, host: str, model: str) -> dict[str, Any] | None:
@@ -162,8 +266,32 @@ class MonitorSet:
             sample = got.get(host)
             if sample is not None:
                 self._write(host, [sample])
-                self._written_baselines.setdefault(host, set()).add(sample["ts"])
             return sample
+
+    def baseline_method(self, host: str) -> Any:
+        """``host``'s monitor's ``baseline`` method (also while the monitor is still starting:
+        the call runs right after its ``start``), or ``None`` when it has none or was lost.
+        The caller submits it and hands the sample to :meth:`write_baseline`."""
+        actor = self._actor_or_starting(host)
+        return actor.baseline if actor is not None else None
+
+    def write_baseline(self, host: str, sample: dict[str, Any]) -> None:
+        """Write a baseline ``sample`` got through :meth:`baseline_method` (once: the drain
+        that returns it again skips it)."""
+        with self._lock:
+            self._write(host, [sample])
+
+    def register_pids_soon(self, host: str, pids: Iterable[int]) -> None:
+        """:meth:`register_pids` without waiting for the answer."""
+        actor = self._actor_or_starting(host)
+        if actor is not None:
+            ref = actor.register_pids.remote(list(pids))
+            with self._pending_lock:
+                self._pending[ref] = host
+
+    def _actor_or_starting(self, host: str) -> Any:
+        starting = self._starting.get(host)  # one dict read each: no lock needed
+        return starting[0] if starting is not None else self._actors.get(host)
 
     def register_pids(self, host: str, pids: Iterable[int]) -> None:
         """Tell ``host``'s monitor about touchstone pids there (for :meth:`footprint`)."""
@@ -209,6 +337,10 @@ class MonitorSet:
             self.lost.setdefault(host, time.time())
             self.lost_reason.setdefault(host, reason)
             actor = self._actors.pop(host, None)
+            starting = self._starting.pop(host, None)
+            if actor is None and starting is not None:
+                actor = starting[0]
+            self._engine_refs.pop(host, None)
         if actor is not None:
             with contextlib.suppress(Exception):  # unreachable or hung: never comes back
                 ray.kill(actor, no_restart=True)
@@ -216,7 +348,7 @@ class MonitorSet:
     def _write(self, host: str, samples: list[dict[str, Any]]) -> int:
         if not samples:
             return 0
-        seen = self._written_baselines.get(host, set())
+        seen = self._written_baselines.setdefault(host, set())
         writer = self._writers.get(host)
         if writer is None:
             path = self.path_for(host)
@@ -224,9 +356,10 @@ class MonitorSet:
             writer = self._writers[host] = JsonlWriter(path)
         n = 0
         for sample in samples:
-            if sample.get("baseline") and sample.get("ts") in seen:
-                seen.discard(sample["ts"])  # already written by baseline()
-                continue
+            if sample.get("baseline"):
+                if sample.get("ts") in seen:  # written once already (a baseline call or a drain)
+                    continue
+                seen.add(sample["ts"])
             writer.write(sample)
             n += 1
         return n
