@@ -113,9 +113,12 @@ def _run(sim: SimServer, concurrency: int, tag: str) -> tuple[dict[str, Any], li
         pids = ray.get(actor.split.remote(), timeout=60)
         refs = [actor.run_cell.remote(cell, False) for cell in _cells(concurrency, tag)]
         records = ray.get(refs, timeout=120)
+        harness = ray.get(actor.harness_pids.remote(), timeout=30)
         ray.get(actor.close.remote(), timeout=30)
     finally:
         ray.kill(actor)
+    # the footprint counts the workers' processes too
+    assert harness == [facts["client_pid"], *[pid for pid, _ in pids["m"]]]
     return {"client_pid": facts["client_pid"], "nice": facts["nice"], "workers": pids["m"]}, records
 
 

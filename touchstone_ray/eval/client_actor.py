@@ -475,6 +475,12 @@ class HostClient:
             return f"{type(exc).__name__}: {exc}"
         return None
 
+    async def harness_pids(self) -> list[int]:
+        """This actor's pid, then those of the :class:`StreamWorker` processes started so far:
+        touchstone's own processes on the host, for its footprint (RSS, MB)."""
+        workers = [w for ws in self._workers.values() for w in ws]
+        return [os.getpid(), *[(await w.ready.remote())[0] for w in workers]]
+
     async def close(self) -> None:
         """Close every engine (and any simulator it started) and stop the worker processes."""
         import ray

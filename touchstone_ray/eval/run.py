@@ -300,9 +300,15 @@ def _stop_fleet(fleet: Fleet, bundle: Bundle) -> None:
     """Close the client actors, stop the monitors, record footprint and monitoring losses."""
     import ray
 
+    lost = {run.host for run in fleet.runs if run.lost}
+    asked = {h: a.harness_pids.remote() for h, a in fleet.actors.items() if h not in lost}
+    answered, _ = ray.wait(list(asked.values()), num_returns=len(asked), timeout=10)
+    for host, ref in asked.items():  # the stream workers a split endpoint started
+        if ref in answered:
+            with contextlib.suppress(Exception):
+                fleet.monitors.register_pids(host, ray.get(ref))
     footprint = fleet.monitors.footprint()
     engines = fleet.monitors.engines()
-    lost = {run.host for run in fleet.runs if run.lost}
     closing = [a.close.remote() for h, a in fleet.actors.items() if h not in lost]
     ray.wait(closing, num_returns=len(closing), timeout=10)
     for actor in fleet.actors.values():
