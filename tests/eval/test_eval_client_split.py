@@ -13,7 +13,12 @@ import pytest
 from ray_env import isolated_ray_auth
 
 from touchstone_ray.config import ModelSpec
-from touchstone_ray.eval.client_actor import STREAMS_PER_PROCESS, spawn_client, split_streams
+from touchstone_ray.eval.client_actor import (
+    STREAMS_PER_PROCESS,
+    max_stream_workers,
+    spawn_client,
+    split_streams,
+)
 from touchstone_ray.eval.matrix import Cell
 from touchstone_ray.sim import SimConfig, SimServer
 from touchstone_ray.sim._text import request_key
@@ -42,6 +47,13 @@ def test_split_rejects_nonsense() -> None:
         split_streams(0, 16)
     with pytest.raises(ValueError, match="concurrency 4 and per_process 0 must be ≥ 1"):
         split_streams(4, 0)
+
+
+@pytest.mark.parametrize(
+    ("cores", "workers"), [(None, 1), (2, 1), (7, 1), (8, 2), (16, 4), (64, 16)]
+)
+def test_workers_a_host_gives_a_split(cores: int | None, workers: int) -> None:
+    assert max_stream_workers(cores) == workers
 
 
 def test_default_threshold_splits_64_streams() -> None:
@@ -106,7 +118,7 @@ def _run(sim: SimServer, concurrency: int, tag: str) -> tuple[dict[str, Any], li
         id="m", engine="openai", base_url=sim.url + "/v1", concurrency=concurrency, timeout_s=60
     )
     node = ray.get_runtime_context().get_node_id()
-    actor = spawn_client("local", node, {"m": spec}, pack_id="p", pack_version=1)
+    actor = spawn_client("local", node, {"m": spec}, pack_id="p", pack_version=1, max_workers=4)
     try:
         facts = ray.get(actor.ready.remote(), timeout=60)
         facts["nice"] = _niceness(facts["client_pid"])

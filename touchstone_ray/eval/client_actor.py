@@ -8,10 +8,13 @@ serving machine). Keys arrive in memory from the driver and never reach a file o
 Above :data:`STREAMS_PER_PROCESS` concurrent streams to one endpoint, one asyncio loop stamps
 chunks late (it cannot read every socket as the bytes arrive), so the host actor splits that
 endpoint's streams over :func:`split_streams` ``(concurrency)`` :class:`StreamWorker` actors
-on the same pinned node, each with its own loop and connection pool. The driver still sees one
+on the same pinned node, each with its own loop and connection pool, where the host has the
+cores for them (:data:`CORES_PER_WORKER`: none below 8 cores, where they would take the
+engine's CPU). Until a worker is up, its share runs in the host actor. The driver still sees one
 client per host: the host actor keeps the semaphore, counts and records; a worker only runs
 ``Engine.chat`` and returns the :class:`ChatResult` (records are identical in shape). So per
-host there are ``1 + ceil(c / STREAMS_PER_PROCESS)`` client processes at most — still a
+host there are ``1 + min(ceil(c / STREAMS_PER_PROCESS), max_stream_workers(cores))`` client
+processes at most — still a
 constant that does not grow with the number of cells.
 """
 
@@ -73,6 +76,23 @@ def split_streams(concurrency: int, per_process: int = STREAMS_PER_PROCESS) -> l
     n = math.ceil(concurrency / per_process)
     base, extra = divmod(concurrency, n)
     return [base + 1 if i < extra else base for i in range(n)]
+
+
+CORES_PER_WORKER = 4
+"""Host CPU cores per :class:`StreamWorker` process a split may use: at most
+``cores // CORES_PER_WORKER`` worker processes (:func:`max_stream_workers`), none on a host
+with fewer than 8 cores. Each worker is a busy process: where the engine computes on the same
+CPU, worker processes take its cores and the figures measure a slower server. Measured with
+``bench/bench_compare_dispatch.py --levels 64:256`` on this project's 2-core machine
+(simulator on the same cores, load average 1.1–3.2, 2 repetitions each): the cells of 256
+requests at 64 streams took 1.128 × the ideal split over 4 workers against 1.061 × in one
+process (whole run 1.277 against 1.180 ×)."""
+
+
+def max_stream_workers(cores: int | None) -> int:
+    """How many :class:`StreamWorker` processes a split may use on a host with ``cores`` CPU
+    cores (``None``: unknown, as 1): ``max(1, cores // CORES_PER_WORKER)``; 1 means no split."""
+    return max(1, (cores or 1) // CORES_PER_WORKER)
 
 
 CLIENT_NICENESS = 0
@@ -193,14 +213,16 @@ class HostClient:
     ``scheduling`` carries ``cache_bust`` and ``prompt_cache`` (SchedulingSettings) and
     ``run_id`` the bundle's name (the cache-bust nonce's seed). ``streams_per_process``: above
     this concurrency a model's cells run in :class:`StreamWorker` processes (module docstring;
-    default :data:`STREAMS_PER_PROCESS`). ``simulated`` endpoints are never split (the
-    simulator lives in the engine's own process).
+    default :data:`STREAMS_PER_PROCESS`), at most ``max_workers`` of them (default
+    :func:`max_stream_workers` of the host's cores: none below 8 cores). ``simulated``
+    endpoints are never split (the simulator lives in the engine's own process).
     """
 
     prestart_workers: ClassVar[bool] = True
-    """:meth:`warmup` starts the model's :class:`StreamWorker` processes (so they are up by the
-    first cell); a subclass whose requests do not go through :meth:`run_cell` sets ``False``
-    (they would sit idle)."""
+    """:meth:`ready` starts every split model's :class:`StreamWorker` processes, so they come
+    up beside the host's preflight; until a worker is up its share runs in this process. A
+    subclass whose requests do not go through :meth:`run_cell` sets ``False`` (they would sit
+    idle)."""
 
     def __init__(
         self,
@@ -213,6 +235,7 @@ class HostClient:
         scheduling: dict[str, Any] | None = None,
         run_id: str = "",
         streams_per_process: int = STREAMS_PER_PROCESS,
+        max_workers: int | None = None,
     ) -> None:
         import ray
 
@@ -241,10 +264,18 @@ class HostClient:
         self._before: dict[str, dict[str, Any] | None] = {}
         """Model label → the server-metrics snapshot taken before its cells."""
         self.streams_per_process = streams_per_process
+        self.max_workers = max_workers or max_stream_workers(psutil.cpu_count())
+        """The most :class:`StreamWorker` processes one model's split uses
+        (:func:`max_stream_workers` of this host's cores unless given)."""
         self._workers: dict[str, list[Any]] = {}
         """Model label → its :class:`StreamWorker` actors (``[]``: cells run in this actor)."""
         self._worker_load: dict[str, list[int]] = {}
         """Model label → calls in flight per worker."""
+        self._worker_up: dict[str, list[bool]] = {}
+        """Model label → whether each worker has answered ``ready``."""
+        self._shares: dict[str, list[int]] = {}
+        """Model label → each worker's :func:`split_streams` share."""
+        self._starting: set[asyncio.Task[None]] = set()
 
     def _engine(self, label: str) -> Engine:
         if label not in self._engines:
@@ -266,6 +297,9 @@ class HostClient:
 
             spec = self.specs[label]
             shares = split_streams(spec.concurrency, self.streams_per_process)
+            if len(shares) > self.max_workers:  # fewer processes, each with more streams
+                per = math.ceil(spec.concurrency / self.max_workers)
+                shares = split_streams(spec.concurrency, per)
             model = (spec.model_dump(mode="json"), self._keys[label])
             self._workers[label] = (
                 [
@@ -282,25 +316,40 @@ class HostClient:
                 if len(shares) > 1 and spec.engine != "simulated"
                 else []
             )
-            self._worker_load[label] = [0] * len(self._workers[label])
+            n = len(self._workers[label])
+            self._worker_load[label] = [0] * n
+            self._worker_up[label] = [False] * n
+            self._shares[label] = shares if n else []
+            for i, worker in enumerate(self._workers[label]):
+                task = asyncio.ensure_future(self._worker_started(label, i, worker))
+                self._starting.add(task)
+                task.add_done_callback(self._starting.discard)
         return self._workers[label]
+
+    async def _worker_started(self, label: str, i: int, worker: Any) -> None:
+        with contextlib.suppress(Exception):  # a worker that never starts keeps its share here
+            await worker.ready.remote()
+            self._worker_up[label][i] = True
 
     async def split(self) -> dict[str, list[tuple[int, int]]]:
         """Model label → ``(pid, niceness)`` of each of its worker processes (``[]``: not
-        split); starts them."""
+        split); starts them and waits until they are up."""
         out: dict[str, list[tuple[int, int]]] = {}
         for label in self.specs:
             out[label] = [tuple(await w.ready.remote()) for w in self.workers(label)]
+            self._worker_up[label] = [True] * len(out[label])
         return out
 
     async def _chat(self, label: str, req: ChatRequest) -> ChatResult:
-        """One chat call, in this process or in the least busy of the model's workers (so no
-        worker holds more than its :func:`split_streams` share under the model's semaphore)."""
+        """One chat call, in the least busy of the model's workers that are up and under their
+        :func:`split_streams` share, else in this process (no split, or workers still
+        starting: the first cells need not wait for their processes)."""
         workers = self.workers(label)
-        if not workers:
+        load, up, shares = self._worker_load[label], self._worker_up[label], self._shares[label]
+        free = [i for i in range(len(workers)) if up[i] and load[i] < shares[i]]
+        if not free:
             return await self._engine(label).chat(req)
-        load = self._worker_load[label]
-        i = min(range(len(load)), key=load.__getitem__)
+        i = min(free, key=load.__getitem__)
         load[i] += 1
         try:
             result: ChatResult = await workers[i].chat.remote(req)
@@ -311,6 +360,9 @@ class HostClient:
     async def ready(self) -> dict[str, Any]:
         """Facts about this host (node id, hostname, CPU, RAM, OS) and this actor's pid."""
         self.niceness = restore_priority()  # again: the loop's thread may be new
+        if self.prestart_workers:
+            for label in self.specs:
+                self.workers(label)
         return {**host_facts(self.node_id), "client_pid": os.getpid()}
 
     async def preflight(self) -> dict[str, dict[str, Any]]:
@@ -412,8 +464,6 @@ class HostClient:
         """One untimed request; returns ``{"ok", "error", "load_duration_s"}``. Then takes the
         model's "before" server-metrics snapshot (:meth:`mark_cells_start`)."""
         engine = self._engine(label)
-        if self.prestart_workers:
-            self.workers(label)  # started now, ready by the first cell
         async with self._sems[label]:
             result = await engine.chat(
                 self._request(label, 16, [{"role": "user", "content": WARMUP_PROMPT}])
@@ -511,10 +561,12 @@ def spawn_client(
     run_id: str = "",
     actor_cls: type[HostClient] | None = None,
     streams_per_process: int = STREAMS_PER_PROCESS,
+    max_workers: int | None = None,
 ) -> Any:
     """Start a :class:`HostClient` actor (or the subclass ``actor_cls``) pinned hard to
     ``node_id`` (SPEC §8), no CPU, never restarted elsewhere; ``models`` maps label → spec;
-    ``scheduling``, ``run_id`` and ``streams_per_process`` as for :class:`HostClient`. API keys
+    ``scheduling``, ``run_id``, ``streams_per_process`` and ``max_workers`` as for
+    :class:`HostClient`. API keys
     are read from their env vars here, on the driver, and travel only in memory."""
     from touchstone_ray.dispatch import spawn_pinned
 
@@ -539,4 +591,5 @@ def spawn_client(
         name=name,
         max_concurrency=1000,
         streams_per_process=streams_per_process,
+        max_workers=max_workers,
     )
