@@ -544,7 +544,9 @@ def test_closed_loop_schedule(capacity_run: tuple[Path, str, str]) -> None:
     assert first["scheduled_at"] != second["scheduled_at"]
     assert later["scheduled_at"] > max(first["sent_at"], second["sent_at"])
     ended = min((r["t_end"] for r in (first, second)), key=lambda t: abs(later["scheduled_at"] - t))
-    assert 0 <= later["scheduled_at"] - ended < 0.05
+    # t_end is the engine's stream clock (perf_counter offsets from t_start), scheduled_at
+    # the loop's time.time() when the call returned: the two agree to a few ms, not exactly
+    assert -0.005 <= later["scheduled_at"] - ended < 0.05
     assert all(r["sent_at"] >= r["scheduled_at"] for r in recs)
 
 

@@ -275,14 +275,16 @@ def _start_fleet(
         host: [EngineTarget.from_spec(p.label, p.spec.model_dump()) for p in plans[host]]
         for host in plans
     }
-    monitors.launch({h: nodes[h].node_id for h in plans}, targets)
+    driver_node = ray.get_runtime_context().get_node_id()
+    # the driver is harness too where it shares the host (its pid means nothing elsewhere)
+    driver = {h: [os.getpid()] for h in plans if nodes[h].node_id == driver_node}
+    monitors.launch({h: nodes[h].node_id for h in plans}, targets, pids=driver)
     start = FleetStart(
         pack=pack,
         plans=plans,
         bundle=bundle,
         sink=sink,
         monitors=monitors,
-        driver_node=ray.get_runtime_context().get_node_id(),
         strict_preflight=opts.strict_preflight,
         allow_cut=opts.allow_cut,
         ready_timeout_s=ACTOR_READY_TIMEOUT_S,

@@ -24,7 +24,6 @@ processes reach the manifest when its monitor answers (:meth:`FleetStart.tick`).
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections import deque
@@ -74,7 +73,6 @@ class FleetStart:
     bundle: Bundle
     sink: RecordSink
     monitors: MonitorSet
-    driver_node: str
     strict_preflight: bool
     allow_cut: bool
     ready_timeout_s: float
@@ -178,9 +176,7 @@ class HostStart(Lane):
         host, start = self.run.host, self.start
         with start.bundle.edit_manifest() as manifest:
             manifest.hosts.setdefault(host, {}).update(facts)
-        # the driver is harness too where it shares the host (its pid means nothing elsewhere)
-        driver = [os.getpid()] if self.run.node_id == start.driver_node else []
-        start.monitors.register_pids_soon(host, [facts["client_pid"], *driver])
+        start.monitors.register_pids_soon(host, [facts["client_pid"]])  # the driver's: at launch
 
     def _preflight(self, result: dict[str, Any] | None, missing: str) -> None:
         host, start = self.run.host, self.start

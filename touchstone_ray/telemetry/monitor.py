@@ -92,10 +92,13 @@ class HostMonitor:
         buffer_size: int = DEFAULT_BUFFER,
         root: SysRoot | None = None,
         engines: Iterable[EngineTarget] = (),
+        pids: Iterable[int] = (),
     ) -> None:
         self.host = host
         self.interval_s = max(0.05, interval_s)  # a 0 or negative interval must not spin
-        self._pids: frozenset[int] = frozenset()
+        self._pids: frozenset[int] = frozenset(int(p) for p in pids)
+        """Touchstone's other processes here (:meth:`register_pids`); ``pids`` are known
+        before the first sample (the driver's, where it shares the host)."""
         self._sampler = HostSampler(
             host,
             node_id,

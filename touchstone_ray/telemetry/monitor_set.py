@@ -140,10 +140,13 @@ class MonitorSet:
         self,
         hosts: Mapping[str, str],
         engines: Mapping[str, Sequence[EngineTarget]] | None = None,
+        pids: Mapping[str, Sequence[int]] | None = None,
     ) -> None:
         """Create one monitor per ``{host: node_id}`` and queue its ``start`` without waiting
         (:meth:`poll` takes the answers in; one not started within ``start_timeout_s`` is
-        lost). ``engines`` as for :meth:`start`."""
+        lost). ``engines`` as for :meth:`start`; ``pids``: host → touchstone pids there known
+        now (counted as harness from the first sample on, unlike a later
+        :meth:`register_pids_soon`)."""
         with self._lock:
             for host, node_id in hosts.items():
                 if host in self._actors or host in self._starting or host in self.lost:
@@ -159,6 +162,7 @@ class MonitorSet:
                         self.buffer_size,
                         name=monitor_name(host),
                         engines=list((engines or {}).get(host, ())),
+                        pids=list((pids or {}).get(host, ())),
                     )
                 except Exception as exc:  # e.g. the name is taken
                     self._mark_lost(host, f"cannot create monitor: {exc}")
