@@ -109,32 +109,44 @@ class MonitorSet:
             for host, node_id in hosts.items():
                 if host in self._actors or host in self.lost:
                     continue
-                try:
-                    # pinned hard, no CPU, never restarted (SPEC §8)
-                    actor = spawn_pinned(
-                        HostMonitor,
-                        node_id,
-                        host,
-                        node_id,
-                        self.interval_s,
-                        self.gpu_mode,
-                        self.buffer_size,
-                        name=monitor_name(host),
-                        engines=list((engines or {}).get(host, ())),
-                    )
-                except Exception as exc:  # e.g. the name is taken
-                    self._mark_lost(host, f"cannot create monitor: {exc}")
+                actor = self._spawn(host, node_id, (engines or {}).get(host, ()), ())
+                if actor is None:
                     continue
                 self._actors[host] = actor
                 pending[host] = actor.start.remote()
         for host, result in self._gather(pending, self.start_timeout_s).items():
             self.capabilities[host] = result
+        self._start_drain()
+        return dict(self.capabilities)
+
+    def _spawn(
+        self, host: str, node_id: str, engines: Sequence[EngineTarget], pids: Sequence[int]
+    ) -> Any:
+        """A new monitor actor on ``node_id``, pinned hard, no CPU, never restarted (SPEC §8);
+        ``None`` (and ``host`` lost) if it cannot be created, e.g. its name is taken."""
+        try:
+            return spawn_pinned(
+                HostMonitor,
+                node_id,
+                host,
+                node_id,
+                self.interval_s,
+                self.gpu_mode,
+                self.buffer_size,
+                name=monitor_name(host),
+                engines=list(engines),
+                pids=list(pids),
+            )
+        except Exception as exc:
+            self._mark_lost(host, f"cannot create monitor: {exc}")
+            return None
+
+    def _start_drain(self) -> None:
         if self.autodrain_s and self._thread is None:
             self._thread = threading.Thread(
                 target=self._autodrain, daemon=True, name="touchstone-monitor-drain"
             )
             self._thread.start()
-        return dict(self.capabilities)
 
     def launch(
         self,
@@ -151,28 +163,12 @@ class MonitorSet:
             for host, node_id in hosts.items():
                 if host in self._actors or host in self._starting or host in self.lost:
                     continue
-                try:
-                    actor = spawn_pinned(
-                        HostMonitor,
-                        node_id,
-                        host,
-                        node_id,
-                        self.interval_s,
-                        self.gpu_mode,
-                        self.buffer_size,
-                        name=monitor_name(host),
-                        engines=list((engines or {}).get(host, ())),
-                        pids=list((pids or {}).get(host, ())),
-                    )
-                except Exception as exc:  # e.g. the name is taken
-                    self._mark_lost(host, f"cannot create monitor: {exc}")
+                targets, known = (engines or {}).get(host, ()), (pids or {}).get(host, ())
+                actor = self._spawn(host, node_id, targets, known)
+                if actor is None:
                     continue
                 self._starting[host] = (actor, actor.start.remote(), time.monotonic())
-        if self.autodrain_s and self._thread is None:
-            self._thread = threading.Thread(
-                target=self._autodrain, daemon=True, name="touchstone-monitor-drain"
-            )
-            self._thread.start()
+        self._start_drain()
 
     def poll(self) -> dict[str, dict[str, Any]]:
         """Take in what landed since the last call, never waiting: monitors started by
