@@ -1,25 +1,19 @@
 """The bundle's disk turns read-only mid-run: a clean abort (exit 1, one error line, no
 traceback), every record written before intact, and a resume from a writable copy completes.
 
-``chmod`` does not stop root, and a read-only remount is refused while files are open for
-writing, so the bundle lives on a small ext4 image mounted through a loop device with
-``errors=remount-ro``; writing ``/sys/fs/ext4/<dev>/trigger_fs_error`` makes the kernel treat it
-like a real disk error: from then on every write, to open files too, fails with EROFS. The
-mount and its loop device are removed after each test. Needs root (skipped otherwise).
+The bundle lives on a small ext4 image that fails on cue (:mod:`disk_image`); the mount and
+its loop device are removed after each test. Needs root (skipped otherwise).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import shutil
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from disk_image import ext4_mount, turn_read_only
 from eval_helpers import (
     RayCluster,
     all_keys,
@@ -38,47 +32,6 @@ pytestmark = pytest.mark.slow
 
 MODELS = ("da", "db")
 JUDGE_MODEL = "judge-d"
-
-
-def _sh(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, capture_output=True, text=True, check=False)
-
-
-@contextlib.contextmanager
-def ext4_mount(tmp: Path, name: str, size_mb: int = 32) -> Iterator[Path]:
-    """A fresh ext4 image loop-mounted at ``tmp/name`` (``errors=remount-ro``); unmounted
-    (which frees the loop device) and deleted afterwards."""
-    if os.geteuid() != 0:
-        pytest.skip("needs root to mount a loop device")
-    image, mnt = tmp / f"{name}.img", tmp / name
-    mnt.mkdir()
-    with open(image, "wb") as fh:
-        fh.truncate(size_mb * 2**20)
-    made = _sh("mkfs.ext4", "-q", "-F", str(image))
-    mounted = made.returncode == 0 and (
-        _sh("mount", "-o", "loop,errors=remount-ro", str(image), str(mnt)).returncode == 0
-    )
-    if not mounted:
-        pytest.skip(f"cannot make or mount an ext4 loop image: {made.stderr.strip()}")
-    try:
-        yield mnt
-    finally:
-        for _ in range(50):  # a driver that just died may still hold files for a moment
-            if _sh("umount", str(mnt)).returncode == 0:
-                break
-            time.sleep(0.2)
-        else:
-            _sh("umount", "-l", str(mnt))
-        image.unlink(missing_ok=True)
-
-
-def turn_read_only(mnt: Path) -> None:
-    """Make the file system under ``mnt`` fail every write from now on (EROFS)."""
-    source = _sh("findmnt", "-n", "-o", "SOURCE", str(mnt)).stdout.strip()
-    trigger = Path("/sys/fs/ext4") / Path(source).name / "trigger_fs_error"
-    trigger.write_text("touchstone reliability test\n")
-    with pytest.raises(OSError):
-        (mnt / "probe").write_text("x")
 
 
 @pytest.fixture(scope="module")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import itertools
 import os
 import shutil
 import statistics
 import tempfile
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -15,6 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 import ray
+from disk_image import ext4_mount, turn_read_only
 from ray_env import isolated_ray_auth
 
 from touchstone_ray.storage import read_jsonl
@@ -106,6 +109,40 @@ def test_killed_monitor_is_reported_and_never_restarted(node_id: str, tmp_path: 
     finally:
         ms.stop()
     assert len(read_jsonl(ms.path_for("victim")).records) == written  # drained samples kept
+
+
+def test_disk_failing_under_the_background_drain_is_raised_by_stop(
+    node_id: str, tmp_path: Path
+) -> None:
+    """The drain thread ends quietly on EROFS; stop() kills the monitor, closes the file and
+    raises that error on the caller's thread; the samples written before stay."""
+    escaped: list[BaseException | None] = []
+    saved_hook = threading.excepthook
+    threading.excepthook = lambda args: escaped.append(args.exc_value)
+    try:
+        with ext4_mount(tmp_path, "hostsdisk") as mnt:
+            ms = MonitorSet(mnt, interval_s=INTERVAL_S, autodrain_s=0.1)
+            ms.start({"ro": node_id})
+            deadline = time.monotonic() + 10
+            while not ms.path_for("ro").exists() or ms.path_for("ro").stat().st_size == 0:
+                assert time.monotonic() < deadline, "no sample drained within 10 s"
+                time.sleep(0.05)
+            turn_read_only(mnt)
+            deadline = time.monotonic() + 10
+            while ms.write_error is None:
+                assert time.monotonic() < deadline, "the drain never hit the read-only disk"
+                time.sleep(0.05)
+            with pytest.raises(OSError) as raised:
+                ms.stop()
+            assert raised.value.errno == errno.EROFS
+            assert ms.live_hosts == [] and ms._writers == {}
+            with pytest.raises(ValueError):  # killed
+                ray.get_actor(monitor_name("ro"))
+            rows = read_jsonl(ms.path_for("ro")).records
+            assert rows and all(r["host"] == "ro" for r in rows)
+    finally:
+        threading.excepthook = saved_hook
+    assert escaped == []
 
 
 @ray.remote(num_cpus=0)

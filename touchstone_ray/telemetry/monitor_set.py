@@ -7,7 +7,8 @@ Ray call waits at most ``call_timeout_s``. A monitor whose call fails with ``Ray
 ``monitoring_lost_at`` (epoch s of detection) in :attr:`MonitorSet.lost`, the samples already
 written stay, the actor is killed if still reachable, and it is never restarted: a new one
 elsewhere would measure the wrong machine. Thread-safe; ``autodrain_s`` starts a background
-thread that drains on that period.
+thread that drains on that period. A write that fails there (a disk gone read-only or full)
+ends that thread and is raised by :meth:`MonitorSet.stop`, on the caller's thread.
 
 Two ways to start: :meth:`MonitorSet.start` waits for every monitor; :meth:`MonitorSet.launch`
 only creates them and queues their ``start`` (eval: a host's client actor and preflight do not
@@ -83,6 +84,8 @@ class MonitorSet:
         """Guards :attr:`_pending` alone, so telling pids never waits for a drain."""
         self._halt = threading.Event()
         self._thread: threading.Thread | None = None
+        self.write_error: OSError | None = None
+        """The first failed write of the background drain; :meth:`stop` raises it."""
 
     def path_for(self, host: str) -> Path:
         """``<bundle>/hosts/<slug(host)>.jsonl``."""
@@ -221,13 +224,22 @@ class MonitorSet:
     def _autodrain(self) -> None:
         assert self.autodrain_s is not None
         while not self._halt.wait(self.autodrain_s):
-            self.drain()
+            try:
+                self.drain()
+            except OSError as exc:
+                self.write_error = exc
+                return
 
     def stop(self) -> None:
-        """Stop every live monitor, write its final samples, kill it, close the files."""
+        """Stop every live monitor, write its final samples, kill it, close the files.
+
+        Raises the first ``OSError`` of a write (the background drain's, or one here) after
+        every monitor is killed and every file closed.
+        """
         self._halt.set()
         if self._thread is not None:
             self._thread.join(timeout=self.call_timeout_s + 5)
+        failed = self.write_error
         with self._lock:
             self.poll()
             for host, (actor, _, _) in list(self._starting.items()):
@@ -235,14 +247,22 @@ class MonitorSet:
             self._starting.clear()
             refs = {h: a.stop.remote() for h, a in self._actors.items()}
             for host, samples in self._gather(refs, self.call_timeout_s).items():
-                self._write(host, samples)
+                try:
+                    self._write(host, samples)
+                except OSError as exc:
+                    failed = failed or exc
             for actor in self._actors.values():
                 with contextlib.suppress(Exception):
                     ray.kill(actor, no_restart=True)
             self._actors.clear()
             for writer in self._writers.values():
-                writer.close()
+                try:
+                    writer.close()
+                except OSError as exc:
+                    failed = failed or exc
             self._writers.clear()
+        if failed is not None:
+            raise failed
 
     # -- calls -----------------------------------------------------------------------------
     def drain(self, timeout_s: float | None = None) -> dict[str, int]:
