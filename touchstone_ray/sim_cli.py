@@ -15,7 +15,7 @@ import typer
 import yaml
 from pydantic import ValidationError
 
-from touchstone_ray.sim import SimConfig, serve_forever
+from touchstone_ray.sim import SimConfig
 
 
 class Api(StrEnum):
@@ -136,6 +136,8 @@ def sim_server(
         shown = f"{url}/v1" if api is Api.openai else url
         served = ",".join(sim_config.models) or "any"
         typer.echo(f"simulated {api.value} server on {shown} (models: {served}); Ctrl-C stops")
+
+    from touchstone_ray.sim import serve_forever  # aiohttp.web: not for every CLI start
 
     try:
         serve_forever(sim_config, host=host, port=port, on_ready=_ready)
