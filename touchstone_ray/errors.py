@@ -16,6 +16,7 @@
     │   └── StreamProtocolError bad bytes or an error event in a 200 stream -> "protocol"
     ├── JudgeError            a judge that had to be aborted
     └── RunError              a run that failed or was aborted: CLI exits 1
+        └── BundleWriteError  the bundle's disk failed (read-only, full): the run stopped
 
 The CLI turns any :class:`TouchstoneError` into one line and an exit code
 (:attr:`TouchstoneError.exit_code`); ``--debug`` shows the traceback.
@@ -23,7 +24,10 @@ The CLI turns any :class:`TouchstoneError` into one line and an exit code
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import ClassVar, Literal, TypeGuard
 
 ErrorKind = Literal[
     "timeout", "http_4xx", "http_5xx", "connect", "protocol", "node_lost", "config", "context"
@@ -122,3 +126,34 @@ class JudgeError(TouchstoneError):
 
 class RunError(TouchstoneError):
     """A run failed or was aborted: the CLI exits 1."""
+
+
+class BundleWriteError(RunError):
+    """The bundle could not be written (a disk gone read-only or full); every record written
+    before is intact. Made by :func:`write_failed`."""
+
+
+def is_disk_error(exc: BaseException) -> TypeGuard[OSError]:
+    """Whether ``exc`` is a file system's ``OSError``, not one of Ray's (``ConnectionError``,
+    ``TimeoutError``: both are ``OSError`` subclasses too)."""
+    return isinstance(exc, OSError) and not isinstance(exc, ConnectionError | TimeoutError)
+
+
+def write_failed(bundle: Path | str, exc: OSError, command: str) -> BundleWriteError:
+    """The one line for a bundle that cannot be written: ``<bundle>: cannot write the bundle
+    (<strerror>); <command> aborted, every record written before is intact``."""
+    return BundleWriteError(
+        f"{bundle}: cannot write the bundle ({exc.strerror or exc}); {command} aborted, "
+        "every record written before is intact"
+    )
+
+
+@contextlib.contextmanager
+def writes_into(bundle: Path | str, command: str) -> Iterator[None]:
+    """Turn a disk's ``OSError`` (:func:`is_disk_error`) inside into :func:`write_failed`."""
+    try:
+        yield
+    except OSError as exc:
+        if not is_disk_error(exc):
+            raise
+        raise write_failed(bundle, exc, command) from exc

@@ -159,3 +159,48 @@ def test_eval_and_judge_abort_cleanly_and_resume_from_a_copy(
     rerun = cli("judge", "--bundle", str(judged), *jargs, timeout=120)
     assert rerun.returncode == 0, rerun.stderr
     assert (judged / "scorecard.json").exists()
+
+
+def test_perf_aborts_cleanly_when_the_disk_turns_read_only(
+    rc: RayCluster, sims: tuple[str, str], tmp_path: Path
+) -> None:
+    """Two models × 4 points of 4 requests; the disk fails after the first point's records:
+    exit 1, the one line, no traceback, the points written before intact."""
+    answers_url, _ = sims
+    models = [{"id": m, "engine": "openai", "base_url": f"{answers_url}/v1"} for m in MODELS]
+    fleet = write_yaml(
+        tmp_path / "fleet.yaml",
+        {
+            "ray": {"include_dashboard": False},
+            "models": models,
+            "monitor": {"interval_s": 0.2, "gpu": "off"},
+        },
+    )
+    with ext4_mount(tmp_path, "perfdisk") as mnt:
+        args = ["perf", "--config", str(fleet), "--address", rc.address, "--out", str(mnt)]
+        args += ["--contexts", "64,128", "--concurrency", "1,2", "--runs", "4"]
+        args += ["--output-tokens", "8"]
+        proc = start_cli(args, tmp_path / "perf")
+
+        def shards() -> list[Path]:
+            return sorted(mnt.glob("*/points/*.jsonl"))
+
+        try:
+            wait_for(lambda: line_count(shards()) >= 4 or proc.poll() is not None, 90, "a point")
+            assert proc.poll() is None, read_log(tmp_path / "perf")
+            before = {p: p.read_bytes() for p in shards()}
+            turn_read_only(mnt)
+            proc.wait(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=30)
+        out, err = read_log(tmp_path / "perf")
+        bundle = shards()[0].parents[1]
+        assert proc.returncode == 1, (out, err)
+        assert _error_lines(err) == [
+            f"error: {bundle}: cannot write the bundle (Read-only file system); run aborted, "
+            "every record written before is intact"
+        ], err
+        _intact(before)
+        assert line_count(shards()) < 2 * 4 * 4  # it stopped: not every point was written

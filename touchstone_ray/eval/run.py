@@ -10,7 +10,7 @@ import os
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Container, Iterator, MutableSet
+from collections.abc import Callable, Container, MutableSet
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -18,7 +18,7 @@ from typing import Any, TextIO
 
 from touchstone_ray.bundle import Bundle, ResponseScan
 from touchstone_ray.config import FleetConfig, load_config
-from touchstone_ray.errors import BundleError, RunError
+from touchstone_ray.errors import BundleError, RunError, is_disk_error, write_failed, writes_into
 from touchstone_ray.eval.client_actor import spawn_client
 from touchstone_ray.eval.driver import HostRun, MatrixRunner, Phase
 from touchstone_ray.eval.matrix import CellIndex, CellSet, ModelPlan, plan_models
@@ -131,16 +131,16 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
     nodes = resolve_hosts(config, current_nodes(), ray.get_runtime_context().get_node_id())
     if bundle is None:
         out_dir = Path(opts.out or config.out)
-        with _writes_into(out_dir):
+        with writes_into(out_dir, "run"):
             bundle = Bundle.create(out_dir, pack, opts.pack, config, ray_info)
     else:
-        with _writes_into(bundle.root):
+        with writes_into(bundle.root, "run"):
             bundle.update_manifest(status="running", resumed_at=time.time())
     left = {p.label: sum(1 for _ in p.cells(pack, done)) for ms in plans.values() for p in ms}
     todo = {host: sum(left[p.label] for p in models) for host, models in plans.items()}
     if opts.resume is not None:
         print(f"{len(done)} reused, {sum(todo.values())} to run", file=out, flush=True)
-    with _writes_into(bundle.root):
+    with writes_into(bundle.root, "run"):
         sink = RecordSink(bundle, pack.id, pack.version, todo)
     if scanned is not None:
         found = scanned.background
@@ -179,8 +179,8 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
             bundle.update_manifest(status="failed", finished_at=time.time())
         if isinstance(exc, KeyboardInterrupt):
             raise RunError(f"interrupted; resume with --resume {bundle.root}") from None
-        if isinstance(exc, OSError):
-            raise _write_failed(bundle.root, exc) from exc
+        if is_disk_error(exc):
+            raise write_failed(bundle.root, exc, "run") from exc
         raise
     outcome.n_ok, outcome.n_failed = sink.n_ok, sink.n_failed
     outcome.failures_by_kind = dict(sink.failures_by_kind)
@@ -206,25 +206,8 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
 def _scan_for_resume(root: Path, key_set: Callable[[], MutableSet[str]]) -> ResponseScan:
     """Resume's scan of ``root``'s shards, torn tails repaired, warnings left to the caller
     (module-level: it may run in a forked child, :func:`~touchstone_ray.eval.resume.beside`)."""
-    with _writes_into(root):
+    with writes_into(root, "run"):
         return Bundle(root).shards.scan(repair=True, key_set=key_set, warn=False)
-
-
-def _write_failed(path: Path, exc: OSError) -> RunError:
-    """The one line for a bundle that cannot be written (a disk gone read-only or full)."""
-    return RunError(
-        f"{path}: cannot write the bundle ({exc.strerror or exc}); run aborted, every record "
-        "written before is intact"
-    )
-
-
-@contextlib.contextmanager
-def _writes_into(path: Path) -> Iterator[None]:
-    """Turn an ``OSError`` of the bundle writes inside into :func:`_write_failed`."""
-    try:
-        yield
-    except OSError as exc:
-        raise _write_failed(path, exc) from exc
 
 
 @dataclass

@@ -37,7 +37,13 @@ from pydantic import ValidationError
 from touchstone_ray.aggregates import model_concurrency
 from touchstone_ray.bundle import Bundle
 from touchstone_ray.config import LOCAL_HOST, FleetConfig, ModelSpec, RaySettings
-from touchstone_ray.errors import BundleError, ConfigError, RunError, UsageError
+from touchstone_ray.errors import (
+    BundleError,
+    ConfigError,
+    UsageError,
+    is_disk_error,
+    write_failed,
+)
 from touchstone_ray.judging.checks import check_line, judge_check
 from touchstone_ray.judging.config import JudgeConfig, JudgeSpec, load_judge_config
 from touchstone_ray.judging.driver import JudgeDriver, JudgeRun
@@ -177,12 +183,9 @@ def run_judge(
             bundle_dir, judge_config_path, address, judges, out, repeats, allow_unqualified
         )
     except OSError as exc:
-        if isinstance(exc, ConnectionError | TimeoutError):  # Ray's, not the disk's
+        if not is_disk_error(exc):  # Ray's
             raise
-        raise RunError(
-            f"{bundle_dir}: cannot write the bundle ({exc.strerror or exc}); judge aborted, "
-            "every record written before is intact"
-        ) from exc
+        raise write_failed(bundle_dir, exc, "judge") from exc
 
 
 def _run_judge(

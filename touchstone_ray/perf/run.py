@@ -21,7 +21,14 @@ from typing import Any, TextIO
 
 from touchstone_ray.bundle import Bundle, Layout
 from touchstone_ray.config import FleetConfig, load_config
-from touchstone_ray.errors import RunError, UsageError
+from touchstone_ray.errors import (
+    BundleWriteError,
+    RunError,
+    UsageError,
+    is_disk_error,
+    write_failed,
+    writes_into,
+)
 from touchstone_ray.perf.bundle import (
     complete_points,
     create_perf_bundle,
@@ -86,7 +93,8 @@ class PerfOutcome:
 
 
 class _Writer:
-    """The run's one writer per shard and the event log, shared by the host threads."""
+    """The run's one writer per shard and the event log, shared by the host threads; a disk
+    that fails raises :class:`~touchstone_ray.errors.BundleWriteError`."""
 
     def __init__(self, bundle: Bundle) -> None:
         self.bundle = bundle
@@ -97,7 +105,7 @@ class _Writer:
         self.n_failed = 0
 
     def records(self, label: str, records: list[dict[str, Any]]) -> None:
-        with self.lock:
+        with self.lock, writes_into(self.bundle.root, "run"):
             writer = self.shards.get(label)
             if writer is None:
                 writer = self.shards[label] = JsonlWriter(shard_path(self.bundle.root, label))
@@ -110,7 +118,7 @@ class _Writer:
             writer.sync()
 
     def embeds(self, label: str, records: list[dict[str, Any]]) -> None:
-        with self.lock:
+        with self.lock, writes_into(self.bundle.root, "run"):
             path = self.bundle.layout.shard(label, "embed")
             path.parent.mkdir(exist_ok=True)
             with JsonlWriter(path) as writer:
@@ -118,12 +126,12 @@ class _Writer:
                     writer.write(rec)
 
     def event(self, name: str, **fields: Any) -> None:
-        with self.lock:
+        with self.lock, writes_into(self.bundle.root, "run"):
             self.events.write({"event": name, "ts": time.time(), **fields})
             self.events.sync_if_due()
 
     def close(self) -> None:
-        with self.lock:
+        with self.lock, writes_into(self.bundle.root, "run"):
             for writer in self.shards.values():
                 writer.close()
             self.events.close()
@@ -232,7 +240,10 @@ def run_perf(opts: PerfOptions, out: TextIO = sys.stdout) -> PerfOutcome:
         for t in threads:
             while t.is_alive():
                 t.join(timeout=0.5)
-        fleet.stop()
+        if fleet.write_error is not None:
+            raise fleet.write_error
+        with writes_into(bundle.root, "run"):
+            fleet.stop()
         writer.close()
         _finalize(bundle.root)
     except BaseException as exc:
@@ -247,7 +258,22 @@ def run_perf(opts: PerfOptions, out: TextIO = sys.stdout) -> PerfOutcome:
             bundle.update_manifest(status="failed", finished_at=time.time())
         if isinstance(exc, KeyboardInterrupt):
             raise RunError(f"interrupted; resume with --resume {bundle.root}") from None
+        if is_disk_error(exc):
+            raise write_failed(bundle.root, exc, "run") from exc
         raise
+    with writes_into(bundle.root, "run"):
+        return _report(opts, bundle, writer, fleet, outcome, out)
+
+
+def _report(
+    opts: PerfOptions,
+    bundle: Bundle,
+    writer: _Writer,
+    fleet: _Fleet,
+    outcome: PerfOutcome,
+    out: TextIO,
+) -> PerfOutcome:
+    """After the points: the summary, the manifest's status and the lines for the user."""
     if fleet.errors:
         outcome.n_failed += len(fleet.errors)
         for err in fleet.errors:
@@ -313,6 +339,8 @@ class _Fleet:
         self.monitors: Any = None
         self.capacity: dict[str, Any] = {}
         self.errors: list[str] = []
+        self.write_error: BundleWriteError | None = None
+        """The first disk failure of a host thread; :func:`run_perf` raises it."""
         self.ran: dict[str, list[PerfResponse]] = {}
         """Point prefix → the requests this run measured for it (the capacity search reuses
         the matrix's points)."""
@@ -391,7 +419,8 @@ class _Fleet:
         done: set[str],
         existing: list[PerfResponse],
     ) -> None:
-        """Every model of ``host``, one after another; errors are collected, not raised."""
+        """Every model of ``host``, one after another; errors are collected, not raised. A
+        disk that fails ends this host's run (:attr:`write_error`, raised by the caller)."""
         import ray
 
         actor = self.actors[host]
@@ -424,9 +453,24 @@ class _Fleet:
                     self.writer.embeds(m.label, embeds)
                 self.writer.event("model_done", host=host, model=m.label)
             except Exception as exc:
-                msg = f"{host}: {m.label}: {type(exc).__name__}: {exc}"
-                self.errors.append(msg)
-                self.writer.event("model_failed", host=host, model=m.label, error=msg)
+                if not self._model_failed(host, m.label, exc):
+                    return
+
+    def _model_failed(self, host: str, label: str, exc: Exception) -> bool:
+        """Record ``exc`` as the model's failure and say whether the host goes on (``False``:
+        the disk failed, kept in :attr:`write_error`)."""
+        try:
+            if isinstance(exc, BundleWriteError):
+                raise exc
+            if is_disk_error(exc):  # the monitor's baseline write
+                raise write_failed(self.bundle.root, exc, "run") from exc
+            msg = f"{host}: {label}: {type(exc).__name__}: {exc}"
+            self.errors.append(msg)
+            self.writer.event("model_failed", host=host, model=label, error=msg)
+        except BundleWriteError as failed:
+            self.write_error = self.write_error or failed
+            return False
+        return True
 
     def _warmup_deadline_s(self, m: ModelPoints) -> float:
         """The warm-up request's deadline (s), derived like eval's from the endpoint's engine
