@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -62,6 +62,36 @@ def _intact(before: dict[Path, bytes]) -> None:
             json.loads(line)
 
 
+def abort_line(bundle: Path, command: str) -> str:
+    """The one error line of a run whose bundle's disk failed."""
+    return (
+        f"error: {bundle}: cannot write the bundle (Read-only file system); {command} aborted, "
+        "every record written before is intact"
+    )
+
+
+def fail_disk_after(
+    args: list[str], log: Path, mnt: Path, files: Callable[[], list[Path]], n: int
+) -> tuple[dict[Path, bytes], list[str]]:
+    """Start the CLI with ``args``, turn ``mnt`` read-only once ``files()`` hold ``n`` lines,
+    and assert the run then ends with exit 1, no traceback; returns the bytes written before
+    (:func:`_intact` checks them) and its error lines."""
+    proc = start_cli(args, log)
+    try:
+        wait_for(lambda: line_count(files()) >= n or proc.poll() is not None, 90, f"{n} lines")
+        assert proc.poll() is None, read_log(log)
+        before = {p: p.read_bytes() for p in files()}
+        turn_read_only(mnt)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+    out, err = read_log(log)
+    assert proc.returncode == 1, (out, err)
+    return before, _error_lines(err)
+
+
 def test_eval_and_judge_abort_cleanly_and_resume_from_a_copy(
     rc: RayCluster, sims: tuple[str, str], tmp_path: Path
 ) -> None:
@@ -88,38 +118,21 @@ def test_eval_and_judge_abort_cleanly_and_resume_from_a_copy(
 
     # --- eval: the disk fails after 6 records -----------------------------------------
     with ext4_mount(tmp_path, "evaldisk") as mnt:
-        proc = start_cli(["eval", *args, "--out", str(mnt / "runs")], tmp_path / "eval")
 
         def shards() -> list[Path]:
             return sorted(mnt.glob("runs/*/responses/*.jsonl"))
 
-        try:
-            wait_for(lambda: line_count(shards()) >= 6 or proc.poll() is not None, 90, "6 records")
-            assert proc.poll() is None, read_log(tmp_path / "eval")
-            before = {p: p.read_bytes() for p in shards()}
-            turn_read_only(mnt)
-            proc.wait(timeout=60)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(timeout=30)
-        out, err = read_log(tmp_path / "eval")
+        eval_args = ["eval", *args, "--out", str(mnt / "runs")]
+        before, errors = fail_disk_after(eval_args, tmp_path / "eval", mnt, shards, 6)
         bundle = shards()[0].parents[1]
-        assert proc.returncode == 1, (out, err)
-        assert _error_lines(err) == [
-            f"error: {bundle}: cannot write the bundle (Read-only file system); run aborted, "
-            "every record written before is intact"
-        ], err
+        assert errors == [abort_line(bundle, "run")]
         _intact(before)
         assert sum(len(d.splitlines()) for d in before.values()) >= 6
         # a resume on the broken disk refuses at once, and changes nothing
         kept = snapshot(bundle)
         again = cli("eval", *args, "--resume", str(bundle), timeout=120)
         assert again.returncode == 1, (again.stdout, again.stderr)
-        assert _error_lines(again.stderr) == [
-            f"error: {bundle}: cannot write the bundle (Read-only file system); run aborted, "
-            "every record written before is intact"
-        ], again.stderr
+        assert _error_lines(again.stderr) == [abort_line(bundle, "run")], again.stderr
         assert snapshot(bundle) == kept
         shutil.copytree(bundle, safe / bundle.name)  # what a user does: copy it off
     bundle = safe / bundle.name
@@ -135,23 +148,9 @@ def test_eval_and_judge_abort_cleanly_and_resume_from_a_copy(
         shutil.copytree(bundle, copy)
         verdicts = copy / "judgements" / "jd" / "verdicts.jsonl"
         jargs = ["--judge-config", str(judge_config), "--address", rc.address]
-        proc = start_cli(["judge", "--bundle", str(copy), *jargs], tmp_path / "judge")
-        try:
-            wait_for(lambda: line_count([verdicts]) >= 5 or proc.poll() is not None, 90, "5")
-            assert proc.poll() is None, read_log(tmp_path / "judge")
-            before = {verdicts: verdicts.read_bytes()}
-            turn_read_only(mnt)
-            proc.wait(timeout=60)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(timeout=30)
-        out, err = read_log(tmp_path / "judge")
-        assert proc.returncode == 1, (out, err)
-        assert _error_lines(err) == [
-            f"error: {copy}: cannot write the bundle (Read-only file system); judge aborted, "
-            "every record written before is intact"
-        ], err
+        judge_args = ["judge", "--bundle", str(copy), *jargs]
+        before, errors = fail_disk_after(judge_args, tmp_path / "judge", mnt, lambda: [verdicts], 5)
+        assert errors == [abort_line(copy, "judge")]
         _intact(before)
         judged = safe / "judged"
         shutil.copytree(copy, judged)
@@ -180,27 +179,11 @@ def test_perf_aborts_cleanly_when_the_disk_turns_read_only(
         args = ["perf", "--config", str(fleet), "--address", rc.address, "--out", str(mnt)]
         args += ["--contexts", "64,128", "--concurrency", "1,2", "--runs", "4"]
         args += ["--output-tokens", "8"]
-        proc = start_cli(args, tmp_path / "perf")
 
         def shards() -> list[Path]:
             return sorted(mnt.glob("*/points/*.jsonl"))
 
-        try:
-            wait_for(lambda: line_count(shards()) >= 4 or proc.poll() is not None, 90, "a point")
-            assert proc.poll() is None, read_log(tmp_path / "perf")
-            before = {p: p.read_bytes() for p in shards()}
-            turn_read_only(mnt)
-            proc.wait(timeout=60)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(timeout=30)
-        out, err = read_log(tmp_path / "perf")
-        bundle = shards()[0].parents[1]
-        assert proc.returncode == 1, (out, err)
-        assert _error_lines(err) == [
-            f"error: {bundle}: cannot write the bundle (Read-only file system); run aborted, "
-            "every record written before is intact"
-        ], err
+        before, errors = fail_disk_after(args, tmp_path / "perf", mnt, shards, 4)
+        assert errors == [abort_line(shards()[0].parents[1], "run")]
         _intact(before)
         assert line_count(shards()) < 2 * 4 * 4  # it stopped: not every point was written
