@@ -459,18 +459,20 @@ class _Fleet:
     def _model_failed(self, host: str, label: str, exc: Exception) -> bool:
         """Record ``exc`` as the model's failure and say whether the host goes on (``False``:
         the disk failed, kept in :attr:`write_error`)."""
-        try:
-            if isinstance(exc, BundleWriteError):
-                raise exc
-            if is_disk_error(exc):  # the monitor's baseline write
-                raise write_failed(self.bundle.root, exc, "run") from exc
+        if isinstance(exc, BundleWriteError):
+            failed = exc
+        elif is_disk_error(exc):  # the monitor's baseline write
+            failed = write_failed(self.bundle.root, exc, "run")
+        else:
             msg = f"{host}: {label}: {type(exc).__name__}: {exc}"
             self.errors.append(msg)
-            self.writer.event("model_failed", host=host, model=label, error=msg)
-        except BundleWriteError as failed:
-            self.write_error = self.write_error or failed
-            return False
-        return True
+            try:
+                self.writer.event("model_failed", host=host, model=label, error=msg)
+                return True
+            except BundleWriteError as write_exc:
+                failed = write_exc
+        self.write_error = self.write_error or failed
+        return False
 
     def _warmup_deadline_s(self, m: ModelPoints) -> float:
         """The warm-up request's deadline (s), derived like eval's from the endpoint's engine
