@@ -53,6 +53,33 @@ def wait_for(
         time.sleep(poll_s)
 
 
+def fault_when(
+    proc: subprocess.Popen[str],
+    ready: Callable[[], bool],
+    what: str,
+    log: Path,
+    fault: Callable[[], object],
+    *,
+    timeout_s: float,
+    exit_timeout_s: float = 60,
+) -> float:
+    """Once ``ready()`` holds (within ``timeout_s``; fails if ``proc`` ended first), run
+    ``fault()`` and wait up to ``exit_timeout_s`` for ``proc`` to end on its own; a ``proc``
+    still running after that (or after a failure here) is killed. Returns the epoch s right
+    before ``fault()``."""
+    try:
+        wait_for(lambda: ready() or proc.poll() is not None, timeout_s, what)
+        assert proc.poll() is None, read_log(log)
+        t_fault = time.time()
+        fault()
+        proc.wait(timeout=exit_timeout_s)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+    return t_fault
+
+
 def kill_when(
     proc: subprocess.Popen[str], count: Callable[[], int], target: int, log: Path, timeout_s: float
 ) -> int:

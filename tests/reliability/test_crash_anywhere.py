@@ -35,7 +35,14 @@ from eval_helpers import (
     warmup_key,
     write_yaml,
 )
-from rel_helpers import kill_when, line_count, read_log, start_cli, wait_for, wait_sim_idle
+from rel_helpers import (
+    fault_when,
+    kill_when,
+    line_count,
+    read_log,
+    start_cli,
+    wait_sim_idle,
+)
 
 from touchstone_ray.eval.driver import QUEUE_AHEAD
 from touchstone_ray.judging.runner import run_judge
@@ -344,22 +351,14 @@ def test_ctrl_c_marks_the_bundle_failed_and_resume_completes(
         args += ["--address", rc.address]
         log = inputs.tmp / "logs-int" / "run"
         proc = start_cli([*args, "--out", str(out)], log)
-        try:
-            wait_for(
-                lambda: (
-                    line_count(list(out.glob("*/responses/*.jsonl"))) >= 3
-                    or proc.poll() is not None
-                ),
-                RUN_TIMEOUT_S,
-                "3 records",
-            )
-            assert proc.poll() is None, read_log(log)
-            os.kill(proc.pid, signal.SIGINT)
-            proc.wait(timeout=60)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(timeout=30)
+        fault_when(
+            proc,
+            lambda: line_count(list(out.glob("*/responses/*.jsonl"))) >= 3,
+            "3 records",
+            log,
+            lambda: os.kill(proc.pid, signal.SIGINT),
+            timeout_s=RUN_TIMEOUT_S,
+        )
         stdout, stderr = read_log(log)
         root = next(out.glob("*/bundle.json")).parent
         assert proc.returncode == 1, (stdout, stderr)

@@ -24,7 +24,7 @@ from eval_helpers import (
     tiny_pack,
     write_yaml,
 )
-from rel_helpers import line_count, read_log, start_cli, wait_for
+from rel_helpers import fault_when, line_count, read_log, start_cli
 
 from touchstone_ray.sim import SimConfig, SimServer
 
@@ -76,17 +76,14 @@ def fail_disk_after(
     """Start the CLI with ``args``, turn ``mnt`` read-only once ``files()`` hold ``n`` lines,
     and assert the run then ends with exit 1, no traceback; returns the bytes written before
     (:func:`_intact` checks them) and its error lines."""
-    proc = start_cli(args, log)
-    try:
-        wait_for(lambda: line_count(files()) >= n or proc.poll() is not None, 90, f"{n} lines")
-        assert proc.poll() is None, read_log(log)
-        before = {p: p.read_bytes() for p in files()}
+    before: dict[Path, bytes] = {}
+
+    def fail() -> None:
+        before.update({p: p.read_bytes() for p in files()})
         turn_read_only(mnt)
-        proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=30)
+
+    proc = start_cli(args, log)
+    fault_when(proc, lambda: line_count(files()) >= n, f"{n} lines", log, fail, timeout_s=90)
     out, err = read_log(log)
     assert proc.returncode == 1, (out, err)
     return before, _error_lines(err)

@@ -39,7 +39,7 @@ from typing import Any
 import pytest
 from eval_helpers import RayCluster, all_keys, cli, shard_lines, tiny_pack, write_yaml
 from ray_env import isolated_ray_auth
-from rel_helpers import line_count, read_log, start_cli, wait_for
+from rel_helpers import fault_when, line_count, read_log, start_cli, wait_for
 
 from touchstone_ray.dispatch import LIVENESS_INTERVAL_S, call_deadline_s
 from touchstone_ray.engines.base import EngineSettings
@@ -199,24 +199,16 @@ def test_partitioned_host_ends_node_lost_and_resumes(tmp_path: Path) -> None:
         old_node = RayCluster.node_ids_by_host()["part"]
         args = ["--pack", str(pack), "--config", str(fleet), "--address", part.rc.address]
         proc = start_cli(["eval", *args, "--out", str(out)], tmp_path / "eval")
-        try:
-            wait_for(
-                lambda: (
-                    line_count(list(out.glob("*/responses/mp.jsonl"))) >= 1
-                    or proc.poll() is not None
-                ),
-                120,
-                "a record from the part host",
-            )
-            assert proc.poll() is None, read_log(tmp_path / "eval")
-            t_cut = time.time()
-            part.link_down()
-            proc.wait(timeout=120)
-            t_exit = time.time()
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(timeout=30)
+        t_cut = fault_when(
+            proc,
+            lambda: line_count(list(out.glob("*/responses/mp.jsonl"))) >= 1,
+            "a record from the part host",
+            tmp_path / "eval",
+            part.link_down,
+            timeout_s=120,
+            exit_timeout_s=120,
+        )
+        t_exit = time.time()
         stdout, stderr = read_log(tmp_path / "eval")
         assert proc.returncode == 1, (stdout, stderr)
         assert "Traceback" not in stderr, stderr

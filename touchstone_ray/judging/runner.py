@@ -41,8 +41,7 @@ from touchstone_ray.errors import (
     BundleError,
     ConfigError,
     UsageError,
-    is_disk_error,
-    write_failed,
+    writes_into,
 )
 from touchstone_ray.judging.checks import check_line, judge_check
 from touchstone_ray.judging.config import JudgeConfig, JudgeSpec, load_judge_config
@@ -178,14 +177,10 @@ def run_judge(
     be written (a disk gone read-only or full: every record written before stays intact).
     ``judges`` limits the run to those judge ids.
     """
-    try:
+    with writes_into(bundle_dir, "judge"):
         return _run_judge(
             bundle_dir, judge_config_path, address, judges, out, repeats, allow_unqualified
         )
-    except OSError as exc:
-        if not is_disk_error(exc):  # Ray's
-            raise
-        raise write_failed(bundle_dir, exc, "judge") from exc
 
 
 def _run_judge(
