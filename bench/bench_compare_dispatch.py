@@ -602,7 +602,7 @@ def machine_md(summary: dict[str, Any]) -> str:
         f"Load average (1 min) during the run: median {fmt(load['median'])}, "
         f"min {fmt(load['min'])}, max {fmt(load['max'])} on {load['cores']} cores"
         + (
-            " — the machine was oversubscribed by other developers' jobs."
+            " — more processes wanted a core than there are cores."
             if (load.get("median") or 0) > (load.get("cores") or 1)
             else "."
         )

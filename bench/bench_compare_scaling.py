@@ -298,10 +298,12 @@ def markdown(summary: dict[str, Any]) -> str:
         "",
         "What this machine means for the figure: all simulated hosts, their simulators, client "
         "actors, monitors and raylets share "
-        f"{summary['machine']['cores_logical']} cores with other developers' jobs. The work is "
-        "mostly waiting on the paced simulator, so it can scale past the core count, but CPU "
-        "time per streamed chunk (server and client in the same actor process) grows with k; "
-        "on real hosts each server and client actor would have its own machine.",
+        f"{summary['machine']['cores_logical']} cores. The cells are mostly waiting on the paced "
+        "simulator, so they scale past the core count. The start does not: each host starts "
+        "two worker processes at once, its client actor and its monitor. The client actor "
+        "alone takes 1.0 s to answer on a quiet machine (`bench_actor_start.py`), most of it "
+        "the interpreter, Ray and the imports. So the time before the first cell grows with "
+        "k. On real hosts each host starts its processes on its own cores.",
     ]
     if summary.get("failures"):
         lines += ["", "Failed runs:", ""] + [f"- {f}" for f in summary["failures"]]
