@@ -14,6 +14,7 @@ import psutil
 import pytest
 from test_telemetry_nvml import NVMLError_NotSupported, fake_pynvml
 
+from touchstone_ray.telemetry import engines
 from touchstone_ray.telemetry.engines import (
     SIMULATED_REASON,
     EngineTarget,
@@ -142,6 +143,29 @@ def test_re_resolves_when_the_process_dies() -> None:
     assert tracker.sample()[0] == []
     assert (
         tracker.status()["http://h:1/v1"]["reason"] == f"no process matches engine_process {tag!r}"
+    )
+
+
+def test_an_endpoint_not_found_is_looked_up_again_every_resolve_every_ticks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Nothing listens on the port: the listener scan (``psutil.net_connections``, ~15 ms of
+    CPU here, far more on a server with many sockets) runs at the start and then once per
+    ``resolve_every`` ticks, not on every tick."""
+    lookups: list[str] = []
+    real = engines.resolve_port
+
+    def counted(endpoint: str) -> tuple[int | None, str | None]:
+        lookups.append(endpoint)
+        return real(endpoint)
+
+    monkeypatch.setattr(engines, "resolve_port", counted)
+    tracker = EngineTracker([EngineTarget("http://127.0.0.1:9/v1")], resolve_every=5)
+    for _ in range(12):
+        assert tracker.sample()[0] == []
+    assert len(lookups) == 3  # at the start, after tick 5 and after tick 10
+    assert tracker.status()["http://127.0.0.1:9/v1"]["reason"] == (
+        "nothing listens on port 9 on this host (another container or host?)"
     )
 
 

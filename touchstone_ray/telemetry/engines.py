@@ -306,8 +306,8 @@ class EngineTracker:
         if st.target.simulated:
             return []
         st.ticks_since_resolve += 1
-        alive = st.proc is not None and st.proc.is_running()
-        if not alive or st.ticks_since_resolve >= self.resolve_every:
+        exited = st.proc is not None and not st.proc.is_running()
+        if exited or st.ticks_since_resolve >= self.resolve_every:
             self._resolve(st)
         if st.proc is None:
             return []
