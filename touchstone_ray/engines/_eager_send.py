@@ -4,10 +4,11 @@ aiohttp (3.14) buffers a request's headers and writes them together with the bod
 separate task. On Python 3.12+ it starts that task eagerly (``eager_start=True``), so the
 request is on the wire before ``session.post`` first yields. On Python 3.11 the task only runs
 once the loop has worked through every callback queued before it: with 64 streams on one loop
-that put the send 0.8 ms (p50) to 3.1 ms (p99) behind the moment it was due
-(``bench/bench_client_clock.py``, ``clock_gap_ms``), time in which the server had not seen the
-request at all. :class:`EagerBodyRequest` runs the body write's first step at once on 3.11,
-which for a body below aiohttp's 64 KiB drain limit is the whole write, as 3.12+ does.
+that put the send 1.1–2.5 ms (p50) and 7–17 ms (p99) behind the headers
+(``bench/bench_client_clock.py --levels 64``, ``clock_gap_ms``; 0.02–0.03 / 0.08–0.14 ms with
+this class), time in which the server had not seen the request at all.
+:class:`EagerBodyRequest` runs the body write's first step at once on 3.11, which for a body
+below aiohttp's 64 KiB drain limit is the whole write, as 3.12+ does.
 """
 
 from __future__ import annotations
