@@ -172,9 +172,10 @@ def test_gemma_judge_is_not_qualified(real_server: LlamaServer, tmp_path: Path) 
             set(record["red_flags_hit"]) | set(record["green_flags_hit"])
             <= flags[record["prompt_id"]]
         )
+    # Gemma 3 270M often names placeholders like "<Red Flag>" (engine-notes.md): counted, not
+    # kept. Not in every run (1 of 6 on 2026-12-01 had none), so their presence is not asserted
+    # here; tests/judging/test_judging_flags.py checks the catching on fixed replies.
     assert check["n_unknown_flags"] == sum(len(v["unknown_flags"]) for v in verdicts)
-    # Gemma 3 270M names placeholders like "<Red Flag>" (engine-notes.md): caught, not kept
-    assert check["n_unknown_flags"] > 0 or any(r["unknown_flags"] for r in cal)
 
     out = io.StringIO()
     assert run_judge(bundle, config, out=out, allow_unqualified=True) == 0, out.getvalue()
