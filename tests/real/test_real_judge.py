@@ -173,8 +173,8 @@ def test_gemma_judge_is_not_qualified(real_server: LlamaServer, tmp_path: Path) 
             <= flags[record["prompt_id"]]
         )
     # Gemma 3 270M often names placeholders like "<Red Flag>" (engine-notes.md): counted, not
-    # kept. Not in every run (1 of 6 on 2026-12-01 had none), so their presence is not asserted
-    # here; tests/judging/test_judging_flags.py checks the catching on fixed replies.
+    # kept. Not in every run (on 2026-12-01 one run named none), so their presence is not
+    # asserted here; tests/judging/test_judging_flags.py checks the catching on fixed replies.
     assert check["n_unknown_flags"] == sum(len(v["unknown_flags"]) for v in verdicts)
 
     out = io.StringIO()
