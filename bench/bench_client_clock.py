@@ -6,9 +6,10 @@ simulator in its own process (TTFT 100 ms, 100 tok/s, 50 tokens):
 
 * ``clock_gap_ms``: the body write (``on_request_chunk_sent``, where the engine's clock now
   starts) minus aiohttp's ``on_request_headers_sent`` hook (where it started before). aiohttp
-  serialises and buffers the headers there and writes them with the body from a task that,
-  on Python 3.11, runs one loop turn or more later, so a clock started at the headers counts
-  the loop's queue as TTFT (branch ``eager-send`` writes the body in the same turn);
+  serialises and buffers the headers there and writes them with the body from a task; on
+  Python 3.11 that task ran one loop turn or more later, so a clock started at the headers
+  counted the loop's queue as TTFT, until ``engines/_eager_send.py`` made the write happen in
+  the same turn (this figure shows it: near 0 now);
 * ``wake_lag_ms``: per chunk handed out by ``readany``, the stream loop's wake-up minus the
   return of the socket read of its first byte (``StampingHandler``): what a stamp taken after
   ``readany`` (before) adds to one taken at the read (now).

@@ -20,6 +20,7 @@ import aiohttp
 from aiohttp.client_proto import ResponseHandler
 from aiohttp.streams import StreamReader
 
+from touchstone_ray.engines._eager_send import EagerBodyRequest
 from touchstone_ray.errors import (
     EngineConnectError,
     EngineContextError,
@@ -63,6 +64,7 @@ def new_session(
         headers=headers,
         auto_decompress=False,
         trace_configs=[_sent_trace()],
+        request_class=EagerBodyRequest,
     )
 
 
@@ -71,9 +73,9 @@ class SentAt:
     the request body was handed to the socket (SPEC §9: the clock starts when the HTTP request
     is sent, so building the request and taking a pooled connection are not part of TTFT);
     ``t_headers`` when aiohttp serialised the headers (it buffers them and writes them together
-    with the body, in a write task that runs one event-loop turn or more later, so this is
-    earlier than the send); ``reused`` says whether the request went out on a pooled keep-alive
-    connection."""
+    with the body; :class:`~touchstone_ray.engines._eager_send.EagerBodyRequest` makes that
+    write happen in the same loop turn); ``reused`` says whether the request went out on a
+    pooled keep-alive connection."""
 
     def __init__(self) -> None:
         self.t: float | None = None
