@@ -9,6 +9,15 @@ request the server's own ``timings`` are the ground truth:
   the client's send, the first token's sampling and delivery, and parsing);
 * E2E error = the tool's E2E − (``prompt_ms`` + ``predicted_ms``).
 
+At concurrency > 1 both also hold the server's own phase (which decode step a request met,
+how long it waited while another slot's prompt ran), which differs from tool to tool with how
+its sends fall. The wire takes that out (``bench/_wire.py``: ``tcpdump`` on ``lo`` while each
+tool runs, kernel stamps): per request
+
+* TTFT over the wire = the tool's TTFT − (the segment completing the first content event − the
+  segment with the request's last byte): what the client adds on its send and receive paths;
+* E2E over the wire = the tool's E2E − (the response's last byte − the request's last byte).
+
 Tools: ``touchstone`` (:class:`~touchstone_ray.engines.llamacpp.LlamaCppEngine`, one asyncio
 loop: clock at the body write, chunks stamped at their socket read), two variants of it that
 separate the suspects of a gap to the bare client — ``ts-wake`` (chunks stamped when the
@@ -23,19 +32,21 @@ prompt length: each of its prompts has a unique token count (10 filler words apa
 request's ``prompt_tokens``.
 
     python bench/bench_real_fidelity.py [--n 8] [--reps 3] [--max-tokens 16] [--levels 1,2,4]
-        [--tools touchstone,ts-wake,ts-headers,bare,guidellm] [--venv /tmp/benchvenv]
+        [--tools touchstone,ts-wake,ts-headers,bare,guidellm] [--venv /tmp/benchvenv] [--no-wire]
 
 Prints one JSON summary on stdout: per tool and level, the per-repetition median and p99 of
-both errors (ms) as ``{min, median, max, n}`` over repetitions, and the load average at the
-start of each. At concurrency > 1 both errors also hold the server's own scheduling that its
-per-slot ``prompt_ms`` leaves out (a slot waits while another slot's prompt is processed), so
-the tools are compared with each other there, not with zero. About 3–6 minutes on 2 cores.
+the four errors (ms; the wire ones null without tcpdump and dpkt) as ``{min, median, max, n}``
+over repetitions, and the load average at the start of each. At concurrency > 1 the two
+server-timing errors also hold the server's own scheduling that its per-slot ``prompt_ms``
+leaves out, so the tools are compared with each other there, not with zero; the wire errors
+are the client's alone at every concurrency. About 3–6 minutes on 2 cores.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import http.client
 import json
 import os
@@ -52,6 +63,7 @@ from urllib.parse import urlparse
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "real"))
 
+import _wire
 from _common import dump, log, machine, peer_env, scratch, spread
 from llama_server import MODEL_ALIAS, llama_server
 
@@ -66,7 +78,7 @@ def prompts(tool: str, level: int, n: int) -> list[list[dict[str, str]]]:
     """``n`` cache-busted message lists, unique per tool and level."""
     return [
         [
-            {"role": "system", "content": f"[{tool}-{level}-{i}]\n{SYSTEM}"},
+            {"role": "system", "content": f"{nonce(tool, level, i)}\n{SYSTEM}"},
             {"role": "user", "content": f"Nenne drei Dinge, die man im Büro braucht ({i})."},
         ]
         for i in range(n)
@@ -74,14 +86,36 @@ def prompts(tool: str, level: int, n: int) -> list[list[dict[str, str]]]:
 
 
 def row(ttft_s: float | None, e2e_s: float | None, timings: dict[str, Any] | None) -> dict:
-    """The two errors of one request (ms), or ``None`` values when something was missing."""
+    """The two errors of one request (ms), or ``None`` values when something was missing,
+    and the tool's own ``ttft_ms`` and ``e2e_ms`` (for the wire comparison)."""
+    own = {
+        "ttft_ms": ttft_s * 1000 if ttft_s is not None else None,
+        "e2e_ms": e2e_s * 1000 if e2e_s is not None else None,
+    }
     if ttft_s is None or e2e_s is None or not timings:
-        return {"ttft_err_ms": None, "e2e_err_ms": None}
+        return {"ttft_err_ms": None, "e2e_err_ms": None} | own
     prompt_ms, predicted_ms = timings["prompt_ms"], timings["predicted_ms"]
     return {
         "ttft_err_ms": ttft_s * 1000 - prompt_ms,
         "e2e_err_ms": e2e_s * 1000 - (prompt_ms + predicted_ms),
-    }
+    } | own
+
+
+def nonce(tool: str, level: int, i: int) -> str:
+    """The cache-busting first line of request ``i`` (see :func:`prompts`)."""
+    return f"[{tool}-{level}-{i}]"
+
+
+def over_wire(rows: list[dict], wire: list[_wire.WireRequest], by: str) -> None:
+    """Add ``ttft_wire_err_ms`` / ``e2e_wire_err_ms`` (the tool's figure − the wire's) to each
+    row, matched to its wire request by ``by``: ``nonce`` or ``prompt_n`` (GuideLLM)."""
+    index = {getattr(w, by): w for w in wire if getattr(w, by) is not None}
+    for r in rows:
+        w = index.get(r.get(by))
+        for key in ("ttft", "e2e"):
+            own, seen = r.get(f"{key}_ms"), getattr(w, f"{key}_ms", None)
+            ok = own is not None and seen is not None
+            r[f"{key}_wire_err_ms"] = own - seen if ok else None
 
 
 class HeadersClock(_http.SentAt):
@@ -246,6 +280,7 @@ def run_guidellm(
             rows.append({"error": f"no server timing for {req.get('prompt_tokens')} tokens"})
             continue
         rows.append(row(ttft_ms / 1000, req["request_latency"], timing))
+        rows[-1]["prompt_n"] = int(req["prompt_tokens"])
     rows += [{"error": "guidellm request errored"} for _ in bench["requests"].get("errored") or []]
     return rows
 
@@ -281,6 +316,34 @@ def stats(rows: list[dict], key: str) -> dict[str, Any]:
     }
 
 
+METRICS = {
+    "ttft_minus_prompt_ms": "ttft_err_ms",
+    "e2e_minus_server_total_ms": "e2e_err_ms",
+    "ttft_minus_wire_ms": "ttft_wire_err_ms",
+    "e2e_minus_wire_ms": "e2e_wire_err_ms",
+}
+"""Summary name → row key of each error."""
+
+
+def run_tool(
+    tool: str,
+    server: Any,
+    level: int,
+    batch: list[list[dict[str, str]]],
+    args: argparse.Namespace,
+    work: Path,
+) -> list[dict]:
+    """One tool's requests of ``batch`` at ``level`` streams; its rows in batch order
+    (GuideLLM's in its own order)."""
+    if tool == "touchstone":
+        return run_touchstone(server.base_url, level, batch, args.max_tokens)
+    if tool in ("ts-wake", "ts-headers"):
+        return run_variant(tool, server.base_url, level, batch, args.max_tokens)
+    if tool == "bare":
+        return run_bare(server.root, level, batch, args.max_tokens)
+    return run_guidellm(server, level, batch, args.max_tokens, args.venv, work / f"c{level}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=8, help="requests per tool, level and rep")
@@ -289,6 +352,7 @@ def main() -> None:
     parser.add_argument("--levels", default="1,2,4")
     parser.add_argument("--tools", default="touchstone,ts-wake,ts-headers,bare,guidellm")
     parser.add_argument("--venv", type=Path, default=Path("/tmp/benchvenv"))
+    parser.add_argument("--no-wire", action="store_true", help="no loopback capture")
     args = parser.parse_args()
     tools_all = [t for t in args.tools.split(",") if t]
     if "guidellm" in tools_all and not (args.venv / "bin" / "guidellm").exists():
@@ -296,6 +360,10 @@ def main() -> None:
         tools_all.remove("guidellm")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the server on a kill too
     levels = [int(x) for x in args.levels.split(",")]
+    why_not = _wire.available()
+    wire = why_not is None and not args.no_wire
+    if why_not and not args.no_wire:
+        log(f"wire yardstick skipped: {why_not}")
     per_rep: dict[str, dict[str, list[dict[str, Any]]]] = {}
     with scratch("tsf") as tmp, llama_server(tmp, ctx_size=8192, parallel=max(levels)) as server:
         for rep in range(args.reps):
@@ -305,19 +373,18 @@ def main() -> None:
                     log(f"rep {rep + 1}: {tool} at concurrency {level}")
                     batch = prompts(f"{tool}{rep}", level, args.n)
                     load = os.getloadavg()[0]
-                    if tool == "touchstone":
-                        rows = run_touchstone(server.base_url, level, batch, args.max_tokens)
-                    elif tool in ("ts-wake", "ts-headers"):
-                        rows = run_variant(tool, server.base_url, level, batch, args.max_tokens)
-                    elif tool == "bare":
-                        rows = run_bare(server.root, level, batch, args.max_tokens)
-                    else:
-                        sub = tmp / f"guidellm-{rep}-{level}"
-                        rows = run_guidellm(server, level, batch, args.max_tokens, args.venv, sub)
+                    pcap = tmp / f"{tool}-{rep}-{level}.pcap"
+                    with _wire.capture(server.port, pcap) if wire else contextlib.nullcontext():
+                        rows = run_tool(tool, server, level, batch, args, tmp / f"{tool}-{rep}")
+                    if tool != "guidellm":
+                        for i, r in enumerate(rows):
+                            r["nonce"] = nonce(f"{tool}{rep}", level, i)
+                    if wire:
+                        by = "prompt_n" if tool == "guidellm" else "nonce"
+                        over_wire(rows, _wire.requests(pcap, server.port), by)
                     per_rep.setdefault(f"c={level}", {}).setdefault(tool, []).append(
-                        {
-                            "ttft_minus_prompt_ms": stats(rows, "ttft_err_ms"),
-                            "e2e_minus_server_total_ms": stats(rows, "e2e_err_ms"),
+                        {metric: stats(rows, key) for metric, key in METRICS.items()}
+                        | {
                             "errors": [r["error"] for r in rows if "error" in r],
                             "loadavg_1m": round(load, 2),
                         }
@@ -329,7 +396,7 @@ def main() -> None:
                 metric: {
                     q: spread([r[metric][q] for r in reps], 2) for q in ("median_ms", "p99_ms")
                 }
-                for metric in ("ttft_minus_prompt_ms", "e2e_minus_server_total_ms")
+                for metric in METRICS
             } | {
                 "errors": sum(len(r["errors"]) for r in reps),
                 "loadavg_1m": [r["loadavg_1m"] for r in reps],

@@ -125,13 +125,24 @@ class UiServer:
 
 
 @contextlib.contextmanager
-def ui_server(runs: Path, packs: Path, *extra: str, host: str = "127.0.0.1") -> Iterator[UiServer]:
-    """Start ``touchstone-ray ui`` on a free port; wait until it answers; stop it at exit."""
+def ui_server(
+    runs: Path,
+    packs: Path,
+    *extra: str,
+    host: str = "127.0.0.1",
+    env: dict[str, str] | None = None,
+) -> Iterator[UiServer]:
+    """Start ``touchstone-ray ui`` on a free port (with ``env``, default this process's);
+    wait until it answers; stop it at exit."""
     port = free_port()
     cmd = [sys.executable, "-m", "touchstone_ray.cli", "ui", "--runs", str(runs)]
     cmd += ["--packs", str(packs), "--port", str(port), "--host", host, *extra]
     proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=dict(os.environ)
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=dict(os.environ) if env is None else env,
     )
     url = f"http://127.0.0.1:{port}"
     try:

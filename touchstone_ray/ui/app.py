@@ -224,7 +224,8 @@ async def _jobs_page(request: web.Request, message: str | None = None) -> web.Re
         listed = await asyncio.to_thread(jobs.jobs)
     except TouchstoneError as exc:
         listed, message = [], message or str(exc)
-    body = jobs_page.jobs_html(listed, request.app[PACKS], jobs.dashboard, message)
+    token = jobs.local.token_file if jobs.local is not None else None
+    body = jobs_page.jobs_html(listed, request.app[PACKS], jobs.dashboard, message, token)
     return page("Jobs", body)
 
 
@@ -238,7 +239,10 @@ async def job_start(request: web.Request) -> web.StreamResponse:
         job_id = await asyncio.to_thread(request.app[JOBS].submit, form.get("kind", ""), form)
     except TouchstoneError as exc:
         response = await _jobs_page(request, str(exc))
-        response.set_status(409 if str(exc).startswith("refused:") else 400)
+        if isinstance(exc, UsageError):
+            response.set_status(409 if str(exc).startswith("refused:") else 400)
+        else:  # the cluster refused or failed the submission
+            response.set_status(502)
         return response
     raise web.HTTPSeeOther(f"/jobs/{job_id}")
 

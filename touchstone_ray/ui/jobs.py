@@ -11,6 +11,14 @@ a run on a cluster of ``--address`` survives the UI being closed, and stop = ``s
 (the bundle stays resumable). Every path a job names lies under ``--runs`` or the packs
 folder.
 
+Token authentication (Ray 2.60): with ``RAY_AUTH_MODE`` unset, the local head runs with a
+token of its own (a file in its temporary folder, mode 0600) and the UI's client sends it, as a
+local ``ray.init`` turns token auth on by default; where the head followed Ray's own rule
+instead (token auth once any ``~/.ray/auth_token`` exists), the UI's client, which has no such
+rule, sent none and every submission failed. With ``RAY_AUTH_MODE`` set, head and client follow
+Ray's settings (``RAY_AUTH_TOKEN``, ``RAY_AUTH_TOKEN_PATH``, ``~/.ray/auth_token``). A cluster
+that refuses the UI's request (HTTP 401/403) is a :class:`RunError` naming what to set.
+
 One eval per host at a time: a job carries ``touchstone_kind`` and ``touchstone_hosts`` (the
 fleet config's pinned hosts, ``(unpinned)`` for models without one) in its metadata, and an
 eval or perf run whose hosts meet those of a PENDING or RUNNING eval or perf job is refused
@@ -22,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import secrets
 import shlex
 import shutil
 import socket
@@ -30,6 +39,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,6 +60,8 @@ ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 """Terminal escape sequences (colours) in job logs."""
 READY_TIMEOUT_S = 180.0
 """Longest wait for a started local head to accept a job (s)."""
+AUTH_MODE = "RAY_AUTH_MODE"
+"""Ray's switch for token authentication (``token`` | ``disabled``)."""
 
 
 def _free_port() -> int:
@@ -59,7 +71,8 @@ def _free_port() -> int:
 
 
 class LocalCluster:
-    """A Ray head this UI started (``ray start --head --block``), stopped with the UI."""
+    """A Ray head this UI started (``ray start --head --block``), stopped with the UI; with
+    ``RAY_AUTH_MODE`` unset it requires its own token, :attr:`token_file`."""
 
     def __init__(self) -> None:
         self.tmp = Path(tempfile.mkdtemp(prefix="tsui-", dir="/tmp"))
@@ -71,6 +84,15 @@ class LocalCluster:
         cmd += ["--dashboard-agent-listen-port", str(_free_port())]
         cmd += ["--temp-dir", str(self.tmp / "ray")]
         env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+        self.token_file: Path | None = None
+        """The token the head requires (``RAY_AUTH_MODE`` unset), else None."""
+        if AUTH_MODE not in os.environ:
+            self.token_file = self.tmp / "auth_token"
+            fd = os.open(self.token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as out:
+                out.write(secrets.token_hex(32))  # as ``ray get-auth-token --generate``
+            env.pop("RAY_AUTH_TOKEN", None)
+            env.update({AUTH_MODE: "token", "RAY_AUTH_TOKEN_PATH": str(self.token_file)})
         self.log = open(self.tmp / "ray-start.log", "w")  # noqa: SIM115 - lives with the head
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=env)
 
@@ -78,6 +100,14 @@ class LocalCluster:
     def url(self) -> str:
         """The head's dashboard address (``http://127.0.0.1:<port>``)."""
         return f"http://127.0.0.1:{self.dashboard_port}"
+
+    @property
+    def headers(self) -> dict[str, str] | None:
+        """The HTTP headers a client of this head sends: ``Authorization: Bearer <token>``
+        when it has its own token, else None (Ray's settings decide)."""
+        if self.token_file is None:
+            return None
+        return {"Authorization": "Bearer " + self.token_file.read_text().strip()}
 
     def stop(self) -> None:
         """Stop the head process (``--block`` takes its cluster down with it)."""
@@ -109,6 +139,30 @@ def fleet_hosts(config: Path) -> tuple[str, ...]:
     models without one. Raises :class:`~touchstone_ray.errors.UsageError` for a bad config."""
     fleet = load_config(config)
     return tuple(sorted({m.host or UNPINNED for m in fleet.models}))
+
+
+TOKEN_SOURCES = "RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token"
+"""Where Ray looks for the token it sends (in this order)."""
+
+
+@contextlib.contextmanager
+def refusals(url: str) -> Iterator[None]:
+    """Turn a cluster's refusal of the UI's request (Ray's ``AuthenticationError``: HTTP 401
+    without a token, 403 with a wrong one) into a one-line :class:`RunError` naming what to
+    set."""
+    from ray.exceptions import AuthenticationError
+
+    try:
+        yield
+    except AuthenticationError as exc:
+        if str(exc).startswith("Authentication failed"):  # 403
+            fix = f"refused the UI's token: put the cluster's token in {TOKEN_SOURCES}"
+        else:  # 401
+            fix = (
+                "requires a token the UI did not send: start the UI with RAY_AUTH_MODE=token "
+                f"and the cluster's token in {TOKEN_SOURCES}"
+            )
+        raise RunError(f"Ray cluster at {url} {fix}") from None
 
 
 class Jobs:
@@ -144,7 +198,9 @@ class Jobs:
             deadline = time.monotonic() + READY_TIMEOUT_S
             while True:
                 try:
-                    self._client = JobSubmissionClient(url)
+                    headers = self.local.headers if self.local else None
+                    with refusals(url):
+                        self._client = JobSubmissionClient(url, headers=headers)
                     return self._client
                 except (ConnectionError, RuntimeError, ValueError) as exc:
                     gone = self.local is not None and self.local.proc.poll() is not None
@@ -169,8 +225,11 @@ class Jobs:
         started (listing does not start it, the first submission does)."""
         if self.address is None and self.local is None:
             return []
+        client = self.client()
+        with refusals(self.dashboard or "auto"):
+            listed = client.list_jobs()
         out = []
-        for job in self.client().list_jobs():
+        for job in listed:
             meta = job.metadata or {}
             if "touchstone_kind" not in meta:
                 continue
@@ -227,13 +286,13 @@ class Jobs:
         deadline = time.monotonic() + READY_TIMEOUT_S
         while True:
             try:
-                return str(
-                    client.submit_job(
+                with refusals(self.dashboard or "auto"):
+                    job = client.submit_job(
                         entrypoint=shlex.join(argv),
                         submission_id=job_id,
                         metadata={"touchstone_kind": kind, "touchstone_hosts": ",".join(hosts)},
                     )
-                )
+                return str(job)
             except RuntimeError as exc:
                 # a fresh head answers before its job agent is up
                 if "No available agent" not in str(exc) or time.monotonic() > deadline:
@@ -242,13 +301,16 @@ class Jobs:
 
     def stop(self, job_id: str) -> bool:
         """Ask the cluster to stop the job; ``False`` when it had already ended."""
-        return bool(self.client().stop_job(job_id))
+        client = self.client()
+        with refusals(self.dashboard or "auto"):
+            return bool(client.stop_job(job_id))
 
     def logs(self, job_id: str) -> tuple[str, str]:
         """``(status, logs so far)`` of the job, terminal colour codes removed."""
         client = self.client()
-        status = client.get_job_status(job_id)
         text = ""
-        with contextlib.suppress(RuntimeError):
-            text = ANSI.sub("", client.get_job_logs(job_id))
+        with refusals(self.dashboard or "auto"):
+            status = client.get_job_status(job_id)
+            with contextlib.suppress(RuntimeError):
+                text = ANSI.sub("", client.get_job_logs(job_id))
         return str(status.value if hasattr(status, "value") else status), text

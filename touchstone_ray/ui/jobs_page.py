@@ -19,10 +19,15 @@ def _options(paths: list[Path]) -> str:
 
 
 def jobs_html(
-    jobs: list[JobInfo], packs: Path, dashboard: str | None, message: str | None = None
+    jobs: list[JobInfo],
+    packs: Path,
+    dashboard: str | None,
+    message: str | None = None,
+    token_file: Path | None = None,
 ) -> str:
-    """The jobs page body: the start form, the last refusal or submission ``message``, and
-    every touchstone job with its status."""
+    """The jobs page body: the dashboard link (with the file of the token it asks for, when
+    the UI's own head has one), the start form, the last refusal or submission ``message``,
+    and every touchstone job with its status."""
     rows = []
     for j in jobs:
         stop = (
@@ -39,7 +44,12 @@ def jobs_html(
             f"<td><code>{e(j.entrypoint)}</code></td><td>{stop}</td></tr>"
         )
     note = f'<p id="job-message" class="err">{e(message)}</p>' if message else ""
-    link = f'<p>Ray dashboard: <a href="{e(dashboard)}">{e(dashboard)}</a></p>' if dashboard else ""
+    token = f" (its token: <code>{e(token_file)}</code>)" if token_file else ""
+    link = (
+        f'<p>Ray dashboard: <a href="{e(dashboard)}">{e(dashboard)}</a>{token}</p>'
+        if dashboard
+        else ""
+    )
     return (
         "<h1>Jobs</h1>"
         + link
