@@ -240,9 +240,28 @@ def test_end_to_end_scorecard_and_cli(
     }
     assert [r["rank"] for r in card["rows"]] == [1, 2, 3, 4]
     assert card["rows"][0]["model"] == "sim-good"
+    cells: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for shard in (bundle / "responses").glob("*.jsonl"):
+        for r in read_jsonl(shard).records:
+            cells[(r["model"], r["variant"])].append(r)
     for row in card["rows"]:
         assert row["n_scored"] == 2 * 5 and row["n_unscored"] == row["n_judge_errors"] == 0
-        assert 0 < row["ttft_p50_s"] <= row["ttft_p95_s"] and row["decode_tps_median"] > 0
+        mine = cells[(row["model"], row["variant"])]
+        assert row["n_contended"] == sum(bool(r.get("host_contended")) for r in mine)
+        # SPEC §9: cold, contended and throttled cells are out of the speed figures; a busy
+        # CI machine (other processes above a quarter of the cores) can leave a row without any
+        counted = [
+            r
+            for r in mine
+            if r["ok"]
+            and not r["is_cold_start"]
+            and not r.get("host_contended")
+            and not r.get("throttled")
+        ]
+        if counted:
+            assert 0 < row["ttft_p50_s"] <= row["ttft_p95_s"] and row["decode_tps_median"] > 0
+        else:
+            assert row["ttft_p50_s"] is None and row["decode_tps_median"] is None
     means = {r["model"]: r["mean_answer_score"] for r in card["rows"]}
     assert means["sim-good"] > means["sim-weak"]
     assert "## Rangliste" in (bundle / "scorecard.md").read_text()
