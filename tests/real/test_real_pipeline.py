@@ -149,7 +149,7 @@ def pipeline(
         "engine": "openai",
         "base_url": real_server.base_url,
         "model": MODEL_ALIAS,
-        # Gemma's verdicts here are ~60 tokens and its report ~150; without a limit a reply
+        # Gemma's verdicts and report here are under 100 tokens; without a limit a reply
         # that never closes its JSON runs to the slot's context (4096 tokens, minutes on two
         # cores: one CI run's judge passed its 300 s deadline at 1 of 3 answers)
         "max_tokens": 384,
