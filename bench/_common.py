@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -93,6 +94,32 @@ def spread(values: list[float], digits: int = 3) -> dict[str, Any]:
         "max": round(max(vals), digits),
         "n": len(vals),
     }
+
+
+@contextmanager
+def pinned_apart(server_pid: int) -> Iterator[dict[str, list[int]] | None]:
+    """While the block runs, the server's process tree (every thread) on the last allowed CPU
+    and this process's threads on the others (threads and processes it starts meanwhile
+    inherit that), as a client on its own machine would be; afterwards this process's threads
+    get their CPUs back. Yields ``{server, client}`` CPU lists, or ``None`` (nothing pinned)
+    with fewer than 2 CPUs."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        yield None
+        return
+    server, client = {cpus[-1]}, set(cpus[:-1])
+    root = psutil.Process(server_pid)
+    for proc in [root, *root.children(recursive=True)]:
+        for thread in proc.threads():
+            os.sched_setaffinity(thread.id, server)
+    for thread in psutil.Process().threads():
+        os.sched_setaffinity(thread.id, client)
+    try:
+        yield {"server": sorted(server), "client": sorted(client)}
+    finally:
+        for thread in psutil.Process().threads():
+            with contextlib.suppress(OSError):  # a thread that ended meanwhile
+                os.sched_setaffinity(thread.id, set(cpus))
 
 
 def log(msg: str) -> None:

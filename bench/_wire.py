@@ -16,6 +16,7 @@ Needs ``tcpdump`` (Debian package) and root, and ``dpkt`` to read the capture
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -41,15 +42,18 @@ def available() -> str | None:
 
 
 @contextmanager
-def capture(port: int, path: Path) -> Iterator[Path]:
+def capture(port: int, path: Path, cpus: set[int] | None = None) -> Iterator[Path]:
     """Capture TCP port ``port`` on ``lo`` into ``path`` (pcap, ns stamps) while the block runs,
     and after it until the file stops growing (tcpdump reads the kernel's buffer late on a busy
-    machine). Raises RuntimeError when tcpdump does not start listening within 10 s."""
+    machine); tcpdump runs on ``cpus`` (all when None). Raises RuntimeError when tcpdump does not
+    start listening within 10 s."""
     cmd = ["tcpdump", "-i", "lo", "-U", "--immediate-mode", "-s", "0", "-B", "16384", "-n"]
     cmd += ["--time-stamp-precision=nano", "-w", str(path), f"tcp port {port}"]
     err = path.with_suffix(".log")
     with err.open("w") as log:
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)
+    if cpus is not None:
+        os.sched_setaffinity(proc.pid, cpus)
     try:
         deadline = time.monotonic() + 10
         while "listening on" not in err.read_text():

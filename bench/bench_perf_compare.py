@@ -28,10 +28,15 @@ the requests that ran alone and those that shared the server.
 Part 2, the simulator at 64 streams (fixed TTFT and decode rate): touchstone's and GuideLLM's
 send lateness p99 (goal: touchstone < 1 ms).
 
+``--pin`` puts each server on the last CPU (llama-server with ``--threads 1``) and the tools,
+with the Ray cluster touchstone starts, on the others, as a load generator on its own machine
+would be. Without it the server's compute (or the 12,800 chunks/s the simulator writes) takes
+the same cores the tools send and read from, and each tool's load moves the server's speed.
+
     python bench/bench_perf_compare.py [--contexts 128,512] [--concurrency 1,2]
         [--output-tokens 16] [--runs 8] [--reps 2]
         [--tools touchstone,touchstone-lockstep,guidellm,benchy]
-        [--streams 64] [--venv /tmp/benchvenv]
+        [--streams 64] [--venv /tmp/benchvenv] [--skip-real] [--skip-sim] [--pin]
 
 Peers come from a separate venv (bench/README.md; ``gguf`` and ``llama-benchy`` beside
 GuideLLM). Prints one JSON summary: per point and tool the TTFT and TPOT medians (s), the
@@ -43,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -60,7 +66,17 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "real"))
 
-from _common import SimProcess, dump, log, machine, peer_env, ray_env, scratch, write_yaml
+from _common import (
+    SimProcess,
+    dump,
+    log,
+    machine,
+    peer_env,
+    pinned_apart,
+    ray_env,
+    scratch,
+    write_yaml,
+)
 from _server_timeline import Task, by_context, parse_tasks, timeline_summary
 from llama_server import MODEL_ALIAS, llama_server, model_path
 
@@ -350,7 +366,16 @@ def real_part(args: Any, tools: list[str], work: Path) -> dict[str, Any]:
     work.mkdir(parents=True, exist_ok=True)
     tok = hf_tokenizer(args.venv, work) if "benchy" in tools else None
     tasks: dict[str, dict[tuple[int, str], list[Task]]] = {}
-    with llama_server(work / "srv", ctx_size=8192, parallel=max(levels)) as server:
+    threads = ("--threads", "1", "--threads-batch", "1") if args.pin else ()
+    pinned = None
+    with (
+        llama_server(
+            work / "srv", ctx_size=8192, parallel=max(levels), extra_args=threads
+        ) as server,
+        contextlib.ExitStack() as stack,
+    ):
+        if args.pin:
+            pinned = stack.enter_context(pinned_apart(server.pid))
         for rep in range(args.reps):
             for tool in tools[rep % len(tools) :] + tools[: rep % len(tools)]:
                 loads.setdefault(tool, []).append(round(os.getloadavg()[0], 2))
@@ -380,6 +405,7 @@ def real_part(args: Any, tools: list[str], work: Path) -> dict[str, Any]:
         "server_timeline": timeline,
         "errors": errors,
         "loadavg_1m_at_start": loads,
+        "pinned_cpus": pinned,
     }
 
 
@@ -424,7 +450,10 @@ def measure_real(
 def sim_part(args: Any, tools: list[str], work: Path) -> dict[str, Any]:
     """Send lateness at ``--streams`` concurrent streams on the simulator."""
     out: dict[str, Any] = {}
-    with SimProcess(**SIM) as sim:
+    with SimProcess(**SIM) as sim, contextlib.ExitStack() as stack:
+        assert sim.proc is not None
+        if args.pin:
+            out["pinned_cpus"] = stack.enter_context(pinned_apart(sim.proc.pid))
         for tool in [t for t in tools if t in ("touchstone", "guidellm")]:
             log(f"simulator, {args.streams} streams: {tool}")
             folder = work / f"sim-{tool}"
@@ -482,6 +511,11 @@ def main() -> None:
     parser.add_argument("--venv", type=Path, default=DEFAULT_VENV)
     parser.add_argument("--skip-real", action="store_true")
     parser.add_argument("--skip-sim", action="store_true")
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="each server on its own CPU (llama-server with one thread), the tools on the others",
+    )
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     tools = [t for t in args.tools.split(",") if t]

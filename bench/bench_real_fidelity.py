@@ -33,10 +33,19 @@ request's ``prompt_tokens``.
 
     python bench/bench_real_fidelity.py [--n 8] [--reps 3] [--max-tokens 16] [--levels 1,2,4]
         [--tools touchstone,ts-wake,ts-headers,bare,guidellm] [--venv /tmp/benchvenv] [--no-wire]
+        [--pin]
+
+``--pin`` keeps the two sides off each other's CPU: the server (one compute thread,
+``--threads 1``) and tcpdump on the last core, this process and every tool it starts on the
+others, as a client on its own machine would be. Without it, on two cores, a client's wake-up
+for the first token waits whenever both cores compute the server's next step, and that, not
+the client, makes every tool's p99.
 
 Prints one JSON summary on stdout: per tool and level, the per-repetition median and p99 of
 the four errors (ms; the wire ones null without tcpdump and dpkt) as ``{min, median, max, n}``
-over repetitions, and the load average at the start of each. At concurrency > 1 the two
+over repetitions, the same over every repetition's requests pooled (``pooled``: median, p99
+and the p99's 95 % bootstrap interval, ``scipy.stats.bootstrap``, percentile method, 2,000
+resamples), and the load average at the start of each. At concurrency > 1 the two
 server-timing errors also hold the server's own scheduling that its per-slot ``prompt_ms``
 leaves out, so the tools are compared with each other there, not with zero; the wire errors
 are the client's alone at every concurrency. About 3–6 minutes on 2 cores.
@@ -64,8 +73,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "real"))
 
 import _wire
-from _common import dump, log, machine, peer_env, scratch, spread
+import numpy as np
+from _common import dump, log, machine, peer_env, pinned_apart, scratch, spread
 from llama_server import MODEL_ALIAS, llama_server
+from scipy import stats as sps
 
 from touchstone_ray.engines import ChatRequest, EngineSettings, _http, base
 from touchstone_ray.engines.llamacpp import LlamaCppEngine
@@ -316,6 +327,32 @@ def stats(rows: list[dict], key: str) -> dict[str, Any]:
     }
 
 
+def pooled(rows: list[dict], key: str) -> dict[str, Any]:
+    """Median and p99 (ms) of ``key`` over ``rows`` pooled from every repetition, with the p99's
+    95 % bootstrap interval ``[low, high]`` (null under 20 values: too few for a p99)."""
+    vals = [r[key] for r in rows if r.get(key) is not None]
+    p50, p99 = percentile(vals, 50), percentile(vals, 99)
+    ci = None
+    if len(vals) >= 20:
+        res = sps.bootstrap(
+            (np.asarray(vals),),
+            lambda x, axis: np.percentile(x, 99, axis=axis),
+            n_resamples=2000,
+            method="percentile",
+            random_state=0,
+        )
+        ci = [
+            round(float(res.confidence_interval.low), 2),
+            round(float(res.confidence_interval.high), 2),
+        ]
+    return {
+        "median_ms": round(p50, 2) if p50 is not None else None,
+        "p99_ms": round(p99, 2) if p99 is not None else None,
+        "p99_ci95_ms": ci,
+        "n": len(vals),
+    }
+
+
 METRICS = {
     "ttft_minus_prompt_ms": "ttft_err_ms",
     "e2e_minus_server_total_ms": "e2e_err_ms",
@@ -353,6 +390,7 @@ def main() -> None:
     parser.add_argument("--tools", default="touchstone,ts-wake,ts-headers,bare,guidellm")
     parser.add_argument("--venv", type=Path, default=Path("/tmp/benchvenv"))
     parser.add_argument("--no-wire", action="store_true", help="no loopback capture")
+    parser.add_argument("--pin", action="store_true", help="server and tools on separate CPUs")
     args = parser.parse_args()
     tools_all = [t for t in args.tools.split(",") if t]
     if "guidellm" in tools_all and not (args.venv / "bin" / "guidellm").exists():
@@ -365,7 +403,17 @@ def main() -> None:
     if why_not and not args.no_wire:
         log(f"wire yardstick skipped: {why_not}")
     per_rep: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    with scratch("tsf") as tmp, llama_server(tmp, ctx_size=8192, parallel=max(levels)) as server:
+    all_rows: dict[tuple[str, str], list[dict]] = {}
+    threads = ("--threads", "1", "--threads-batch", "1") if args.pin else ()
+    with (
+        scratch("tsf") as tmp,
+        llama_server(tmp, ctx_size=8192, parallel=max(levels), extra_args=threads) as server,
+        contextlib.ExitStack() as stack,
+    ):
+        pinned = stack.enter_context(pinned_apart(server.pid)) if args.pin else None
+        if args.pin and pinned is None:
+            log("--pin: fewer than 2 CPUs; not pinned")
+        tcpdump_cpus = set(pinned["server"]) if pinned else None
         for rep in range(args.reps):
             for level in levels:
                 k = rep % len(tools_all)
@@ -374,7 +422,11 @@ def main() -> None:
                     batch = prompts(f"{tool}{rep}", level, args.n)
                     load = os.getloadavg()[0]
                     pcap = tmp / f"{tool}-{rep}-{level}.pcap"
-                    with _wire.capture(server.port, pcap) if wire else contextlib.nullcontext():
+                    with (
+                        _wire.capture(server.port, pcap, tcpdump_cpus)
+                        if wire
+                        else contextlib.nullcontext()
+                    ):
                         rows = run_tool(tool, server, level, batch, args, tmp / f"{tool}-{rep}")
                     if tool != "guidellm":
                         for i, r in enumerate(rows):
@@ -382,6 +434,7 @@ def main() -> None:
                     if wire:
                         by = "prompt_n" if tool == "guidellm" else "nonce"
                         over_wire(rows, _wire.requests(pcap, server.port), by)
+                    all_rows.setdefault((f"c={level}", tool), []).extend(rows)
                     per_rep.setdefault(f"c={level}", {}).setdefault(tool, []).append(
                         {metric: stats(rows, key) for metric, key in METRICS.items()}
                         | {
@@ -398,6 +451,10 @@ def main() -> None:
                 }
                 for metric in METRICS
             } | {
+                "pooled": {
+                    metric: pooled(all_rows[(level_key, tool)], key)
+                    for metric, key in METRICS.items()
+                },
                 "errors": sum(len(r["errors"]) for r in reps),
                 "loadavg_1m": [r["loadavg_1m"] for r in reps],
             }
@@ -409,6 +466,7 @@ def main() -> None:
             "n_per_level_and_rep": args.n,
             "reps": args.reps,
             "max_tokens": args.max_tokens,
+            "pinned_cpus": pinned,
             "results": results,
             "tools": tools_all,
             "machine": machine(),

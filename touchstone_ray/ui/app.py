@@ -224,8 +224,7 @@ async def _jobs_page(request: web.Request, message: str | None = None) -> web.Re
         listed = await asyncio.to_thread(jobs.jobs)
     except TouchstoneError as exc:
         listed, message = [], message or str(exc)
-    token = jobs.local.token_file if jobs.local is not None else None
-    body = jobs_page.jobs_html(listed, request.app[PACKS], jobs.dashboard, message, token)
+    body = jobs_page.jobs_html(listed, request.app[PACKS], jobs.dashboard, message, jobs.token_file)
     return page("Jobs", body)
 
 

@@ -184,6 +184,15 @@ class Jobs:
             return self.local.url
         return self.address
 
+    @property
+    def token_file(self) -> Path | None:
+        """The token file of the local head this UI started (:class:`LocalCluster`), if any."""
+        return self.local.token_file if self.local is not None else None
+
+    def _refusals(self) -> contextlib.AbstractContextManager[None]:
+        """:func:`refusals` for this UI's cluster."""
+        return refusals(self.dashboard or "auto")
+
     def client(self) -> Any:
         """The :class:`JobSubmissionClient`, connecting (and starting the local head) on
         first use. Raises :class:`RunError` when the cluster does not answer."""
@@ -226,7 +235,7 @@ class Jobs:
         if self.address is None and self.local is None:
             return []
         client = self.client()
-        with refusals(self.dashboard or "auto"):
+        with self._refusals():
             listed = client.list_jobs()
         out = []
         for job in listed:
@@ -286,7 +295,7 @@ class Jobs:
         deadline = time.monotonic() + READY_TIMEOUT_S
         while True:
             try:
-                with refusals(self.dashboard or "auto"):
+                with self._refusals():
                     job = client.submit_job(
                         entrypoint=shlex.join(argv),
                         submission_id=job_id,
@@ -302,14 +311,14 @@ class Jobs:
     def stop(self, job_id: str) -> bool:
         """Ask the cluster to stop the job; ``False`` when it had already ended."""
         client = self.client()
-        with refusals(self.dashboard or "auto"):
+        with self._refusals():
             return bool(client.stop_job(job_id))
 
     def logs(self, job_id: str) -> tuple[str, str]:
         """``(status, logs so far)`` of the job, terminal colour codes removed."""
         client = self.client()
         text = ""
-        with refusals(self.dashboard or "auto"):
+        with self._refusals():
             status = client.get_job_status(job_id)
             with contextlib.suppress(RuntimeError):
                 text = ANSI.sub("", client.get_job_logs(job_id))
