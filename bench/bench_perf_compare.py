@@ -36,7 +36,7 @@ the same cores the tools send and read from, and each tool's load moves the serv
     python bench/bench_perf_compare.py [--contexts 128,512] [--concurrency 1,2]
         [--output-tokens 16] [--runs 8] [--reps 2]
         [--tools touchstone,touchstone-lockstep,guidellm,benchy]
-        [--streams 64] [--venv /tmp/benchvenv] [--skip-real] [--skip-sim] [--pin]
+        [--streams 64] [--venv /tmp/benchvenv] [--skip-real] [--skip-sim] [--sim-reps 1] [--pin]
 
 Peers come from a separate venv (bench/README.md; ``gguf`` and ``llama-benchy`` beside
 GuideLLM). Prints one JSON summary: per point and tool the TTFT and TPOT medians (s), the
@@ -73,6 +73,7 @@ from _common import (
     machine,
     peer_env,
     pinned_apart,
+    pooled_ms,
     ray_env,
     scratch,
     write_yaml,
@@ -448,55 +449,65 @@ def measure_real(
 
 
 def sim_part(args: Any, tools: list[str], work: Path) -> dict[str, Any]:
-    """Send lateness at ``--streams`` concurrent streams on the simulator."""
+    """Send lateness at ``--streams`` concurrent streams on the simulator, ``--sim-reps``
+    runs per tool (tools alternating): each run's p99 and median, and every run's sends
+    pooled (:func:`_common.pooled_ms`)."""
     out: dict[str, Any] = {}
+    runs: dict[str, list[dict[str, Any]]] = {}
+    sends: dict[str, list[float]] = {}
     with SimProcess(**SIM) as sim, contextlib.ExitStack() as stack:
         assert sim.proc is not None
         if args.pin:
             out["pinned_cpus"] = stack.enter_context(pinned_apart(sim.proc.pid))
-        for tool in [t for t in tools if t in ("touchstone", "guidellm")]:
-            log(f"simulator, {args.streams} streams: {tool}")
-            folder = work / f"sim-{tool}"
-            folder.mkdir(parents=True)
-            load = round(os.getloadavg()[0], 2)
-            if tool == "touchstone":
-                sim_args = argparse.Namespace(**{**vars(args), "runs": 2 * args.streams})
-                got = run_touchstone(
-                    sim.url + "/v1",
-                    "openai",
-                    "bench-model",
-                    [256],
-                    [args.streams],
-                    sim_args,
-                    folder,
+        for rep in range(args.sim_reps):
+            for tool in [t for t in tools if t in ("touchstone", "guidellm")]:
+                log(f"simulator, {args.streams} streams, run {rep + 1}: {tool}")
+                folder = work / f"sim-{tool}-{rep}"
+                folder.mkdir(parents=True)
+                load = round(os.getloadavg()[0], 2)
+                vals = sim_lateness(tool, sim.url, args, folder)
+                late, steady = p99(vals["lateness_s"]), p99(vals.get("lateness_steady_s", []))
+                runs.setdefault(tool, []).append(
+                    {
+                        "lateness_p99_ms": _round(late * 1000 if late is not None else None, 3),
+                        "lateness_after_first_round_p99_ms": _round(
+                            steady * 1000 if steady is not None else None, 3
+                        ),
+                        "lateness_median_ms": _round(
+                            (median(vals["lateness_s"]) or 0) * 1000
+                            if vals["lateness_s"]
+                            else None,
+                            3,
+                        ),
+                        "n": len(vals["lateness_s"]),
+                        "loadavg_1m": load,
+                    }
                 )
-                vals = next(iter(got.values()))
-            else:
-                prompts = [f"[s{i}] " + passage(150, i) for i in range(3 * args.streams)]
-                vals = run_guidellm(
-                    sim.url,
-                    "bench-model",
-                    prompts,
-                    args.streams,
-                    guidellm_body(args, False),
-                    folder,
-                    args.venv,
-                )
-                vals.pop("errors")
-            late = p99(vals["lateness_s"])
-            steady = p99(vals.get("lateness_steady_s", []))
-            out[tool] = {
-                "lateness_p99_ms": _round(late * 1000 if late is not None else None, 3),
-                "lateness_after_first_round_p99_ms": _round(
-                    steady * 1000 if steady is not None else None, 3
-                ),
-                "lateness_median_ms": _round(
-                    (median(vals["lateness_s"]) or 0) * 1000 if vals["lateness_s"] else None, 3
-                ),
-                "n": len(vals["lateness_s"]),
-                "loadavg_1m": load,
-            }
+                sends.setdefault(tool, []).extend(vals["lateness_s"])
+    for tool, tool_runs in runs.items():
+        out[tool] = {
+            **tool_runs[0],
+            "runs": tool_runs,
+            "pooled": pooled_ms(list(sends[tool]), 1000),
+        }
     return out
+
+
+def sim_lateness(tool: str, url: str, args: Any, folder: Path) -> dict[str, list[float]]:
+    """One run of ``tool`` at ``--streams`` streams on the simulator at ``url``: its
+    ``lateness_s`` (and touchstone's ``lateness_steady_s``, after each stream's first send)."""
+    if tool == "touchstone":
+        sim_args = argparse.Namespace(**{**vars(args), "runs": 2 * args.streams})
+        got = run_touchstone(
+            url + "/v1", "openai", "bench-model", [256], [args.streams], sim_args, folder
+        )
+        return next(iter(got.values()))
+    prompts = [f"[s{i}] " + passage(150, i) for i in range(3 * args.streams)]
+    vals = run_guidellm(
+        url, "bench-model", prompts, args.streams, guidellm_body(args, False), folder, args.venv
+    )
+    vals.pop("errors")
+    return vals
 
 
 def main() -> None:
@@ -511,6 +522,7 @@ def main() -> None:
     parser.add_argument("--venv", type=Path, default=DEFAULT_VENV)
     parser.add_argument("--skip-real", action="store_true")
     parser.add_argument("--skip-sim", action="store_true")
+    parser.add_argument("--sim-reps", type=int, default=1, help="runs per tool on the simulator")
     parser.add_argument(
         "--pin",
         action="store_true",
@@ -536,6 +548,8 @@ def main() -> None:
         "runs": args.runs,
         "reps": args.reps,
         "streams": args.streams,
+        "sim_reps": args.sim_reps,
+        "pin": args.pin,
         "simulator": SIM,
     }
     result["goals"] = {

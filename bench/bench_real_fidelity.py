@@ -73,10 +73,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "real"))
 
 import _wire
-import numpy as np
-from _common import dump, log, machine, peer_env, pinned_apart, scratch, spread
+from _common import dump, log, machine, peer_env, pinned_apart, pooled_ms, scratch, spread
 from llama_server import MODEL_ALIAS, llama_server
-from scipy import stats as sps
 
 from touchstone_ray.engines import ChatRequest, EngineSettings, _http, base
 from touchstone_ray.engines.llamacpp import LlamaCppEngine
@@ -327,32 +325,6 @@ def stats(rows: list[dict], key: str) -> dict[str, Any]:
     }
 
 
-def pooled(rows: list[dict], key: str) -> dict[str, Any]:
-    """Median and p99 (ms) of ``key`` over ``rows`` pooled from every repetition, with the p99's
-    95 % bootstrap interval ``[low, high]`` (null under 20 values: too few for a p99)."""
-    vals = [r[key] for r in rows if r.get(key) is not None]
-    p50, p99 = percentile(vals, 50), percentile(vals, 99)
-    ci = None
-    if len(vals) >= 20:
-        res = sps.bootstrap(
-            (np.asarray(vals),),
-            lambda x, axis: np.percentile(x, 99, axis=axis),
-            n_resamples=2000,
-            method="percentile",
-            random_state=0,
-        )
-        ci = [
-            round(float(res.confidence_interval.low), 2),
-            round(float(res.confidence_interval.high), 2),
-        ]
-    return {
-        "median_ms": round(p50, 2) if p50 is not None else None,
-        "p99_ms": round(p99, 2) if p99 is not None else None,
-        "p99_ci95_ms": ci,
-        "n": len(vals),
-    }
-
-
 METRICS = {
     "ttft_minus_prompt_ms": "ttft_err_ms",
     "e2e_minus_server_total_ms": "e2e_err_ms",
@@ -452,7 +424,7 @@ def main() -> None:
                 for metric in METRICS
             } | {
                 "pooled": {
-                    metric: pooled(all_rows[(level_key, tool)], key)
+                    metric: pooled_ms([r.get(key) for r in all_rows[(level_key, tool)]])
                     for metric, key in METRICS.items()
                 },
                 "errors": sum(len(r["errors"]) for r in reps),

@@ -213,6 +213,8 @@ def test_public_surface_is_pinned() -> None:
         "edit_manifest",
         "find_bundles",
         "frozen_config",
+        "history_by_key",
+        "history_by_row",
         "is_unfinalized",
         "judge_ids",
         "last_by_key",

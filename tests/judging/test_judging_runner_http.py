@@ -9,6 +9,7 @@ import io
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -302,6 +303,38 @@ def test_failed_calls_are_asked_again(tmp_path: Path) -> None:
         assert (final["status"], final["score"]) == ("scored", 4)
     finally:
         server.stop()
+
+
+def test_a_failed_run_of_another_config_keeps_the_stored_verdicts(
+    tmp_path: Path, server: JudgeServer
+) -> None:
+    pack = make_pack()
+    bundle = write_bundle(tmp_path / "bundle", pack, plain_responses(pack, ("m",)))
+    config = judge_config(tmp_path, server)
+    assert run_judge(bundle, config, out=io.StringIO()) == 0
+    first = {v["key"]: v for v in verdict_lines(bundle)}
+    card = json.loads((bundle / "scorecard.json").read_text())["rows"]
+
+    # the same judge id on a port where nothing listens, and another temperature
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    wrong = judge_config(broken, server, base_url=dead, temperature=0.1, max_consecutive_failures=3)
+    out = io.StringIO()
+    assert run_judge(bundle, wrong, out=out) == 1
+    kept = "(the scorecard of an earlier run is kept)"
+    assert f"no new scorecard: no judge has complete judgements {kept}" in out.getvalue()
+    assert len(verdict_lines(bundle)) == len(first) + 3
+
+    server.reset()
+    out = io.StringIO()
+    assert run_judge(bundle, config, out=out) == 0
+    assert server.answer_bodies() == [] and server.holistic_bodies() == []
+    assert f"{len(first)} answers: {len(first)} stored, 0 by rule, 0 to ask" in out.getvalue()
+    assert {v["key"]: v for v in verdict_lines(bundle)} == first
+    assert json.loads((bundle / "scorecard.json").read_text())["rows"] == card
 
 
 @pytest.mark.slow

@@ -113,18 +113,43 @@ def test_reuse_and_what_is_asked_again(tmp_path: Path) -> None:
     plan = plan_judge(SPEC, store, pack, SHA, rs)
     assert [j.prompt_id for j in plan.jobs] == ["A2"] and plan.n_reused == 1
 
-    # the unreadable reply is kept, the failed call is asked again
-    store.write_verdict(stored_verdict(rs[1], status="judge_error", score=None, error="x"))
-    assert not plan_judge(SPEC, store, pack, SHA, rs).jobs
+    # the failed call is asked again, the unreadable reply is kept
     store.write_verdict(stored_verdict(rs[1], status="judge_error", score=None, call_failed=True))
     assert [j.prompt_id for j in plan_judge(SPEC, store, pack, SHA, rs).jobs] == ["A2"]
+    store.write_verdict(stored_verdict(rs[1], status="judge_error", score=None, error="x"))
+    assert not plan_judge(SPEC, store, pack, SHA, rs).jobs
 
     # another judge model or another answer: asked again
     other = SPEC.model_copy(update={"model": "judge-n"})
     assert len(plan_judge(other, store, pack, SHA, rs).jobs) == 2
     rs[0] = rs[0].model_copy(update={"response_text": "eins, neu"})
-    assert [j.prompt_id for j in plan_judge(SPEC, store, pack, SHA, rs).jobs] == ["A1", "A2"]
+    assert [j.prompt_id for j in plan_judge(SPEC, store, pack, SHA, rs).jobs] == ["A1"]
     store.close()
+
+
+def test_a_later_failed_or_foreign_record_does_not_hide_a_current_one(tmp_path: Path) -> None:
+    pack = make_pack()
+    rs = responses()
+    store = JudgeStore(tmp_path, "j")
+    good = [stored_verdict(rs[0], score=4), stored_verdict(rs[1], score=5)]
+    for record in good:
+        store.write_verdict(record)
+    # a run with another configuration of judge "j": one verdict, then a failed call
+    store.write_verdict(stored_verdict(rs[0], cache_key="other config", score=1))
+    store.write_verdict(
+        stored_verdict(rs[1], cache_key="other config", status="judge_error", call_failed=True)
+    )
+    plan = plan_judge(SPEC, store, pack, SHA, rs)
+    assert not plan.jobs and plan.n_reused == 2
+    assert [plan.verdicts[r.key]["score"] for r in rs[:2]] == [4, 5]
+    assert plan.restored == [("verdicts", good[0]), ("verdicts", good[1])]
+
+    for family, record in plan.restored:
+        store.append(family, record)
+    store.close()
+    assert [store.verdicts()[r.key]["score"] for r in rs[:2]] == [4, 5]
+    again = plan_judge(SPEC, store, pack, SHA, rs)
+    assert again.n_reused == 2 and again.restored == []
 
 
 def test_report_reused_until_its_evidence_changes(tmp_path: Path) -> None:

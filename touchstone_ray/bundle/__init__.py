@@ -23,7 +23,14 @@ from touchstone_ray.bundle._folder import (
     running_manifest,
 )
 from touchstone_ray.bundle._hosts import read_events, read_host_samples
-from touchstone_ray.bundle._judgements import JudgeFiles, judge_ids, last_by_key, last_by_row
+from touchstone_ray.bundle._judgements import (
+    JudgeFiles,
+    history_by_key,
+    history_by_row,
+    judge_ids,
+    last_by_key,
+    last_by_row,
+)
 from touchstone_ray.bundle._layout import LIVE_FILES, Layout
 from touchstone_ray.bundle._manifest import Manifest, edit_manifest, read_manifest, write_manifest
 from touchstone_ray.bundle._responses import ResponseScan, ResponseShards, is_unfinalized
@@ -42,6 +49,8 @@ __all__ = [
     "edit_manifest",
     "find_bundles",
     "frozen_config",
+    "history_by_key",
+    "history_by_row",
     "is_unfinalized",
     "judge_ids",
     "last_by_key",

@@ -3,7 +3,9 @@ calibration verdicts, and the one "last record wins" reading rule.
 
 Each file is append-only (SPEC §7 writing rules); a record asked again is appended after the
 one it replaces, so readers keep the **last** record per cell key (verdicts, calibration) or
-per (model, variant) (reports). Reading cuts nothing; :meth:`JudgeFiles.repair` cuts torn
+per (model, variant) (reports). A judge run that reuses an older record than the last one
+(a failed or differently configured run came between) appends it again, so the rule stays
+true for every reader. Reading cuts nothing; :meth:`JudgeFiles.repair` cuts torn
 tails into ``<file>.torn`` first (like eval's resume).
 """
 
@@ -15,7 +17,14 @@ from typing import Any
 from touchstone_ray.bundle._layout import Layout
 from touchstone_ray.storage import JsonlWriter, read_jsonl, repair_torn_tail
 
-__all__ = ["JudgeFiles", "judge_ids", "last_by_key", "last_by_row"]
+__all__ = [
+    "JudgeFiles",
+    "history_by_key",
+    "history_by_row",
+    "judge_ids",
+    "last_by_key",
+    "last_by_row",
+]
 
 
 def last_by_key(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -35,6 +44,28 @@ def last_by_row(records: Iterable[dict[str, Any]]) -> dict[tuple[str, str], dict
         model, variant = record.get("model"), record.get("variant")
         if isinstance(model, str) and isinstance(variant, str):
             out[(model, variant)] = record
+    return out
+
+
+def history_by_key(records: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Cell key → every record with that string ``key``, in file order."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for record in records:
+        key = record.get("key")
+        if isinstance(key, str):
+            out.setdefault(key, []).append(record)
+    return out
+
+
+def history_by_row(
+    records: Iterable[dict[str, Any]],
+) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """(model, variant) → every record with string ``model`` and ``variant``, in file order."""
+    out: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for record in records:
+        model, variant = record.get("model"), record.get("variant")
+        if isinstance(model, str) and isinstance(variant, str):
+            out.setdefault((model, variant), []).append(record)
     return out
 
 

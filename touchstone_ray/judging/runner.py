@@ -221,6 +221,7 @@ def _run_judge(
     runs = [JudgeRun(plan=plans[spec.id]) for spec in selected]
     for run in runs:
         plan = run.plan
+        _write_restored(plan)
         for record in plan.rule_records:
             plan.store.write_verdict(record)
         n_rule = len(plan.rule_records)
@@ -249,6 +250,7 @@ def _run_judge(
                 driver.stop()
     finally:
         for run in runs:
+            _write_restored(run.plan)  # reports reused once their row's verdicts were in
             run.plan.store.close()
 
     for run in runs:
@@ -259,7 +261,11 @@ def _run_judge(
     ]
     elapsed = time.monotonic() - started
     if not complete:
-        print(f"no scorecard: no judge has complete judgements ({elapsed:.1f} s)", file=out)
+        kept = " (the scorecard of an earlier run is kept)" if bundle.layout.scorecard_json.exists() else ""
+        print(
+            f"no new scorecard: no judge has complete judgements{kept} ({elapsed:.1f} s)",
+            file=out,
+        )
         return 1
     checks = {
         j: judge_check(
@@ -324,3 +330,11 @@ def _spreads(plans: Iterable[JudgePlan]) -> dict[tuple[str, str], list[float]]:
             if isinstance(spread, int | float):
                 out[(str(record["model"]), str(record["variant"]))].append(float(spread))
     return dict(out)
+
+
+def _write_restored(plan: JudgePlan) -> None:
+    """Append again the reused records that a later stored record followed
+    (:attr:`JudgePlan.restored`), so every reader's "last record wins" finds them."""
+    for family, record in plan.restored:
+        plan.store.append(family, record)
+    plan.restored.clear()

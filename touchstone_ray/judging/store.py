@@ -19,10 +19,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from touchstone_ray.bundle import JudgeFiles, Layout
+from touchstone_ray.bundle import JudgeFiles, Layout, history_by_key, history_by_row
 from touchstone_ray.judging.prompts import TEMPLATE_VERSION
+from touchstone_ray.storage import read_jsonl
 
-__all__ = ["CacheFields", "JudgeStore", "is_current", "record_extras"]
+__all__ = ["CacheFields", "JudgeStore", "current_of", "is_current", "record_extras"]
 
 
 class CacheFields(BaseModel):
@@ -70,6 +71,14 @@ def is_current(record: dict[str, Any] | None, cache_key: str) -> bool:
     )
 
 
+def current_of(history: list[dict[str, Any]] | None, cache_key: str) -> dict[str, Any] | None:
+    """The last record of ``history`` (one key's stored records, in file order) that
+    :func:`is_current` for ``cache_key``; ``None`` when none is. A failed call or a run with
+    another judge configuration appended after a current record does not hide it."""
+    current = [record for record in history or [] if is_current(record, cache_key)]
+    return current[-1] if current else None
+
+
 class JudgeStore(JudgeFiles):
     """The stored judgements of one judge (:class:`~touchstone_ray.bundle.JudgeFiles` on
     ``judgements/<judge_id>/``); writers open lazily on the first write."""
@@ -77,17 +86,17 @@ class JudgeStore(JudgeFiles):
     def __init__(self, bundle_root: Path, judge_id: str) -> None:
         super().__init__(Layout(bundle_root), judge_id)
 
-    def stored_verdicts(self) -> dict[str, dict[str, Any]]:
-        """Cell key → the last stored verdict record."""
-        return self.verdicts()
+    def stored_verdicts(self) -> dict[str, list[dict[str, Any]]]:
+        """Cell key → its stored verdict records, in file order."""
+        return history_by_key(read_jsonl(self.verdicts_path).records)
 
-    def stored_calibration(self) -> dict[str, dict[str, Any]]:
-        """Calibration key → the last stored calibration verdict record."""
-        return self.calibration()
+    def stored_calibration(self) -> dict[str, list[dict[str, Any]]]:
+        """Calibration key → its stored calibration verdict records, in file order."""
+        return history_by_key(read_jsonl(self.calibration_path).records)
 
-    def stored_reports(self) -> dict[tuple[str, str], dict[str, Any]]:
-        """(model, variant) → the last stored holistic report record."""
-        return self.reports()
+    def stored_reports(self) -> dict[tuple[str, str], list[dict[str, Any]]]:
+        """(model, variant) → its stored holistic report records, in file order."""
+        return history_by_row(read_jsonl(self.reports_path).records)
 
     def write_verdict(self, record: dict[str, Any]) -> None:
         """Append one verdict record (flushed at once)."""

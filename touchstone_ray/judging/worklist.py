@@ -1,6 +1,8 @@
 """What one judge still has to do on a bundle (pure: no Ray, no requests).
 
-Per answer, in SPEC §10's order: a stored verdict that :func:`~.store.is_current` is reused;
+Per answer, in SPEC §10's order: the last stored verdict that :func:`~.store.is_current` is
+reused (:func:`~.store.current_of`: one that a later failed call or another configuration's
+record follows is appended again, :attr:`JudgePlan.restored`, so "last record wins" names it);
 else :func:`~.scoring.pre_judge_verdict` decides without a judge (prompt cut by the server,
 reasoning-only, empty answer, failed generation) and the rule's verdict is written; else the
 answer becomes an :class:`~.client.AnswerJob`. Per (model, variant), once all its verdicts
@@ -20,7 +22,7 @@ from touchstone_ray.judging.checks import calibration_jobs
 from touchstone_ray.judging.client import AnswerJob, ReportJob
 from touchstone_ray.judging.config import JudgeSpec
 from touchstone_ray.judging.scoring import pre_judge_verdict
-from touchstone_ray.judging.store import JudgeStore, is_current, record_extras
+from touchstone_ray.judging.store import JudgeStore, current_of, record_extras
 from touchstone_ray.pack import Pack
 from touchstone_ray.records import EvalResponse
 
@@ -51,8 +53,11 @@ class JudgePlan:
     """(model, variant) → its cell keys."""
     remaining: Counter[Row] = field(default_factory=Counter)
     """(model, variant) → answers still without a current verdict."""
-    stored_reports: dict[Row, dict[str, Any]] = field(default_factory=dict)
-    """(model, variant) → the last stored report (current or not)."""
+    stored_reports: dict[Row, list[dict[str, Any]]] = field(default_factory=dict)
+    """(model, variant) → its stored reports in file order (current or not)."""
+    restored: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    """``(family, record)`` of reused records that are not their key's last stored one, to be
+    appended again (``family``: ``verdicts``, ``calibration``, ``reports``)."""
     n_reused: int = 0
     n_reports_reused: int = 0
     calibration: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -81,13 +86,24 @@ class JudgePlan:
         """This judge's current verdict records of ``row``."""
         return [self.verdicts[k] for k in self.row_keys[row] if k in self.verdicts]
 
-    def report_job(self, row: Row, stored: dict[str, Any] | None) -> ReportJob | None:
-        """The report job of a row whose verdicts are all in, or ``None`` when ``stored``
-        (the stored report, if any) is still current (then it becomes the row's report)."""
+    def reuse(
+        self, family: str, history: list[dict[str, Any]] | None, cache_key: str
+    ) -> dict[str, Any] | None:
+        """The stored record of ``history`` (one key's records of ``family``, in file order)
+        that is current for ``cache_key``, noted in :attr:`restored` when a later record
+        follows it; ``None`` when none is current."""
+        record = current_of(history, cache_key)
+        if record is not None and history and record is not history[-1]:
+            self.restored.append((family, record))
+        return record
+
+    def report_job(self, row: Row) -> ReportJob | None:
+        """The report job of a row whose verdicts are all in, or ``None`` when a stored report
+        is still current (then it becomes the row's report)."""
         evidence = self.row_verdicts(row)
         key = report_cache_key(self.spec, self.pack_sha256, row[0], row[1], evidence, self.repeats)
-        if is_current(stored, key):
-            assert stored is not None
+        stored = self.reuse("reports", self.stored_reports.get(row), key)
+        if stored is not None:
             self.reports[row] = stored
             self.n_reports_reused += 1
             return None
@@ -99,7 +115,7 @@ class JudgePlan:
         row = (record["model"], record["variant"])
         self.remaining[row] -= 1
         if self.remaining[row] == 0:
-            return self.report_job(row, self.stored_reports.get(row))
+            return self.report_job(row)
         return None
 
 
@@ -121,9 +137,8 @@ def plan_judge(
     stored_cal = store.stored_calibration()
     for cal_job in calibration_jobs(spec, pack, repeats):
         plan.n_calibration += 1
-        old_cal = stored_cal.get(cal_job.key)
-        if is_current(old_cal, cal_job.cache_key):
-            assert old_cal is not None
+        old_cal = plan.reuse("calibration", stored_cal.get(cal_job.key), cal_job.cache_key)
+        if old_cal is not None:
             plan.calibration[cal_job.key] = old_cal
         else:
             plan.calibration_jobs.append(cal_job)
@@ -135,9 +150,8 @@ def plan_judge(
         key = answer_cache_key(
             spec, pack, prompt, pack.variant(response.variant), response.response_text, repeats
         )
-        old = stored.get(response.key)
-        if is_current(old, key):
-            assert old is not None
+        old = plan.reuse("verdicts", stored.get(response.key), key)
+        if old is not None:
             plan.verdicts[response.key] = old
             plan.n_reused += 1
             continue
@@ -169,7 +183,7 @@ def plan_judge(
     plan.stored_reports = store.stored_reports()
     for row in plan.row_keys:
         if plan.remaining[row] == 0:
-            job = plan.report_job(row, plan.stored_reports.get(row))
+            job = plan.report_job(row)
             if job is not None:
                 plan.report_jobs.append(job)
     return plan
