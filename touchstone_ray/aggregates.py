@@ -20,8 +20,10 @@ A cell is left out of the speed aggregates (kept in the data and counted per rea
 Adding a reason: one more ``if`` in :func:`speed_exclusions`, one more name in
 :data:`ExclusionReason` (and in :data:`PROMPT_SIDE_ONLY` when it does not touch decoding).
 
-Percentiles use linear interpolation (numpy's default), tok/s figures are medians. Times are
-seconds, memory MB, throughput tokens/s.
+Memory figures (peak RAM, model delta, GPU memory) are taken over the row's ok cells: a failed
+cell (a server that never answered) says nothing about what the model costs, so a row
+without an ok cell has none. Percentiles use linear interpolation (numpy's default), tok/s
+figures are medians. Times are seconds, memory MB, throughput tokens/s.
 """
 
 from __future__ import annotations
@@ -171,7 +173,8 @@ def _mean(values: Iterable[float | None]) -> float | None:
 
 def row_stats(responses: Sequence[EvalResponse]) -> RowStats:
     """The SPEC §9 aggregates of one (model, variant) (see the module docstring): speed
-    figures over the cells that count for them, resource figures over every cell."""
+    figures over the cells that count for them, memory figures over the ok cells, the other
+    resource figures over every cell."""
     prompt_side = [r for r in responses if counts_for_prompt(r)]
     decode_side = [r for r in responses if counts_for_decode(r)]
     ttft = [r.ttft_s for r in prompt_side if r.ttft_s is not None]
@@ -187,6 +190,7 @@ def row_stats(responses: Sequence[EvalResponse]) -> RowStats:
         f"{r.engine} {r.engine_version}" if r.engine_version else r.engine for r in responses
     }
     excluded = Counter(reason for r in responses for reason in speed_exclusions(r))
+    ok = [r for r in responses if r.ok]  # a failed cell says nothing of what the model costs
     return RowStats(
         n_cells=len(responses),
         n_ok=sum(r.ok for r in responses),
@@ -208,10 +212,10 @@ def row_stats(responses: Sequence[EvalResponse]) -> RowStats:
         completion_tokens_median=_median(
             float(r.completion_tokens) for r in responses if r.ok and r.completion_tokens
         ),
-        peak_ram_mb=_max(r.sys_used_mb for r in responses),
-        model_delta_mb=_max(r.sys_used_delta_mb for r in responses),
-        peak_gpu_mem_mb=_max(r.gpu_mem_used_mb for r in responses),
-        gpu_mem_delta_mb=_max(r.gpu_mem_delta_mb for r in responses),
+        peak_ram_mb=_max(r.sys_used_mb for r in ok),
+        model_delta_mb=_max(r.sys_used_delta_mb for r in ok),
+        peak_gpu_mem_mb=_max(r.gpu_mem_used_mb for r in ok),
+        gpu_mem_delta_mb=_max(r.gpu_mem_delta_mb for r in ok),
         throttled_cells=sum(throttle) if throttle else None,
         mem_pressure_max=max(levels, key=lambda lv: _PRESSURE_RANK.get(lv, 0)) if levels else None,
         hosts=tuple(sorted({r.host for r in responses})),

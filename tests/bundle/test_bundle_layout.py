@@ -179,7 +179,9 @@ def test_bundle_kinds_check_their_manifest(tmp_path: Path) -> None:
     _write(tmp_path / "bundle.json", WRITTEN)
     with pytest.raises(BundleError) as err:
         Bundle(tmp_path).update_manifest(status="done")
-    assert str(err.value) == f"{tmp_path}/bundle.json: not a touchstone bundle manifest"
+    assert str(err.value) == (
+        f"{tmp_path}: a perf bundle (bundle.json has kind: perf); this command needs an eval bundle"
+    )
     PerfBundle(tmp_path).update_manifest(status="done")
     assert Bundle(tmp_path).read_manifest().status == "done"
     assert Bundle(tmp_path).kind() == "perf"

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from eval_helpers import (
 )
 
 from touchstone_ray.bundle import Bundle
+from touchstone_ray.eval.run import busy_line
 from touchstone_ray.sim import SimConfig, SimServer
 
 pytestmark = pytest.mark.slow
@@ -153,3 +155,14 @@ def test_ctrl_c_finalizes_before_exit_and_resume_completes(rc: RayCluster, tmp_p
     records = shard_lines(root)
     assert len({r["key"] for r in records}) == 32
     assert [r["key"] for r in records if not _has_resources(r)] == []
+
+
+def test_busy_line_names_what_was_flagged() -> None:
+    assert busy_line(Counter(finalized=32)) is None
+    assert busy_line(Counter(finalized=32, contended=5, throttled=2)) == (
+        "speed: 5 contended and 2 throttled of 32 cells (the host was busy with other "
+        "processes, or throttled, while they ran): their TTFT and decode tok/s are left out of "
+        "the speed figures, so those read – where no cell is left; rerun on a quieter host for "
+        "speed"
+    )
+    assert busy_line(Counter(finalized=8, throttled=1)).startswith("speed: 1 throttled of 8 cells")

@@ -324,6 +324,26 @@ def test_changed_pack_is_refused_and_nothing_changes(base: Base, tmp_path: Path)
     assert snapshot(bundle) == before
 
 
+def test_a_model_the_bundle_lacks_is_refused(base: Base, tmp_path: Path) -> None:
+    bundle = base.copy(tmp_path)
+    _damage_tail(bundle)
+    data = json.loads(json.dumps(base.config_data))
+    labels = [m["id"] for m in data["models"]]
+    data["models"][1]["id"] = "rb-renamed"
+    config = write_yaml(tmp_path / "fleet-renamed.yaml", data)
+    before = snapshot(bundle)
+
+    proc = cli("eval", "--pack", str(base.pack), "--config", str(config), "--resume", str(bundle))
+
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        f"error: {bundle}: model rb-renamed is not in this bundle (its models: "
+        f"{', '.join(labels)}); resume with the bundle's config.yaml, or start a new run "
+        "without --resume"
+    ]
+    assert snapshot(bundle) == before
+
+
 @pytest.mark.parametrize(
     ("field", "value", "old"),
     [

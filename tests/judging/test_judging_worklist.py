@@ -12,6 +12,7 @@ from judging_factories import make_pack, response
 from touchstone_ray.judging.cache import answer_cache_key, report_cache_key
 from touchstone_ray.judging.client import judge_extra_body
 from touchstone_ray.judging.config import JudgeSpec
+from touchstone_ray.judging.driver import JudgeRun, progress_line
 from touchstone_ray.judging.store import JudgeStore, record_extras
 from touchstone_ray.judging.worklist import plan_judge
 from touchstone_ray.records import EvalResponse
@@ -186,3 +187,13 @@ def test_suppress_thinking_extras() -> None:
     assert judge_extra_body(own) == {"chat_template_kwargs": {"enable_thinking": True}}
     off = SPEC.model_copy(update={"suppress_thinking": False})
     assert judge_extra_body(off) == {}
+
+
+def test_progress_line_counts_calibration_while_it_runs(tmp_path: Path) -> None:
+    plan = plan_judge(SPEC, JudgeStore(tmp_path, "j"), make_pack(), SHA, responses())
+    run = JudgeRun(plan=plan, answers_total=2, answers_done=1, reports_done=0, n_errors=1)
+    assert progress_line(run) == "judge j: 1/2 answers, 0 reports, 1 judge errors"
+    run.calibration_total, run.calibration_done = 6, 3
+    assert progress_line(run) == (
+        "judge j: calibration 3/6, 1/2 answers, 0 reports, 1 judge errors"
+    )

@@ -11,7 +11,7 @@ import pytest
 from touchstone_ray.errors import UsageError
 from touchstone_ray.eval.prompts import estimate_prompt_tokens
 from touchstone_ray.perf.bundle import complete_points
-from touchstone_ray.perf.capacity import capacity_line, search_capacity
+from touchstone_ray.perf.capacity import capacity_line, capacity_points, search_capacity
 from touchstone_ray.perf.corpus import passage, words
 from touchstone_ray.perf.plan import Point, parse_slo, parse_tokens
 from touchstone_ray.perf.records import PerfResponse
@@ -138,11 +138,20 @@ def test_search_capacity_stops_at_the_maximum() -> None:
     assert search_capacity(lambda c: 1.0, max_concurrency=12)[0] == 12
 
 
+def test_search_capacity_a_point_without_counted_requests_fails() -> None:
+    found, tried = search_capacity(lambda c: None if c == 4 else 1.0)
+    assert (found, tried) == (3, {1: 1.0, 2: 1.0, 4: None, 3: 1.0})
+    assert capacity_points("m", "h", 64, {4: None})[0]["meets_slo"] is False
+
+
 def test_capacity_line() -> None:
     line = capacity_line("qwen3:8b", "gpu-a", 6, {"ttft": 0.5, "tpot": 0.05})
     assert line == "qwen3:8b on gpu-a: 6 users at once with TTFT < 0.5 s and ≥ 20 tok/s for 90 %"
     assert capacity_line("m", "h", 1, {"ttft": 2.0}) == (
         "m on h: 1 user at once with TTFT < 2 s for 90 %"
+    )
+    assert capacity_line("m", "h", 0, {"ttft": 2.0}) == (
+        "m on h: not even 1 user at once with TTFT < 2 s for 90 %"
     )
 
 
@@ -235,6 +244,22 @@ def test_point_summary_figures() -> None:
     assert s["goodput_rps"] == pytest.approx(2.0)
     assert s["send_lateness_s"]["max"] == pytest.approx(0.003)
     assert s["n_cached"] == 1
+
+
+def test_slo_share_leaves_out_contended_and_throttled_requests() -> None:
+    slo = {"ttft": 1.0}
+    fast, slow = {"ttft_s": 0.5, "tpot_s": 0.01}, {"ttft_s": 1.5, "tpot_s": 0.01}
+    records = [
+        rec(1, **fast),
+        rec(2, **fast),
+        rec(3, **slow, host_contended=True),  # someone else's load: left out
+        rec(4, **slow, throttled=True),  # left out
+        rec(5, **slow),  # a miss
+        rec(6, ok=False, error="x", error_kind="timeout"),  # a failure counts as a miss
+    ]
+    assert point_summary(records, slo)["slo_share"] == pytest.approx(2 / 4)
+    busy = [rec(1, **fast, host_contended=True), rec(2, **slow, throttled=True)]
+    assert point_summary(busy, slo)["slo_share"] is None
 
 
 def test_complete_points_counts_planned_runs() -> None:

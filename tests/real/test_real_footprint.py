@@ -26,6 +26,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +39,7 @@ import yaml
 from llama_server import LlamaServer, free_port, llama_server
 from ray_env import isolated_ray_auth
 
-from touchstone_ray.eval.run import EvalOptions, run_eval
+from touchstone_ray.eval.run import EvalOptions, busy_line, run_eval
 from touchstone_ray.records import EvalResponse, HostSample
 from touchstone_ray.report import row_stats
 from touchstone_ray.storage import read_jsonl
@@ -186,6 +187,8 @@ class Run:
     records: dict[str, list[EvalResponse]]
     samples: list[HostSample]
     manifest: dict[str, Any]
+    printed: str
+    """What the eval printed."""
 
 
 def _tree_rss(pid: int) -> float:
@@ -251,7 +254,8 @@ def _run_eval(work: Path, small: LlamaServer, big: LlamaServer, proxy: TcpProxy)
     out = work / "runs"
     burner = Burner((out, "*/responses/small.jsonl"))
     watcher = burner.watch()
-    outcome = run_eval(EvalOptions(pack=pack, config=cfg, out=out), io.StringIO())
+    printed = io.StringIO()
+    outcome = run_eval(EvalOptions(pack=pack, config=cfg, out=out), printed)
     watcher.join(timeout=BURN_CAP_S + 10)
     rss = {
         "small": _tree_rss(_listener(small)),
@@ -272,7 +276,9 @@ def _run_eval(work: Path, small: LlamaServer, big: LlamaServer, proxy: TcpProxy)
         for s in read_jsonl(p).records
     ]
     manifest = json.loads((outcome.bundle / "bundle.json").read_text())
-    return Run(outcome.bundle, small, big, rss, burner, records, samples, manifest)
+    return Run(
+        outcome.bundle, small, big, rss, burner, records, samples, manifest, printed.getvalue()
+    )
 
 
 def test_engine_rss_matches_psutil_and_grows_with_context(run: Run) -> None:
@@ -337,4 +343,9 @@ def test_cpu_burner_marks_exactly_its_cells_contended(run: Run) -> None:
     ]
     stats = row_stats(run.records["small"])
     assert stats.n_contended == sum(1 for r in run.records["small"] if r.host_contended) >= 1
+    every = [r for rs in run.records.values() for r in rs]
+    contended = sum(1 for r in every if r.host_contended)
+    throttled = sum(1 for r in every if r.throttled)
+    flagged = Counter(finalized=len(every), contended=contended, throttled=throttled)
+    assert busy_line(flagged) in run.printed.splitlines()
     assert stats.decode_tps_median == (statistics.median(timed) if timed else None)

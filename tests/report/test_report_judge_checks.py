@@ -62,7 +62,6 @@ def test_judge_section(tmp_path: Path) -> None:
     ) in section
     assert f"| `person` | `j1` | {len(rows)} | Q1 1.00, Q2 0.00 |" in section
     assert "| m-fast | baseline | 3 | 0.50 | 1.00 |" in section
-    ranking_end = text.index("## Judges und Übereinstimmung")
-    beside = text[:ranking_end]
+    beside = text[: text.index("## Methode")]  # right after the ranking, before the method
     assert "**Warnungen zu den Judges**" in beside
-    assert "- `j3`: nein qualifiziert (nein gezählt); band accuracy 0.40 &lt; 0.80" in beside
+    assert "- `j3`: nicht qualifiziert (nicht gezählt); band accuracy 0.40 &lt; 0.80" in beside

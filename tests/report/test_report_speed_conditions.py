@@ -91,6 +91,16 @@ def test_row_stats_keep_cached_cells_out_of_ttft_and_prefill_and_count_them() ->
     assert stats.excluded == {"cold_start": 2, "failed": 1, "prompt_cached": 2}
 
 
+def test_memory_figures_come_from_ok_cells_only() -> None:
+    memory = {"sys_used_mb": 1200.0, "sys_used_delta_mb": 1.0, "gpu_mem_used_mb": 900.0}
+    gone = _cell("P1", 1, ok=False, response_text="", error_kind="connect", **memory)
+    served = _cell("P2", 1, sys_used_mb=1100.0, sys_used_delta_mb=300.0)
+    stats = row_stats([gone, served])
+    assert (stats.peak_ram_mb, stats.model_delta_mb, stats.peak_gpu_mem_mb) == (1100.0, 300.0, None)
+    never = row_stats([gone])
+    assert (never.peak_ram_mb, never.model_delta_mb, never.peak_gpu_mem_mb) == (None,) * 3
+
+
 def test_a_row_of_cache_hits_only_has_no_ttft_but_a_decode_rate() -> None:
     only_cached = [r for r in ROW if r.prompt_cached and not r.is_cold_start]
     stats = row_stats(only_cached)

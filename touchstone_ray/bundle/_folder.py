@@ -205,6 +205,11 @@ class Bundle:
         """Raise :class:`BundleError` unless ``manifest`` is one of this bundle's kind (an
         eval bundle: with a pack and its sha256)."""
         path = self.layout.manifest
+        if manifest.kind == "perf":
+            raise BundleError(
+                f"{self.root}: a perf bundle (bundle.json has kind: perf); this command needs "
+                "an eval bundle"
+            )
         if not isinstance(manifest.pack, dict):
             raise BundleError(f"{path}: not a touchstone bundle manifest")
         if not isinstance(manifest.pack.get("sha256"), str):
@@ -336,20 +341,27 @@ class Bundle:
         self.check_frozen_config(config)
 
     def check_frozen_config(self, config: FleetConfig) -> None:
-        """Refuse a resume whose config changed a model's generation settings
-        (:data:`GENERATION_FIELDS`); raises :class:`BundleError` naming the model, the field
-        and its old and new value."""
+        """Refuse a resume whose config has a model the bundle was not started with, or
+        changed a model's generation settings (:data:`GENERATION_FIELDS`); raises
+        :class:`BundleError` naming the new models and the bundle's, or the model, the field
+        and its old and new value. A model left out of the config (or ``--models``) is
+        simply not run."""
         frozen_path = self.layout.config
         try:
             old_cfg = FleetConfig.model_validate(yaml.safe_load(frozen_path.read_text("utf-8")))
         except (OSError, yaml.YAMLError, ValidationError) as exc:
             raise BundleError(f"{frozen_path}: unreadable ({type(exc).__name__})") from None
         old = {old_cfg.model_label(m): m for m in old_cfg.models}
+        added = [label for m in config.models if (label := config.model_label(m)) not in old]
+        if added:
+            raise BundleError(
+                f"{self.root}: model {', '.join(added)} is not in this bundle (its models: "
+                f"{', '.join(old)}); resume with the bundle's config.yaml, or start a new run "
+                "without --resume"
+            )
         for model in config.models:
             label = config.model_label(model)
-            before = old.get(label)
-            if before is None:
-                continue
+            before = old[label]
             for name in GENERATION_FIELDS:
                 a = redact(getattr(before, name))
                 b = redact(getattr(model, name))

@@ -9,7 +9,7 @@ import contextlib
 import os
 import sys
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Container, MutableSet
 from dataclasses import dataclass, field
 from functools import partial
@@ -164,7 +164,8 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
         stopped = fleet.start.stopped
         _stop_fleet(fleet, bundle)
         fleet = None
-        finalize_bundle(bundle.root)  # every unfinalized record, from earlier runs too
+        flagged: Counter[str] = Counter()
+        finalize_bundle(bundle.root, flagged=flagged)  # every unfinalized record, earlier too
     except BaseException as exc:
         if fleet is not None:
             with contextlib.suppress(OSError):  # a read-only disk fails the manifest update
@@ -199,8 +200,27 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
         + "".join(f"; {h} stopped before its cells: {r}" for h, r in sorted(stopped.items())),
         file=out,
     )
+    busy = busy_line(flagged)
+    if busy:
+        print(busy, file=out)
     print(bundle.root, file=out, flush=True)
     return outcome
+
+
+def busy_line(flagged: Counter[str]) -> str | None:
+    """The line that says how many of the cells finalized now were measured on a host that
+    other processes kept busy or that throttled (:func:`finalize_bundle` ``flagged``), and
+    what that does to the figures; ``None`` when none was."""
+    contended, throttled = flagged["contended"], flagged["throttled"]
+    if not contended and not throttled:
+        return None
+    parts = [f"{n} {what}" for n, what in ((contended, "contended"), (throttled, "throttled")) if n]
+    return (
+        f"speed: {' and '.join(parts)} of {flagged['finalized']} cells (the host was busy with "
+        "other processes, or throttled, while they ran): their TTFT and decode tok/s are left "
+        "out of the speed figures, so those read – where no cell is left; rerun on a quieter "
+        "host for speed"
+    )
 
 
 def _scan_for_resume(root: Path, key_set: Callable[[], MutableSet[str]]) -> ResponseScan:

@@ -50,6 +50,9 @@ class JudgeRun:
     """Why the judge was stopped (one line), or ``None``."""
     answers_total: int = 0
     answers_done: int = 0
+    calibration_total: int = 0
+    """Calibration answers to ask in this run (the stored ones not counted)."""
+    calibration_done: int = 0
     reports_done: int = 0
     n_calls: int = 0
     n_errors: int = 0
@@ -63,6 +66,20 @@ class JudgeRun:
     def deadline_s(self) -> float:
         """Budget of one job (s): two requests with their retries, plus loading."""
         return call_deadline_s(self.spec.engine_settings(None), calls=REQUESTS_PER_JOB)
+
+
+def progress_line(run: JudgeRun) -> str:
+    """``judge J: [calibration C/N, ]A/M answers, R reports, E judge errors`` (the
+    calibration part only while this run asks calibration answers)."""
+    calibration = (
+        f"calibration {run.calibration_done}/{run.calibration_total}, "
+        if run.calibration_total
+        else ""
+    )
+    return (
+        f"judge {run.spec.id}: {calibration}{run.answers_done}/{run.answers_total} answers, "
+        f"{run.reports_done} reports, {run.n_errors} judge errors"
+    )
 
 
 class _JudgeLane(Lane):
@@ -214,10 +231,7 @@ class JudgeDriver:
             self._last_progress = time.monotonic()
             for run in self.runs:
                 if run.aborted is None:
-                    self.say(
-                        f"judge {run.spec.id}: {run.answers_done}/{run.answers_total} "
-                        f"answers, {run.reports_done} reports, {run.n_errors} judge errors"
-                    )
+                    self.say(progress_line(run))
 
     def store(self, run: JudgeRun, kind: str, record: dict[str, Any]) -> None:
         """Append ``record`` of a ``kind`` job to the judge's store and plan; a row whose last
@@ -226,6 +240,7 @@ class JudgeDriver:
         if kind == "calibration":
             plan.store.write_calibration(record)
             plan.calibration[record["key"]] = record
+            run.calibration_done += 1
         elif kind == "answer":
             plan.store.write_verdict(record)
             run.answers_done += 1

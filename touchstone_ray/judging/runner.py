@@ -227,6 +227,7 @@ def _run_judge(
         n_rule = len(plan.rule_records)
         plan.rule_records.clear()
         run.answers_total = len(plan.jobs)
+        run.calibration_total = len(plan.calibration_jobs)
         n_cal_stored = plan.n_calibration - len(plan.calibration_jobs)
         print(
             f"judge {run.spec.id}: {plan.n_calibration} calibration answers ({n_cal_stored} "
@@ -261,7 +262,11 @@ def _run_judge(
     ]
     elapsed = time.monotonic() - started
     if not complete:
-        kept = " (the scorecard of an earlier run is kept)" if bundle.layout.scorecard_json.exists() else ""
+        kept = (
+            " (the scorecard of an earlier run is kept)"
+            if bundle.layout.scorecard_json.exists()
+            else ""
+        )
         print(
             f"no new scorecard: no judge has complete judgements{kept} ({elapsed:.1f} s)",
             file=out,

@@ -23,8 +23,8 @@ Per (model, variant) row (:class:`ScorecardRow`):
   prompt, ``n_cached`` prompt-cache hits, ``n_contended`` cells measured on a contended host.
   ``concurrency``: the model's configured in-flight limit from the bundle's frozen fleet config
   (> 1: speed under load). ``peak_ram_mb`` = max ``sys_used_mb``, ``model_delta_mb`` = max
-  ``sys_used_delta_mb``, ``engine_rss_peak_mb`` = max ``engine_rss_mb`` over the row's
-  responses; ``None`` when unmeasured.
+  ``sys_used_delta_mb`` over the row's ok responses, ``engine_rss_peak_mb`` = max
+  ``engine_rss_mb`` over all of them; ``None`` when unmeasured.
 
 Agreement: Krippendorff's α per dimension over the judges' reports, κ on the red flags the
 judges gave themselves, Kendall's τ-b between each pair of judges' own rankings (each ranked

@@ -510,7 +510,7 @@ class _Fleet:
     ) -> None:
         ctx = min(opts.contexts)
 
-        def share_at(c: int) -> float:
+        def share_at(c: int) -> float | None:
             point = Point(m.label, m.host, ctx, c, runs_at(opts.runs, c))
             have = self.ran.get(point.prefix) or [
                 r for r in existing if r.key.rsplit("|", 1)[0] == point.prefix

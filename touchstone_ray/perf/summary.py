@@ -4,7 +4,9 @@ Over the requests of one point: p50/p95/p99 (linear interpolation) of TTFT, TPOT
 request's ``itl_p50_s``) and E2E; CV % of TTFT (population stdev / mean × 100); median
 prefill and decode tok/s per request; total tok/s = Σ completion tokens of ok requests /
 the point's wall time (first send to last end, s); goodput = requests meeting every SLO / the
-wall time (req/s); the share meeting the SLO over all requests (a failed one does not);
+wall time (req/s); the share meeting the SLO over the requests that count for it
+(:func:`counts_for_slo`: a failed one counts, as a miss; one measured while the host was
+contended or throttled does not);
 the send lateness p50/p99/max (s); n excluded by reason (:mod:`touchstone_ray.aggregates`:
 prompt-side figures leave out every reason, decode-side ones keep prompt-cached requests).
 """
@@ -45,9 +47,23 @@ def meets_slo(r: PerfResponse, slo: dict[str, float]) -> bool:
     return not ("tpot" in slo and (r.tpot_s is None or r.tpot_s > slo["tpot"]))
 
 
-def slo_share(records: Sequence[PerfResponse], slo: dict[str, float]) -> float:
-    """Share (0..1) of ``records`` meeting ``slo``; 0 for none."""
-    return sum(meets_slo(r, slo) for r in records) / len(records) if records else 0.0
+SLO_LEFT_OUT = frozenset({"cold_start", "contended", "throttled"})
+"""Exclusion reasons (:func:`~touchstone_ray.aggregates.speed_exclusions`) that leave a request
+out of the SLO share: its time says how busy the machine was, not how the server keeps up at
+this concurrency. A failed request stays in (as a miss), a prompt-cached one too (the cached
+variant's requests are all cached)."""
+
+
+def counts_for_slo(r: PerfResponse) -> bool:
+    """Whether ``r`` counts for the SLO share (no reason of :data:`SLO_LEFT_OUT`)."""
+    return not SLO_LEFT_OUT.intersection(speed_exclusions(r))
+
+
+def slo_share(records: Sequence[PerfResponse], slo: dict[str, float]) -> float | None:
+    """Share (0..1) of the ``records`` that count (:func:`counts_for_slo`) meeting ``slo``;
+    ``None`` when none counts."""
+    counted = [r for r in records if counts_for_slo(r)]
+    return sum(meets_slo(r, slo) for r in counted) / len(counted) if counted else None
 
 
 def point_summary(records: Sequence[PerfResponse], slo: dict[str, float]) -> dict[str, Any]:

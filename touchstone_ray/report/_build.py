@@ -32,10 +32,10 @@ def build_document(data: ReportData) -> Document:
     blocks.append(Heading(2, t["overview"] if data.judged else t["overview_plain"]))
     if data.judged:
         blocks += _judged.overview(data, t)
+        blocks += _judges.judge_warnings(data, t)
         blocks += _sections.method(data, t)
         blocks += _sections.hardware(data, t)
         blocks += _judged.master(data, t)
-        blocks += _judges.judge_warnings(data, t)
         blocks += _judged.categories(data, t)
         blocks += _judged.ab(data, t)
         blocks += _judged.quality_speed(data, t)

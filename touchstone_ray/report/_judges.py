@@ -112,7 +112,8 @@ def outside_raters(data: ReportData, t: dict[str, str]) -> list[Block]:
 
 
 def judge_warnings(data: ReportData, t: dict[str, str]) -> list[Block]:
-    """Beside the ranking: each judge's warnings and whether it was counted; empty when none."""
+    """Right after the ranking: each judge's warnings and whether it was counted; empty when
+    none."""
     checks = (data.card or {}).get("judge_checks") or {}
     items: list[tuple[Inline, ...]] = []
     for judge_id, check in checks.items() if isinstance(checks, dict) else ():
@@ -120,8 +121,8 @@ def judge_warnings(data: ReportData, t: dict[str, str]) -> list[Block]:
             continue
         warnings = [str(w) for w in check.get("warnings") or []]
         if not check.get("qualified"):
-            state = t["counted"] if judge_id in data.judges else f"{t['no']} {t['counted']}"
-            warnings.insert(0, f"{t['no']} {t['qualified']} ({state})")
+            state = t["counted"] if judge_id in data.judges else t["not_counted"]
+            warnings.insert(0, f"{t['not_qualified']} ({state})")
         if warnings:
             items.append((Code(str(judge_id)), ": " + "; ".join(warnings)))
     return [Para((Strong(t["judge_warnings"]),)), Bullets(tuple(items))] if items else []

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from itertools import pairwise
 from pathlib import Path
@@ -262,11 +262,16 @@ def pick_baseline(ticks: list[HostSample], t_start: float | None) -> HostSample 
 
 
 def finalize_bundle(
-    bundle_dir: Path, only_keys: set[str] | None = None, shards: str = "responses"
+    bundle_dir: Path,
+    only_keys: set[str] | None = None,
+    shards: str = "responses",
+    flagged: Counter[str] | None = None,
 ) -> int:
     """Apply :func:`resources_for` to every record of ``<shards>/*.jsonl`` that has no
     resource fields yet; returns how many records it looked at (``shards``: ``responses`` in an
-    eval bundle, ``points`` / ``embed`` in a perf bundle).
+    eval bundle, ``points`` / ``embed`` in a perf bundle). ``flagged``, when given, counts the
+    records finalized now that came out ``host_contended`` or ``throttled`` (keys
+    ``contended``, ``throttled``) and how many were finalized (``finalized``).
 
     Complete and idempotent: every unfinalized record (``n_samples`` null), whichever run
     wrote it, is joined to the host samples now in ``hosts/``; a second call over the same
@@ -288,13 +293,18 @@ def finalize_bundle(
         if not timeline.samples:
             unsampled.add(host)
         base = pick_baseline(baselines.get((host, model), []), rec.get("t_start"))
-        return resources_for(
+        fields = resources_for(
             rec,
             timeline,
             base,
             endpoint=endpoints.get(model),
             cpu_count=cpu_counts.get(host),
         )
+        if flagged is not None:
+            flagged["finalized"] += 1
+            flagged["contended"] += bool(fields.get("host_contended"))
+            flagged["throttled"] += bool(fields.get("throttled"))
+        return fields
 
     seen = ResponseShards(layout, shards).rewrite_unfinalized(fields_for, only_keys)
     if unsampled:

@@ -175,6 +175,8 @@ REPORT: dict[str, str] = {
     ),
     "qualified": "qualifiziert",
     "counted": "gezählt",
+    "not_qualified": "nicht qualifiziert",
+    "not_counted": "nicht gezählt",
     "band_accuracy": "Band-Treffer",
     "red_flag_recall": "Red-Flag-Recall",
     "score_gap": "Abstand hoch − niedrig",

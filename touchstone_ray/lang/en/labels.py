@@ -170,6 +170,8 @@ REPORT: dict[str, str] = {
     ),
     "qualified": "qualified",
     "counted": "counted",
+    "not_qualified": "not qualified",
+    "not_counted": "not counted",
     "band_accuracy": "Band accuracy",
     "red_flag_recall": "Red-flag recall",
     "score_gap": "Gap high − low",
