@@ -27,26 +27,6 @@ __all__ = [
 ]
 
 
-def last_by_key(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Cell key → the last record with that string ``key`` (file order)."""
-    out: dict[str, dict[str, Any]] = {}
-    for record in records:
-        key = record.get("key")
-        if isinstance(key, str):
-            out[key] = record
-    return out
-
-
-def last_by_row(records: Iterable[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
-    """(model, variant) → the last record with string ``model`` and ``variant``."""
-    out: dict[tuple[str, str], dict[str, Any]] = {}
-    for record in records:
-        model, variant = record.get("model"), record.get("variant")
-        if isinstance(model, str) and isinstance(variant, str):
-            out[(model, variant)] = record
-    return out
-
-
 def history_by_key(records: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     """Cell key → every record with that string ``key``, in file order."""
     out: dict[str, list[dict[str, Any]]] = {}
@@ -67,6 +47,16 @@ def history_by_row(
         if isinstance(model, str) and isinstance(variant, str):
             out.setdefault((model, variant), []).append(record)
     return out
+
+
+def last_by_key(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Cell key → the last record with that string ``key`` (file order)."""
+    return {key: history[-1] for key, history in history_by_key(records).items()}
+
+
+def last_by_row(records: Iterable[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+    """(model, variant) → the last record with string ``model`` and ``variant``."""
+    return {row: history[-1] for row, history in history_by_row(records).items()}
 
 
 def judge_ids(layout: Layout) -> list[str]:
