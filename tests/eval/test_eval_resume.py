@@ -324,48 +324,42 @@ def test_changed_pack_is_refused_and_nothing_changes(base: Base, tmp_path: Path)
     assert snapshot(bundle) == before
 
 
-def test_a_model_the_bundle_lacks_is_refused(base: Base, tmp_path: Path) -> None:
-    bundle = base.copy(tmp_path)
-    _damage_tail(bundle)
-    data = json.loads(json.dumps(base.config_data))
-    labels = [m["id"] for m in data["models"]]
-    data["models"][1]["id"] = "rb-renamed"
-    config = write_yaml(tmp_path / "fleet-renamed.yaml", data)
-    before = snapshot(bundle)
-
-    proc = cli("eval", "--pack", str(base.pack), "--config", str(config), "--resume", str(bundle))
-
-    assert proc.returncode == 2
-    assert proc.stderr.splitlines() == [
-        f"error: {bundle}: model rb-renamed is not in this bundle (its models: "
-        f"{', '.join(labels)}); resume with the bundle's config.yaml, or start a new run "
-        "without --resume"
-    ]
-    assert snapshot(bundle) == before
+GENERATION = "resume needs the same generation settings"
 
 
 @pytest.mark.parametrize(
-    ("field", "value", "old"),
+    ("change", "reason"),
     [
-        ("extra_body", {"think": False}, "{}"),
-        ("sim", {**FAST, "quality": 0.1}, repr(FAST)),
+        (
+            {"extra_body": {"think": False}},
+            "model rb: extra_body changed since the bundle was started ({} → {'think': False}); "
+            + GENERATION,
+        ),
+        (
+            {"sim": {**FAST, "quality": 0.1}},
+            f"model rb: sim changed since the bundle was started ({FAST!r} → "
+            f"{ {**FAST, 'quality': 0.1}!r}); " + GENERATION,
+        ),
+        (
+            {"id": "rb-renamed"},
+            "model rb-renamed is not in this bundle (its models: ra, rb); resume with the "
+            "bundle's config.yaml, or start a new run without --resume",
+        ),
     ],
+    ids=["extra_body", "sim", "new model"],
 )
-def test_changed_generation_setting_is_refused(
-    base: Base, tmp_path: Path, field: str, value: Any, old: str
+def test_a_changed_model_is_refused(
+    base: Base, tmp_path: Path, change: dict[str, Any], reason: str
 ) -> None:
     bundle = base.copy(tmp_path)
     _damage_tail(bundle)
     data = json.loads(json.dumps(base.config_data))
-    data["models"][1][field] = value
+    data["models"][1].update(change)
     config = write_yaml(tmp_path / "fleet-changed.yaml", data)
     before = snapshot(bundle)
 
     proc = cli("eval", "--pack", str(base.pack), "--config", str(config), "--resume", str(bundle))
 
     assert proc.returncode == 2
-    assert proc.stderr.splitlines() == [
-        f"error: {bundle}: model rb: {field} changed since the bundle was started "
-        f"({old} → {value!r}); resume needs the same generation settings"
-    ]
+    assert proc.stderr.splitlines() == [f"error: {bundle}: {reason}"]
     assert snapshot(bundle) == before
