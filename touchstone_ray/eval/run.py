@@ -191,6 +191,9 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
     sink.close()
     failed = bool(outcome.exit_code)
     bundle.update_manifest(status="failed" if failed else "done", finished_at=time.time())
+    busy = busy_line(flagged)
+    if busy:  # before the summary: the last two lines stay the summary and the bundle path
+        print(busy, file=out)
     kinds = ", ".join(f"{k} {n}" for k, n in sorted(outcome.failures_by_kind.items()))
     print(
         f"eval {'failed' if failed else 'done'}: {outcome.n_ok} ok, "
@@ -200,9 +203,6 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
         + "".join(f"; {h} stopped before its cells: {r}" for h, r in sorted(stopped.items())),
         file=out,
     )
-    busy = busy_line(flagged)
-    if busy:
-        print(busy, file=out)
     print(bundle.root, file=out, flush=True)
     return outcome
 
