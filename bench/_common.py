@@ -22,7 +22,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -122,7 +122,7 @@ def pinned_apart(server_pid: int) -> Iterator[dict[str, list[int]] | None]:
                 os.sched_setaffinity(thread.id, set(cpus))
 
 
-def pooled_ms(values: list[float | None], scale: float = 1.0) -> dict[str, Any]:
+def pooled_ms(values: Iterable[float | None], scale: float = 1.0) -> dict[str, Any]:
     """Median and p99 of ``values`` × ``scale`` (in ms: ``scale`` 1000 for seconds) pooled from
     every repetition, with the p99's 95 % bootstrap interval ``[low, high]``
     (``scipy.stats.bootstrap``, percentile method, 2,000 resamples, seed 0; null under 20
