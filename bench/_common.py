@@ -67,7 +67,7 @@ def machine() -> dict[str, Any]:
     """Cores, RAM, CPU model, OS, Python and Ray version of this machine, and the code tree."""
     import ray
 
-    from touchstone_ray.eval.client_actor import cpu_model
+    from touchstone_ray.fleet import cpu_model
 
     return {
         "cores_logical": os.cpu_count(),

@@ -1,19 +1,19 @@
 """What a host's start-up costs before its first cell, against the floor Ray itself sets.
 
 In a fresh Python process per round (as ``touchstone-ray eval`` is), a local Ray starts
-(dashboard off, :func:`~touchstone_ray.ray_session.ensure_ray`) and then, timed from the
+(dashboard off, :func:`~touchstone_ray.fleet.session.ensure_ray`) and then, timed from the
 actor's creation:
 
 * ``bare``: a pinned actor of an empty class answers its first call (Ray's own floor: a
   worker process starts and imports Ray);
-* ``client``: the eval client actor (:func:`~touchstone_ray.eval.client_actor.spawn_client`,
+* ``client``: the eval client actor (:func:`~touchstone_ray.fleet.client_actor.spawn_client`,
   one simulator endpoint) answers ``ready``, then ``preflight`` (one HTTP round trip);
 * ``client+monitor``: the same while the host's monitor starts beside it, as ``eval`` does;
 * ``steps``: a pinned actor that, inside its worker, times its own start (creation → its
   ``__init__``), the client actor's imports, and the host facts ``ready`` gathers
-  (:func:`~touchstone_ray.eval.client_actor.host_facts`).
+  (:func:`~touchstone_ray.fleet.client_actor.host_facts`).
 
-Also, in fresh interpreters: ``import ray`` and ``import touchstone_ray.eval.client_actor``
+Also, in fresh interpreters: ``import ray`` and ``import touchstone_ray.fleet.client_actor``
 (what the client actor's worker imports beyond Ray). Prints one JSON summary (seconds,
 median/min/max per figure) on stdout. Not a test; takes about a minute per 5 rounds.
 
@@ -49,12 +49,12 @@ class Steps:
 
     def __init__(self) -> None:
         self.t_init = time.time()
-        import touchstone_ray.eval.client_actor  # noqa: F401 - the import is what is timed
+        import touchstone_ray.fleet.client_actor  # noqa: F401 - the import is what is timed
 
         self.t_imported = time.time()
 
     def ready(self) -> dict[str, float]:
-        from touchstone_ray.eval.client_actor import host_facts
+        from touchstone_ray.fleet import host_facts
 
         t = time.perf_counter()
         host_facts(None)
@@ -70,11 +70,9 @@ def one_round(variant: str) -> dict[str, float]:
     import ray
 
     from touchstone_ray.config import ModelSpec, RaySettings
-    from touchstone_ray.dispatch import spawn_pinned
-    from touchstone_ray.eval.client_actor import spawn_client
-    from touchstone_ray.ray_session import ensure_ray
+    from touchstone_ray.fleet import ensure_ray, spawn_client, spawn_pinned
     from touchstone_ray.sim import SimConfig, SimServer
-    from touchstone_ray.telemetry import MonitorSet
+    from touchstone_ray.fleet import MonitorSet
 
     with SimServer(SimConfig(ttft_ms=5, tps=1000)) as sim, tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
@@ -132,7 +130,7 @@ def main() -> None:
         print(json.dumps(one_round(args.child)))
         return
     runs: dict[str, list[dict[str, float]]] = {v: [] for v in VARIANTS}
-    imports: dict[str, list[float]] = {"ray": [], "touchstone_ray.eval.client_actor": []}
+    imports: dict[str, list[float]] = {"ray": [], "touchstone_ray.fleet.client_actor": []}
     loads = []
     for _ in range(args.rounds):
         loads.append(os.getloadavg()[0])

@@ -84,7 +84,7 @@ from llama_server import MODEL_ALIAS, llama_server, model_path
 from touchstone_ray.engines import EngineSettings
 from touchstone_ray.engines.llamacpp import LlamaCppEngine
 from touchstone_ray.engines.normalize import percentile
-from touchstone_ray.eval.prompts import nonce_line
+from touchstone_ray.fleet import nonce_line
 from touchstone_ray.perf.corpus import passage
 from touchstone_ray.perf.workload import fit_prompt, prompt_messages
 
@@ -199,7 +199,7 @@ def _add(point: dict[str, list[float]], ttft: Any, tpot: Any, late: Any = None) 
 # --- GuideLLM -----------------------------------------------------------------------------
 async def fitted_prompts(base_url: str, target: int, n: int, tag: str) -> list[str]:
     """``n`` user messages of at most ``target`` tokens (the server's count), each with its own
-    cache-busting first line (:func:`~touchstone_ray.eval.prompts.nonce_line`, 14 characters
+    cache-busting first line (:func:`~touchstone_ray.fleet.prompts.nonce_line`, 14 characters
     like touchstone's), fitted like touchstone's perf prompts."""
     nonces = [nonce_line(tag, str(i)) for i in range(n)]
     engine = LlamaCppEngine(EngineSettings(base_url=base_url, max_attempts=1), version_label="b")

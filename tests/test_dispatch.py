@@ -14,7 +14,8 @@ import ray
 from ray_env import isolated_ray_auth
 
 from touchstone_ray.config import ModelSpec
-from touchstone_ray.dispatch import (
+from touchstone_ray.engines.base import EngineSettings
+from touchstone_ray.fleet.dispatch import (
     DEADLINE_SLACK_S,
     Call,
     Dispatcher,
@@ -23,7 +24,6 @@ from touchstone_ray.dispatch import (
     call_deadline_s,
     spawn_pinned,
 )
-from touchstone_ray.engines.base import EngineSettings
 from touchstone_ray.judging.config import JudgeSpec
 
 

@@ -30,7 +30,7 @@ def test_cli_start_imports_no_http_client_or_server() -> None:
 
 def test_client_actor_imports_its_client_but_not_the_simulator_server() -> None:
     names = ["aiohttp", "aiohttp.web", "touchstone_ray.sim._server"]
-    assert loaded("touchstone_ray.eval.client_actor", names) == {
+    assert loaded("touchstone_ray.fleet.client_actor", names) == {
         "aiohttp": True,
         "aiohttp.web": False,
         "touchstone_ray.sim._server": False,

@@ -13,7 +13,7 @@ from aiohttp import web
 from loopback_app import LoopbackApp
 from ray_env import isolated_ray_auth
 
-from touchstone_ray.preflight import run_hosts
+from touchstone_ray.fleet.preflight import run_hosts
 from touchstone_ray.sim import SimConfig, SimServer
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from touchstone_ray.ray_session import start_failed_line
+from touchstone_ray.fleet.session import start_failed_line
 
 pytestmark = pytest.mark.slow
 

@@ -36,7 +36,7 @@ DebugOption = Annotated[
 
 def _set_debug(debug: bool) -> None:
     """``--debug`` given before the command or on it: tracebacks and Ray's log lines."""
-    from touchstone_ray.ray_session import show_ray_logs
+    from touchstone_ray.fleet import show_ray_logs
 
     _debug["on"] = _debug["on"] or debug
     show_ray_logs(_debug["on"])
@@ -184,7 +184,7 @@ def hosts(
     Exit 1 if an endpoint is unreachable or a configured model is not served.
     """
     _set_debug(debug)
-    from touchstone_ray.preflight import run_hosts
+    from touchstone_ray.fleet import run_hosts
 
     raise typer.Exit(run_hosts(config, address))
 
@@ -248,8 +248,8 @@ def scorecard(
     """Print the ranking table of a judged bundle (exit 2 if it has no scorecard yet)."""
     import json
 
-    from touchstone_ray.judging.render import ranking_table
-    from touchstone_ray.judging.scorecard import load_scorecard
+    from touchstone_ray.scoring.render import ranking_table
+    from touchstone_ray.scoring.scorecard import load_scorecard
 
     card = load_scorecard(bundle)
     typer.echo(json.dumps(card, indent=2, ensure_ascii=False) if as_json else ranking_table(card))
@@ -290,7 +290,7 @@ def ingest(
 ) -> None:
     """Store a filled rating task (a person or an outside AI) as judge NAME (holistic reports
     only) and print its agreement with each local judge of the scorecard."""
-    from touchstone_ray.judging.ingest import agreement_json, ingest_reply
+    from touchstone_ray.scoring.ingest import agreement_json, ingest_reply
 
     result = ingest_reply(bundle, reply, name)
     typer.echo(f"ingested {result['rows']} rated rows as {name}")

@@ -3,7 +3,7 @@
 :func:`load_config` validates everything that can be checked before Ray starts: unknown keys,
 unknown host names, a model without ``base_url`` (other than simulated), an unset
 ``api_key_env`` variable, duplicate (model id, host) pairs, malformed URLs. Host → node
-resolution (a host that matches no node) happens in :mod:`touchstone_ray.host_resolution`.
+resolution (a host that matches no node) happens in :mod:`touchstone_ray.fleet.hosts`.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ A local Ray cluster of three nodes (labels ``gpu-a``, ``gpu-b``, ``gpu-c``), sim
 engines on each node serving models that differ in speed and quality, the shipped
 ``buero`` pack, two simulated judges, the report; then the ranking and the bundle path.
 Everything it writes is labelled *simulated*. A cluster that does not start (a loaded
-machine) is shut down and started once more (:func:`~touchstone_ray.ray_session.start_local`).
+machine) is shut down and started once more (:func:`~touchstone_ray.fleet.session.start_local`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any, TextIO
 import yaml
 
 from touchstone_ray.errors import RunError
-from touchstone_ray.ray_session import ray_logging_level, start_local
+from touchstone_ray.fleet import ray_logging_level, start_local
 
 DEMO_HOSTS = ("gpu-a", "gpu-b", "gpu-c")
 
@@ -84,10 +84,10 @@ def run_demo(out: Path, quick: bool = False, stream: TextIO = sys.stdout) -> int
     from ray.cluster_utils import Cluster
 
     from touchstone_ray.eval.run import EvalOptions, run_eval
-    from touchstone_ray.host_resolution import HOST_LABEL
-    from touchstone_ray.judging.render import ranking_table
+    from touchstone_ray.fleet import HOST_LABEL
     from touchstone_ray.judging.runner import run_judge
-    from touchstone_ray.judging.scorecard import load_scorecard
+    from touchstone_ray.scoring.render import ranking_table
+    from touchstone_ray.scoring.scorecard import load_scorecard
 
     started = time.monotonic()
     fleet_path, judge_path = demo_configs(out, quick)

@@ -3,7 +3,7 @@
 :class:`EndpointSpec` holds the keys both configs have (SPEC §4, §5: ``engine``, ``base_url``,
 ``host``, ``concurrency``, ``api_key_env``, ``extra_body``, ``timeout_s``) and turns them into
 the :class:`~touchstone_ray.engines.base.EngineSettings` every call and every driver deadline
-(:func:`touchstone_ray.dispatch.call_deadline_s`) is made from. The config keys themselves are
+(:func:`touchstone_ray.fleet.dispatch.call_deadline_s`) is made from. The config keys themselves are
 a Contract: :class:`~touchstone_ray.config.ModelSpec` and
 :class:`~touchstone_ray.judging.config.JudgeSpec` add their own and keep their defaults.
 """
@@ -15,7 +15,7 @@ from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from touchstone_ray.engines._types import EngineSettings
+from touchstone_ray.engines import EngineSettings
 
 __all__ = ["LOCAL_HOST", "EndpointSpec", "EngineKind"]
 

@@ -157,3 +157,10 @@ def writes_into(bundle: Path | str, command: str) -> Iterator[None]:
         if not is_disk_error(exc):
             raise
         raise write_failed(bundle, exc, command) from exc
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """``text`` with all whitespace runs folded to one space, cut to ``limit`` characters: the
+    form every error message of the project takes (server bodies and tracebacks included)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -172,7 +172,7 @@ class CellConditions(_Record):
     unknown."""
     input_truncated: bool | None = None
     """The server saw far fewer prompt tokens than were sent (< 0.8×), or exactly the context
-    limit: the answer is to a cut prompt (:func:`touchstone_ray.eval.prompts.input_truncated`).
+    limit: the answer is to a cut prompt (:func:`touchstone_ray.fleet.prompts.input_truncated`).
     ``None`` = not checkable (no counts, or a failed call)."""
 
 

@@ -196,37 +196,3 @@ def test_bundle_kinds_check_their_manifest(tmp_path: Path) -> None:
 def test_manifest_documents_every_field() -> None:
     undocumented = [n for n, f in Manifest.model_fields.items() if not f.description]
     assert undocumented == []
-
-
-def test_public_surface_is_pinned() -> None:
-    import touchstone_ray.bundle as pkg
-
-    assert pkg.__all__ == [
-        "GENERATION_FIELDS",
-        "LIVE_FILES",
-        "SECRET_HINTS",
-        "STALE_AFTER_S",
-        "Bundle",
-        "JudgeFiles",
-        "Layout",
-        "Manifest",
-        "ResponseScan",
-        "ResponseShards",
-        "edit_manifest",
-        "find_bundles",
-        "frozen_config",
-        "history_by_key",
-        "history_by_row",
-        "is_unfinalized",
-        "judge_ids",
-        "last_by_key",
-        "last_by_row",
-        "new_bundle_root",
-        "read_events",
-        "read_host_samples",
-        "read_manifest",
-        "redact",
-        "running_manifest",
-        "write_manifest",
-    ]
-    assert all(hasattr(pkg, name) for name in pkg.__all__)

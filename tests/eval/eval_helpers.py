@@ -26,9 +26,9 @@ import httpx
 import yaml
 from ray_env import isolated_ray_auth
 
-from touchstone_ray.eval.client_actor import WARMUP_PROMPT
 from touchstone_ray.eval.run import EvalOptions, EvalOutcome, run_eval
-from touchstone_ray.host_resolution import HOST_LABEL
+from touchstone_ray.fleet.client_actor import WARMUP_PROMPT
+from touchstone_ray.fleet.hosts import HOST_LABEL
 from touchstone_ray.sim._text import request_key
 
 REPO = Path(__file__).resolve().parents[2]

@@ -13,13 +13,13 @@ import pytest
 from ray_env import isolated_ray_auth
 
 from touchstone_ray.config import ModelSpec
-from touchstone_ray.eval.client_actor import (
+from touchstone_ray.fleet import Cell
+from touchstone_ray.fleet.client_actor import (
     STREAMS_PER_PROCESS,
     max_stream_workers,
     spawn_client,
     split_streams,
 )
-from touchstone_ray.eval.matrix import Cell
 from touchstone_ray.sim import SimConfig, SimServer
 from touchstone_ray.sim._text import request_key
 

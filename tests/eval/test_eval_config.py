@@ -11,7 +11,7 @@ from eval_helpers import cli, tiny_pack, write_yaml
 
 from touchstone_ray.config import load_config
 from touchstone_ray.errors import ConfigError
-from touchstone_ray.host_resolution import HOST_LABEL, NodeInfo, resolve_hosts
+from touchstone_ray.fleet.hosts import HOST_LABEL, NodeInfo, resolve_hosts
 
 SIM = {"engine": "simulated"}
 

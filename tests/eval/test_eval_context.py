@@ -8,8 +8,8 @@ from touchstone_ray.engines import ChatRequest, EngineSettings
 from touchstone_ray.engines.ollama import OllamaEngine
 from touchstone_ray.errors import ConfigError
 from touchstone_ray.eval.context import context_for, overflow_line, overflowing
-from touchstone_ray.eval.matrix import Cell
-from touchstone_ray.eval.prompts import (
+from touchstone_ray.fleet import Cell
+from touchstone_ray.fleet.prompts import (
     PromptCount,
     cell_messages,
     estimate_prompt_tokens,

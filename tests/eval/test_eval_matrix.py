@@ -13,8 +13,9 @@ import pytest
 from eval_helpers import tiny_pack, write_yaml
 
 from touchstone_ray.config import FleetConfig
-from touchstone_ray.eval.matrix import TASK_NAMES_PER_MODEL, CellIndex, CellSet, plan_models
+from touchstone_ray.eval.matrix import CellIndex, CellSet, plan_models
 from touchstone_ray.eval.resume import beside
+from touchstone_ray.fleet import TASK_NAMES_PER_MODEL
 from touchstone_ray.pack import Pack, load_pack
 
 _FORK = multiprocessing.get_context("fork")

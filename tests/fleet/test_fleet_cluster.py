@@ -34,7 +34,7 @@ from fleet_helpers import (
     write_yaml,
 )
 
-from touchstone_ray.eval.metrics import PROMETHEUS_CELL_METRICS
+from touchstone_ray.fleet.metrics import PROMETHEUS_CELL_METRICS
 
 pytestmark = pytest.mark.slow
 

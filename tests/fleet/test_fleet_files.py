@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 from touchstone_ray.config import RaySettings
-from touchstone_ray.eval.metrics import PROMETHEUS_CELL_METRICS, PROMETHEUS_HOST_METRICS
-from touchstone_ray.ray_session import (
+from touchstone_ray.fleet.metrics import PROMETHEUS_CELL_METRICS, PROMETHEUS_HOST_METRICS
+from touchstone_ray.fleet.session import (
     dashboard_exposure_warning,
     is_loopback,
     resolve_address,

@@ -130,7 +130,7 @@ def test_matmul_window_shows_util_and_memory_delta() -> None:
 def test_monitor_actor_sees_the_gpus(tmp_path: Path) -> None:
     import ray
 
-    from touchstone_ray.telemetry import MonitorSet
+    from touchstone_ray.fleet import MonitorSet
 
     tmp = tempfile.mkdtemp(prefix="trg", dir="/tmp")
     os.environ["RAY_TMPDIR"] = tmp

@@ -11,7 +11,7 @@ import pytest
 from judging_factories import make_pack
 from ray_env import isolated_ray_auth
 
-from touchstone_ray.host_resolution import HOST_LABEL
+from touchstone_ray.fleet.hosts import HOST_LABEL
 from touchstone_ray.pack import Pack
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from judging_factories import verdict
 
-from touchstone_ray.judging.agreement import (
+from touchstone_ray.records import HolisticReport
+from touchstone_ray.scoring.agreement import (
     aggregate_reports,
     dimension_alpha,
     ranking_tau,
@@ -13,7 +14,6 @@ from touchstone_ray.judging.agreement import (
     red_flagged_prompts,
     vote_red_flags,
 )
-from touchstone_ray.records import HolisticReport
 
 ROWS = [("m1", "baseline"), ("m1", "none"), ("m2", "baseline")]
 

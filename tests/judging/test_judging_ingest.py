@@ -12,7 +12,7 @@ from judging_factories import make_pack, response, write_bundle
 
 from touchstone_ray.cli import main
 from touchstone_ray.errors import BundleError
-from touchstone_ray.judging.ingest import ingest_reply, outside_raters
+from touchstone_ray.scoring.ingest import ingest_reply, outside_raters
 from touchstone_ray.storage import read_jsonl
 
 HERE = Path(__file__).resolve().parent

@@ -8,12 +8,12 @@ from pathlib import Path
 
 from judging_factories import make_pack, response
 
+from touchstone_ray.bundle import JudgeFiles, Layout
 from touchstone_ray.judging.config import JudgeSpec
-from touchstone_ray.judging.scorecard import build_scorecard
-from touchstone_ray.judging.scoring import INPUT_CUT_RATIONALE, pre_judge_verdict
-from touchstone_ray.judging.store import JudgeStore
 from touchstone_ray.judging.worklist import plan_judge
 from touchstone_ray.records import Verdict
+from touchstone_ray.scoring.formulas import INPUT_CUT_RATIONALE, pre_judge_verdict
+from touchstone_ray.scoring.scorecard import build_scorecard
 
 SPEC = JudgeSpec(id="j", engine="openai", base_url="http://127.0.0.1:1/v1", model="judge-m")
 SHA = "a" * 64
@@ -54,7 +54,7 @@ def test_plan_writes_the_rule_verdict_and_asks_no_judge(tmp_path: Path) -> None:
         response("A1", response_text="eins"),
         response("A2", response_text="zwei", input_truncated=True, prompt_tokens=2048),
     ]
-    plan = plan_judge(SPEC, JudgeStore(tmp_path, "j"), make_pack(), SHA, responses)
+    plan = plan_judge(SPEC, JudgeFiles(Layout(tmp_path), "j"), make_pack(), SHA, responses)
     assert [j.prompt_id for j in plan.jobs] == ["A1"]
     (rule,) = plan.rule_records
     assert (rule["prompt_id"], rule["status"], rule["score"]) == (

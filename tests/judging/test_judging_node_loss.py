@@ -19,7 +19,7 @@ import yaml
 from judging_factories import cells, make_pack, response, write_bundle
 from ray_env import isolated_ray_auth
 
-from touchstone_ray.host_resolution import HOST_LABEL
+from touchstone_ray.fleet.hosts import HOST_LABEL
 from touchstone_ray.judging.runner import run_judge
 from touchstone_ray.storage import read_jsonl
 

@@ -9,9 +9,9 @@ import pytest
 from judging_factories import make_pack, response, verdict
 
 from touchstone_ray.errors import BundleError
-from touchstone_ray.judging.render import ranking_table, render_markdown
-from touchstone_ray.judging.scorecard import build_scorecard, load_scorecard, write_scorecard
 from touchstone_ray.records import HolisticReport
+from touchstone_ray.scoring.render import ranking_table, render_markdown
+from touchstone_ray.scoring.scorecard import build_scorecard, load_scorecard, write_scorecard
 
 CONTRACT_ROW = [
     "rank",

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from judging_factories import make_pack, response, verdict
 
-from touchstone_ray.judging import scorecard_model
-from touchstone_ray.judging.scorecard import build_scorecard, write_scorecard
 from touchstone_ray.records import HolisticReport
+from touchstone_ray.scoring import scorecard_model
+from touchstone_ray.scoring.scorecard import build_scorecard, write_scorecard
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "scorecard_v1.json"
 

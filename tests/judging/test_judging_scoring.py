@@ -7,7 +7,8 @@ from dataclasses import dataclass
 import pytest
 from judging_factories import make_pack, response
 
-from touchstone_ray.judging.scoring import (
+from touchstone_ray.pack import Pack
+from touchstone_ray.scoring.formulas import (
     MissingDimensionsError,
     passes_ko,
     pre_judge_verdict,
@@ -15,7 +16,6 @@ from touchstone_ray.judging.scoring import (
     rank_rows,
     rubric_level,
 )
-from touchstone_ray.pack import Pack
 
 GOOD = {"Q1": 4, "Q6": 4}
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 import pytest
 from judging_factories import response, verdict
 
-from touchstone_ray.judging.stats import (
+from touchstone_ray.pack import Pack
+from touchstone_ray.records import EvalResponse, Verdict
+from touchstone_ray.scoring.stats import (
     bootstrap_mean_ci,
     category_means,
     compare_variants,
     mean_answer_score,
     prompt_stats,
 )
-from touchstone_ray.pack import Pack
-from touchstone_ray.records import EvalResponse, Verdict
 
 
 def test_means_skip_unscored(pack: Pack) -> None:

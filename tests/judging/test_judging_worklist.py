@@ -9,11 +9,11 @@ from typing import Any
 
 from judging_factories import make_pack, response
 
+from touchstone_ray.bundle import JudgeFiles, Layout, record_extras
 from touchstone_ray.judging.cache import answer_cache_key, report_cache_key
 from touchstone_ray.judging.client import judge_extra_body
 from touchstone_ray.judging.config import JudgeSpec
 from touchstone_ray.judging.driver import JudgeRun, progress_line
-from touchstone_ray.judging.store import JudgeStore, record_extras
 from touchstone_ray.judging.worklist import plan_judge
 from touchstone_ray.records import EvalResponse
 
@@ -93,7 +93,7 @@ def test_cache_key_parts() -> None:
 
 
 def test_fresh_plan_rules_and_jobs(tmp_path: Path) -> None:
-    plan = plan_judge(SPEC, JudgeStore(tmp_path, "j"), make_pack(), SHA, responses())
+    plan = plan_judge(SPEC, JudgeFiles(Layout(tmp_path), "j"), make_pack(), SHA, responses())
     assert [j.prompt_id for j in plan.jobs] == ["A1", "A2"]
     statuses = {r["prompt_id"] + str(r["repeat"]): r["status"] for r in plan.rule_records}
     assert statuses == {
@@ -108,7 +108,7 @@ def test_fresh_plan_rules_and_jobs(tmp_path: Path) -> None:
 def test_reuse_and_what_is_asked_again(tmp_path: Path) -> None:
     pack = make_pack()
     rs = responses()
-    store = JudgeStore(tmp_path, "j")
+    store = JudgeFiles(Layout(tmp_path), "j")
     store.write_verdict(stored_verdict(rs[0]))
     store.write_verdict(stored_verdict(rs[1], cache_key="stale"))
     plan = plan_judge(SPEC, store, pack, SHA, rs)
@@ -131,7 +131,7 @@ def test_reuse_and_what_is_asked_again(tmp_path: Path) -> None:
 def test_a_later_failed_or_foreign_record_does_not_hide_a_current_one(tmp_path: Path) -> None:
     pack = make_pack()
     rs = responses()
-    store = JudgeStore(tmp_path, "j")
+    store = JudgeFiles(Layout(tmp_path), "j")
     good = [stored_verdict(rs[0], score=4), stored_verdict(rs[1], score=5)]
     for record in good:
         store.write_verdict(record)
@@ -156,7 +156,7 @@ def test_a_later_failed_or_foreign_record_does_not_hide_a_current_one(tmp_path: 
 def test_report_reused_until_its_evidence_changes(tmp_path: Path) -> None:
     pack = make_pack()
     rs = responses()
-    store = JudgeStore(tmp_path, "j")
+    store = JudgeFiles(Layout(tmp_path), "j")
     for r in rs[:2]:
         store.write_verdict(stored_verdict(r))
     plan = plan_judge(SPEC, store, pack, SHA, rs)
@@ -190,7 +190,7 @@ def test_suppress_thinking_extras() -> None:
 
 
 def test_progress_line_counts_calibration_while_it_runs(tmp_path: Path) -> None:
-    plan = plan_judge(SPEC, JudgeStore(tmp_path, "j"), make_pack(), SHA, responses())
+    plan = plan_judge(SPEC, JudgeFiles(Layout(tmp_path), "j"), make_pack(), SHA, responses())
     run = JudgeRun(plan=plan, answers_total=2, answers_done=1, reports_done=0, n_errors=1)
     assert progress_line(run) == "judge j: 1/2 answers, 0 reports, 1 judge errors"
     run.calibration_total, run.calibration_done = 6, 3

@@ -344,7 +344,7 @@ def test_report_on_a_perf_bundle(capacity_run: tuple[Path, str, str]) -> None:
     md = (bundle / "report.md").read_text(encoding="utf-8")
     assert "closed loop (each stream sends when its last request ended)" in md
     summary = json.loads((bundle / "summary.json").read_text())
-    from touchstone_ray.report import escape_text
+    from touchstone_ray.doc import escape_text
 
     for entry in summary["capacity"].values():
         assert escape_text(entry["line"]) in md

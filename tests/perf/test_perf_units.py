@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from touchstone_ray.errors import UsageError
-from touchstone_ray.eval.prompts import estimate_prompt_tokens
+from touchstone_ray.fleet.prompts import estimate_prompt_tokens
 from touchstone_ray.perf.bundle import complete_points
 from touchstone_ray.perf.capacity import capacity_line, capacity_points, search_capacity
 from touchstone_ray.perf.corpus import passage, words

@@ -102,7 +102,7 @@ def files(tmp: Path, server: LlamaServer) -> tuple[Path, Path]:
 
 
 def test_context_check_then_allow_cut(small: LlamaServer, local_ray: None, tmp_path: Path) -> None:
-    from touchstone_ray.eval.prompts import nonce_line
+    from touchstone_ray.fleet.prompts import nonce_line
 
     pack_path, config_path = files(tmp_path, small)
     out = io.StringIO()
@@ -146,7 +146,7 @@ def test_context_check_then_allow_cut(small: LlamaServer, local_ray: None, tmp_p
 def test_hosts_names_the_engine_and_suggests_llamacpp(
     small: LlamaServer, local_ray: None, tmp_path: Path
 ) -> None:
-    from touchstone_ray.preflight import run_hosts
+    from touchstone_ray.fleet.preflight import run_hosts
 
     config = {"models": [{"id": MODEL_ALIAS, "engine": "openai", "base_url": small.base_url}]}
     path = tmp_path / "config.yaml"

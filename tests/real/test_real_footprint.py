@@ -41,7 +41,7 @@ from ray_env import isolated_ray_auth
 
 from touchstone_ray.eval.run import EvalOptions, busy_line, run_eval
 from touchstone_ray.records import EvalResponse, HostSample
-from touchstone_ray.report import row_stats
+from touchstone_ray.scoring import row_stats
 from touchstone_ray.storage import read_jsonl
 from touchstone_ray.telemetry.finalize import CONTENDED_SHARE
 

@@ -126,7 +126,7 @@ def test_a_16k_prompt_fits_from_the_corpus_without_repeating(real_server: LlamaS
     """The 16k context target, counted by the server (``/apply-template`` + ``/tokenize``),
     takes fewer words than the corpus holds: its passage never wraps around."""
     from touchstone_ray.engines import EngineSettings, create_engine
-    from touchstone_ray.eval.prompts import nonce_line
+    from touchstone_ray.fleet.prompts import nonce_line
     from touchstone_ray.perf.corpus import passage, words
     from touchstone_ray.perf.workload import fit_prompt
 

@@ -111,7 +111,7 @@ def _no_ray(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         raise AssertionError("a bad input reached Ray")
 
     monkeypatch.setattr("touchstone_ray.eval.run.ensure_ray", refuse)
-    monkeypatch.setattr("touchstone_ray.ray_session.ensure_ray", refuse)
+    monkeypatch.setattr("touchstone_ray.fleet.session.ensure_ray", refuse)
     monkeypatch.delenv(UNSET_VAR, raising=False)
     yield
 

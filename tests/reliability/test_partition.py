@@ -41,9 +41,9 @@ from eval_helpers import RayCluster, all_keys, cli, shard_lines, tiny_pack, writ
 from ray_env import isolated_ray_auth
 from rel_helpers import fault_when, line_count, read_log, start_cli, wait_for
 
-from touchstone_ray.dispatch import LIVENESS_INTERVAL_S, call_deadline_s
 from touchstone_ray.engines.base import EngineSettings
-from touchstone_ray.host_resolution import HOST_LABEL
+from touchstone_ray.fleet.dispatch import LIVENESS_INTERVAL_S, call_deadline_s
+from touchstone_ray.fleet.hosts import HOST_LABEL
 
 pytestmark = pytest.mark.slow
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import yaml
 
-from touchstone_ray.aggregates import row_stats
-from touchstone_ray.judging.scorecard_model import ROW_STATS_FIGURES
 from touchstone_ray.records import EvalResponse, HolisticReport, HostSample, Verdict
+from touchstone_ray.scoring.aggregates import row_stats
+from touchstone_ray.scoring.scorecard_model import ROW_STATS_FIGURES
 
 T0 = 1767322800.0
 """2026-01-02 03:00:00 UTC: every timestamp of the fixture is relative to it."""

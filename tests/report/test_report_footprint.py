@@ -9,14 +9,14 @@ from pathlib import Path
 import yaml
 from report_factories import make_bundle
 
-from touchstone_ray.judging.scorecard import build_scorecard
+from touchstone_ray.doc import Callout, Table
 from touchstone_ray.lang import labels
 from touchstone_ray.records import EngineProcessSample, EvalResponse
 from touchstone_ray.report._data import load_report_data, row_stats
-from touchstone_ray.report._doc import Callout, Table
 from touchstone_ray.report._footprint import engine_footprint
 from touchstone_ray.report._speed import _memory_series
 from touchstone_ray.report.compare import compare_rows
+from touchstone_ray.scoring.scorecard import build_scorecard
 
 EP = "http://127.0.0.1:8080/v1"
 
@@ -149,7 +149,7 @@ def test_compare_uses_the_engine_footprint(tmp_path: Path) -> None:
 
 
 def test_variant_latency_difference_leaves_out_disturbed_cells(tmp_path: Path) -> None:
-    from touchstone_ray.judging.stats import compare_variants
+    from touchstone_ray.scoring.stats import compare_variants
 
     data = load_report_data(make_bundle(tmp_path, judged=False), judged=False)
     rs = [r for r in data.responses if r.model == "m-fast" and r.ok]

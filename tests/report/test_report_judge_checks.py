@@ -10,8 +10,8 @@ from pathlib import Path
 import yaml
 from report_factories import make_bundle
 
-from touchstone_ray.judging.ingest import ingest_reply
 from touchstone_ray.report import write_report
+from touchstone_ray.scoring.ingest import ingest_reply
 
 CHECKS = {
     "j1": {

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from touchstone_ray.report._markdown import escape_text, quote_lines
+from touchstone_ray.doc import escape_text, quote_lines
 
 GOLDEN = Path(__file__).parent / "golden" / "report.md"
 UPDATE_ENV = "TOUCHSTONE_UPDATE_GOLDEN"

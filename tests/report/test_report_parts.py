@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 from report_factories import make_bundle, responses, scorecard
 
+from touchstone_ray.doc import charts
 from touchstone_ray.lang import de, en
-from touchstone_ray.report import charts, load_report_data, row_stats, write_report
+from touchstone_ray.report import load_report_data, write_report
+from touchstone_ray.scoring import row_stats
 
 POINTS = [
     charts.QsPoint("a / x", 80.0, 100.0, 2.0, True),
@@ -65,7 +67,7 @@ def test_contract_only_scorecard_renders(tmp_path: Path) -> None:
 
 def test_scorecard_written_by_the_judging_stage_renders(tmp_path: Path) -> None:
     """The real ``build_scorecard`` output (whatever extra sections it has) renders."""
-    scorecard_mod = pytest.importorskip("touchstone_ray.judging.scorecard")
+    scorecard_mod = pytest.importorskip("touchstone_ray.scoring.scorecard")
     root = make_bundle(tmp_path)
     data = load_report_data(root, judged=True)
     verdicts = [v for vs in data.verdicts.values() for v in vs]

@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 from report_factories import make_bundle, responses
 
-from touchstone_ray.aggregates import (
+from touchstone_ray.records import EvalResponse
+from touchstone_ray.report import load_report_data, write_report
+from touchstone_ray.scoring.aggregates import (
     cold_ttft_cells,
     counts_for_decode,
     counts_for_prompt,
@@ -22,10 +24,8 @@ from touchstone_ray.aggregates import (
     speed_exclusions,
     under_load,
 )
-from touchstone_ray.judging.render import ranking_table
-from touchstone_ray.judging.scorecard import build_scorecard
-from touchstone_ray.records import EvalResponse
-from touchstone_ray.report import load_report_data, write_report
+from touchstone_ray.scoring.render import ranking_table
+from touchstone_ray.scoring.scorecard import build_scorecard
 
 
 def _cell(prompt_id: str, repeat: int, **fields: Any) -> EvalResponse:

@@ -20,8 +20,8 @@ import ray
 from disk_image import ext4_mount, turn_read_only
 from ray_env import isolated_ray_auth
 
+from touchstone_ray.fleet import MonitorSet, monitor_name
 from touchstone_ray.storage import read_jsonl
-from touchstone_ray.telemetry import MonitorSet, monitor_name
 
 INTERVAL_S = 0.1
 

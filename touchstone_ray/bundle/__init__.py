@@ -8,7 +8,8 @@
   de-duplication, :meth:`~ResponseShards.unfinalized_keys`, the finalize rewrite;
 * :func:`read_host_samples`, :func:`read_events` — the host-sample and event-log readers;
 * :class:`JudgeFiles` — a judge's verdicts, holistic reports and calibration verdicts, read
-  "last record wins" (:func:`last_by_key`, :func:`last_by_row`).
+  "last record wins" (:func:`last_by_key`, :func:`last_by_row`), with the cache fields stored
+  beside each record (:class:`CacheFields`, :func:`is_current`).
 """
 
 from touchstone_ray.bundle._folder import (
@@ -24,33 +25,43 @@ from touchstone_ray.bundle._folder import (
 )
 from touchstone_ray.bundle._hosts import read_events, read_host_samples
 from touchstone_ray.bundle._judgements import (
+    TEMPLATE_VERSION,
+    CacheFields,
     JudgeFiles,
+    current_of,
     history_by_key,
     history_by_row,
+    is_current,
     judge_ids,
     last_by_key,
     last_by_row,
+    record_extras,
 )
-from touchstone_ray.bundle._layout import LIVE_FILES, Layout
+from touchstone_ray.bundle._layout import JUDGE_ID_PATTERN, LIVE_FILES, Layout
 from touchstone_ray.bundle._manifest import Manifest, edit_manifest, read_manifest, write_manifest
 from touchstone_ray.bundle._responses import ResponseScan, ResponseShards, is_unfinalized
 
 __all__ = [
     "GENERATION_FIELDS",
+    "JUDGE_ID_PATTERN",
     "LIVE_FILES",
     "SECRET_HINTS",
     "STALE_AFTER_S",
+    "TEMPLATE_VERSION",
     "Bundle",
+    "CacheFields",
     "JudgeFiles",
     "Layout",
     "Manifest",
     "ResponseScan",
     "ResponseShards",
+    "current_of",
     "edit_manifest",
     "find_bundles",
     "frozen_config",
     "history_by_key",
     "history_by_row",
+    "is_current",
     "is_unfinalized",
     "judge_ids",
     "last_by_key",
@@ -59,6 +70,7 @@ __all__ = [
     "read_events",
     "read_host_samples",
     "read_manifest",
+    "record_extras",
     "redact",
     "running_manifest",
     "write_manifest",

@@ -18,7 +18,6 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from touchstone_ray import __version__
 from touchstone_ray.bundle._layout import Layout
 from touchstone_ray.bundle._manifest import (
     Manifest,
@@ -31,6 +30,7 @@ from touchstone_ray.config import FleetConfig
 from touchstone_ray.errors import BundleError
 from touchstone_ray.pack import Pack, load_pack, pack_sha256
 from touchstone_ray.records import SCHEMA_VERSION
+from touchstone_ray.version import __version__
 
 SECRET_HINTS = ("key", "apikey", "token", "secret", "password", "authorization")
 """Words that mark a mapping key as secret (``api_key``, ``X-Api-Key``, ``access_token``);

@@ -21,7 +21,10 @@ from pathlib import Path
 
 from touchstone_ray.storage import slug
 
-__all__ = ["LIVE_FILES", "Layout"]
+__all__ = ["JUDGE_ID_PATTERN", "LIVE_FILES", "Layout"]
+
+JUDGE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+"""A judge id becomes the folder ``judgements/<id>/``: letters, digits, ``._-``, ≤ 64 chars."""
 
 LIVE_FILES = ("bundle.json", "events.jsonl", "responses/*.jsonl", "hosts/*.jsonl", "points/*.jsonl")
 """The files a live driver writes (eval and perf bundles); their newest mtime is its heartbeat."""

@@ -29,6 +29,7 @@ from touchstone_ray.errors import (
     EngineModelLoading,
     EngineTimeout,
     StreamProtocolError,
+    one_line,
 )
 
 ERROR_BODY_BYTES = 4096
@@ -41,12 +42,6 @@ _CONTEXT_RE = re.compile(
 )
 """A context-length error (never "context canceled" / "context deadline exceeded", which Go
 servers such as Ollama send for transient failures)."""
-
-
-def one_line(text: str, limit: int = 300) -> str:
-    """``text`` with all whitespace runs folded to one space, cut to ``limit`` characters."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def new_session(

@@ -24,7 +24,6 @@ from touchstone_ray.engines._http import (
     http_error,
     map_client_error,
     new_session,
-    one_line,
     read_stamps,
     stale_connection,
 )
@@ -38,6 +37,7 @@ from touchstone_ray.errors import (
     EngineHTTPError,
     EngineTimeout,
     ErrorKind,
+    one_line,
 )
 
 __all__ = ["ChatRequest", "ChatResult", "Engine", "EngineSettings"]

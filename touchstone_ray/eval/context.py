@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from touchstone_ray.errors import ConfigError, UsageError
-from touchstone_ray.eval.matrix import Cell, ModelPlan
+from touchstone_ray.eval.matrix import ModelPlan
+from touchstone_ray.fleet import Cell
 from touchstone_ray.pack import Pack
 
 COUNT_TIMEOUT_S = 120.0

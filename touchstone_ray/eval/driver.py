@@ -9,8 +9,8 @@ its mean over the cells from ``/metrics``, stored under ``server_checks`` in ``b
 so it may count one of them); different hosts in parallel. Per endpoint at most
 ``concurrency`` requests are in flight (plus :data:`QUEUE_AHEAD` cells queued in the actor).
 
-Waiting, deadlines, cancelling and host loss are :mod:`touchstone_ray.dispatch`'s: a cell past
-its deadline (:func:`~touchstone_ray.dispatch.call_deadline_s` of the model's engine
+Waiting, deadlines, cancelling and host loss are :mod:`touchstone_ray.fleet.dispatch`'s: a cell past
+its deadline (:func:`~touchstone_ray.fleet.dispatch.call_deadline_s` of the model's engine
 settings) is cancelled and recorded ``timeout``; a host whose node dies (or whose actor dies)
 gets ``node_lost`` records for its in-flight and pending cells while the rest of the fleet
 finishes.
@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from touchstone_ray.config import FleetConfig
-from touchstone_ray.dispatch import Call, Dispatcher, Lane, Pinned, call_deadline_s
 from touchstone_ray.engines.registry import engine_class
-from touchstone_ray.eval.matrix import Cell, ModelPlan
+from touchstone_ray.eval.matrix import ModelPlan
 from touchstone_ray.eval.sink import RecordSink
+from touchstone_ray.fleet import Call, Cell, Dispatcher, Lane, Pinned, call_deadline_s
 
 QUEUE_AHEAD = 2
 """Cells queued in a client actor beyond its endpoint's ``concurrency``; the actor's semaphore

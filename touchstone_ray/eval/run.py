@@ -19,18 +19,15 @@ from typing import Any, TextIO
 from touchstone_ray.bundle import Bundle, ResponseScan
 from touchstone_ray.config import FleetConfig, load_config
 from touchstone_ray.errors import BundleError, RunError, is_disk_error, write_failed, writes_into
-from touchstone_ray.eval.client_actor import spawn_client
 from touchstone_ray.eval.driver import HostRun, MatrixRunner, Phase
 from touchstone_ray.eval.matrix import CellIndex, CellSet, ModelPlan, plan_models
 from touchstone_ray.eval.resume import Beside, beside
 from touchstone_ray.eval.sink import RecordSink
 from touchstone_ray.eval.startup import FleetStart
-from touchstone_ray.host_resolution import current_nodes, resolve_hosts
+from touchstone_ray.fleet import MonitorSet, current_nodes, ensure_ray, resolve_hosts, spawn_client
 from touchstone_ray.pack import Pack, load_pack
-from touchstone_ray.ray_session import ensure_ray
 from touchstone_ray.telemetry.engines import EngineTarget
 from touchstone_ray.telemetry.finalize import finalize_bundle
-from touchstone_ray.telemetry.monitor_set import MonitorSet
 
 # The client-actor, engine and monitor modules are imported here, with this module, so their
 # import time is spent before ``run_start`` rather than inside the measured run.

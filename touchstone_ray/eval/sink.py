@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from touchstone_ray.bundle import Bundle
-from touchstone_ray.eval.matrix import Cell
+from touchstone_ray.fleet import Cell
 from touchstone_ray.records import EvalResponse
 from touchstone_ray.storage import JsonlWriter
 

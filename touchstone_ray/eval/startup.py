@@ -1,6 +1,6 @@
 """Each host's start-up as the first lane of its client actor: no barrier over the fleet.
 
-Per host, inside the dispatcher's loop (:mod:`touchstone_ray.dispatch`) and beside every
+Per host, inside the dispatcher's loop (:mod:`touchstone_ray.fleet.dispatch`) and beside every
 other host, :class:`HostStart` makes these calls to the host's client actor:
 
 1. ``ready`` and ``preflight``, submitted together (Ray queues them until the actor runs).
@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from touchstone_ray.bundle import Bundle
-from touchstone_ray.dispatch import Call, Lane
 from touchstone_ray.errors import RunError
 from touchstone_ray.eval.context import (
     COUNT_TIMEOUT_S,
@@ -42,8 +41,8 @@ from touchstone_ray.eval.context import (
 from touchstone_ray.eval.driver import HostRun, MatrixRunner
 from touchstone_ray.eval.matrix import ModelPlan
 from touchstone_ray.eval.sink import RecordSink
+from touchstone_ray.fleet import Call, Lane, MonitorSet
 from touchstone_ray.pack import Pack
-from touchstone_ray.telemetry.monitor_set import MonitorSet
 
 
 def preflight_problems(host: str, result: dict[str, Any] | None, missing: str) -> list[str]:

@@ -31,8 +31,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from touchstone_ray.bundle import TEMPLATE_VERSION
 from touchstone_ray.judging.config import JudgeSpec
-from touchstone_ray.judging.prompts import TEMPLATE_VERSION
 from touchstone_ray.pack import Pack, Prompt, PromptVariant
 
 __all__ = ["answer_cache_key", "judge_identity", "report_cache_key"]

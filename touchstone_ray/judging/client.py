@@ -45,6 +45,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
+from touchstone_ray.bundle import record_extras
 from touchstone_ray.engines.base import ChatRequest, ChatResult, Engine
 from touchstone_ray.engines.registry import create_engine, engine_class
 from touchstone_ray.judging.config import JudgeSpec
@@ -62,7 +63,6 @@ from touchstone_ray.judging.prompts import (
     holistic_prompt,
     manipulation_signs,
 )
-from touchstone_ray.judging.store import record_extras
 from touchstone_ray.lang import judge_texts
 from touchstone_ray.pack import Pack
 from touchstone_ray.records import HolisticReport, Verdict

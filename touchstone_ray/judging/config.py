@@ -16,6 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from touchstone_ray.bundle import JUDGE_ID_PATTERN
 from touchstone_ray.config import check_api_key_env
 from touchstone_ray.endpoint import EndpointSpec
 from touchstone_ray.errors import ConfigError
@@ -33,9 +34,6 @@ __all__ = [
     "judge_config_from_data",
     "load_judge_config",
 ]
-
-JUDGE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
-"""A judge id becomes the folder ``judgements/<id>/``: letters, digits, ``._-``, ≤ 64 chars."""
 
 
 class _Strict(BaseModel):

@@ -1,11 +1,11 @@
-"""The judges on the shared dispatcher (:mod:`touchstone_ray.dispatch`): one pinned actor
+"""The judges on the shared dispatcher (:mod:`touchstone_ray.fleet.dispatch`): one pinned actor
 and one lane per judge.
 
 The lane keeps ``2 × concurrency`` jobs in flight (calibration answers first, then holistic
 reports as soon as a row's last verdict is in, then answers) and appends each record to the
 judge's store at once. Its policy: ``max_consecutive_failures`` judge errors or failed calls
 in a row abort that judge (its in-flight jobs are cancelled, every stored record is kept, a
-rerun continues). A job's deadline is :func:`~touchstone_ray.dispatch.call_deadline_s` of the
+rerun continues). A job's deadline is :func:`~touchstone_ray.fleet.dispatch.call_deadline_s` of the
 judge's engine settings with two requests (the format retry). From the dispatcher, for free:
 a judge whose node dies (or whose actor dies) ends every pending job — in flight or queued —
 as a ``judge_error`` (``call_failed``, asked again on the next run) with the reason in
@@ -21,7 +21,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Literal, TextIO
 
-from touchstone_ray.dispatch import Call, Dispatcher, Lane, Pinned, call_deadline_s, spawn_pinned
+from touchstone_ray.fleet import Call, Dispatcher, Lane, Pinned, call_deadline_s, spawn_pinned
 from touchstone_ray.judging.client import AnswerJob, ReportJob, failed_outcome
 from touchstone_ray.judging.config import JudgeSpec
 from touchstone_ray.judging.worklist import JudgePlan

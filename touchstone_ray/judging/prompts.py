@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from touchstone_ray.bundle import TEMPLATE_VERSION
 from touchstone_ray.judging.flags import FlagKind, flag_label
 from touchstone_ray.lang import judge_texts
 from touchstone_ray.pack import Pack, Prompt, PromptVariant
@@ -40,8 +41,6 @@ __all__ = [
     "new_token",
 ]
 
-TEMPLATE_VERSION = "touchstone-judge/3"
-"""Version of these templates and schemas; stored with every judgement so scores stay comparable."""
 
 EVIDENCE_RATIONALE_CHARS = 400
 """Longest rationale quoted as holistic evidence (characters)."""

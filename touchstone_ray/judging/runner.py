@@ -34,8 +34,7 @@ from typing import Any, TextIO
 import yaml
 from pydantic import ValidationError
 
-from touchstone_ray.aggregates import model_concurrency
-from touchstone_ray.bundle import Bundle
+from touchstone_ray.bundle import Bundle, JudgeFiles
 from touchstone_ray.config import LOCAL_HOST, FleetConfig, ModelSpec, RaySettings
 from touchstone_ray.errors import (
     BundleError,
@@ -46,11 +45,11 @@ from touchstone_ray.errors import (
 from touchstone_ray.judging.checks import check_line, judge_check
 from touchstone_ray.judging.config import JudgeConfig, JudgeSpec, load_judge_config
 from touchstone_ray.judging.driver import JudgeDriver, JudgeRun
-from touchstone_ray.judging.scorecard import build_scorecard, write_scorecard
-from touchstone_ray.judging.store import JudgeStore
 from touchstone_ray.judging.worklist import JudgePlan, plan_judge
 from touchstone_ray.pack import Pack
 from touchstone_ray.records import EvalResponse, HolisticReport, Verdict
+from touchstone_ray.scoring.aggregates import model_concurrency
+from touchstone_ray.scoring.scorecard import build_scorecard, write_scorecard
 
 __all__ = ["run_judge"]
 
@@ -122,10 +121,10 @@ def _check_hosts(
 
 
 def _resolve_nodes(specs: list[JudgeSpec], fleet: FleetConfig | None) -> dict[str, str]:
-    """Judge id → Ray node id, through :func:`touchstone_ray.host_resolution.resolve_hosts`."""
+    """Judge id → Ray node id, through :func:`touchstone_ray.fleet.hosts.resolve_hosts`."""
     import ray
 
-    from touchstone_ray.host_resolution import current_nodes, resolve_hosts
+    from touchstone_ray.fleet import current_nodes, resolve_hosts
 
     hosts = list(dict.fromkeys(spec.host_name for spec in specs))
     lookup = FleetConfig(
@@ -211,7 +210,7 @@ def _run_judge(
     selected_ids = {s.id for s in selected}
     plans: dict[str, JudgePlan] = {}
     for spec in config.judges:
-        store = JudgeStore(bundle.root, spec.id)
+        store = JudgeFiles(bundle.layout, spec.id)
         if spec.id in selected_ids:
             cut = store.repair()
             if cut:
@@ -241,7 +240,7 @@ def _run_judge(
     driver = JudgeDriver(runs, pack, out)
     try:
         if any(r.plan.jobs or r.plan.report_jobs or r.plan.calibration_jobs for r in runs):
-            from touchstone_ray.ray_session import ensure_ray
+            from touchstone_ray.fleet import ensure_ray
 
             ensure_ray(address, fleet.ray if fleet else RaySettings())
             try:

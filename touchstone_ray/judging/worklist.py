@@ -1,14 +1,14 @@
 """What one judge still has to do on a bundle (pure: no Ray, no requests).
 
-Per answer, in SPEC §10's order: the last stored verdict that :func:`~.store.is_current` is
-reused (:func:`~.store.current_of`: one that a later failed call or another configuration's
-record follows is appended again, :attr:`JudgePlan.restored`, so "last record wins" names it);
-else :func:`~.scoring.pre_judge_verdict` decides without a judge (prompt cut by the server,
-reasoning-only, empty answer, failed generation) and the rule's verdict is written; else the
-answer becomes an :class:`~.client.AnswerJob`. Per (model, variant), once all its verdicts
+Per answer, in SPEC §10's order: the last stored verdict that
+:func:`~touchstone_ray.bundle.is_current` is reused (:func:`~touchstone_ray.bundle.current_of`:
+one that a later failed call or another configuration's record follows is appended again,
+:attr:`JudgePlan.restored`, so "last record wins" names it); else
+:func:`~touchstone_ray.scoring.pre_judge_verdict` decides without a judge (prompt cut by the
+server, reasoning-only, empty answer, failed generation) and the rule's verdict is written; else
+the answer becomes an :class:`~.client.AnswerJob`. Per (model, variant), once all its verdicts
 are in, a stored report whose cache key matches the evidence is reused, else a
-:class:`~.client.ReportJob` asks for it.
-"""
+:class:`~.client.ReportJob` asks for it."""
 
 from __future__ import annotations
 
@@ -17,14 +17,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from touchstone_ray.bundle import JudgeFiles, current_of, record_extras
 from touchstone_ray.judging.cache import answer_cache_key, report_cache_key
 from touchstone_ray.judging.checks import calibration_jobs
 from touchstone_ray.judging.client import AnswerJob, ReportJob
 from touchstone_ray.judging.config import JudgeSpec
-from touchstone_ray.judging.scoring import pre_judge_verdict
-from touchstone_ray.judging.store import JudgeStore, current_of, record_extras
 from touchstone_ray.pack import Pack
 from touchstone_ray.records import EvalResponse
+from touchstone_ray.scoring.formulas import pre_judge_verdict
 
 __all__ = ["JudgePlan", "Row", "plan_judge"]
 
@@ -37,7 +37,7 @@ class JudgePlan:
     """One judge's state: current records, and the jobs still to ask."""
 
     spec: JudgeSpec
-    store: JudgeStore
+    store: JudgeFiles
     pack_sha256: str
     verdicts: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Cell key → current verdict record (stored, rule-based, or just received)."""
@@ -121,7 +121,7 @@ class JudgePlan:
 
 def plan_judge(
     spec: JudgeSpec,
-    store: JudgeStore,
+    store: JudgeFiles,
     pack: Pack,
     pack_sha256: str,
     responses: Sequence[EvalResponse],

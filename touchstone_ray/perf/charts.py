@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from touchstone_ray.report.charts import PALETTE as _PALETTE
-from touchstone_ray.report.charts import empty_axes as _empty
-from touchstone_ray.report.charts import figure_svg as _finish
-from touchstone_ray.report.charts import plain_text as _t
-from touchstone_ray.report.charts import svg_figure as _figure
+from touchstone_ray.doc.charts import PALETTE as _PALETTE
+from touchstone_ray.doc.charts import empty_axes as _empty
+from touchstone_ray.doc.charts import figure_svg as _finish
+from touchstone_ray.doc.charts import plain_text as _t
+from touchstone_ray.doc.charts import svg_figure as _figure
 
 Series = Mapping[str, Sequence[tuple[float, float | None]]]
 

@@ -16,8 +16,7 @@ import time
 from typing import Any
 
 from touchstone_ray.engines.base import ChatRequest, ChatResult
-from touchstone_ray.eval.client_actor import HostClient, spawn_client
-from touchstone_ray.eval.prompts import PromptCount, input_truncated, nonce_line
+from touchstone_ray.fleet import HostClient, PromptCount, input_truncated, nonce_line, spawn_client
 from touchstone_ray.perf.plan import Point
 from touchstone_ray.perf.records import PerfResponse
 from touchstone_ray.perf.schedule import collector_paused, lockstep_rounds, send_lateness_s
@@ -34,7 +33,7 @@ class PerfClient(HostClient):
     """Async perf client for every endpoint of one host (use through ``ray.remote``).
 
     A point's streams all run on this actor's loop (its schedule is one loop's clock), so the
-    eval client's :class:`~touchstone_ray.eval.client_actor.StreamWorker` split is not used."""
+    eval client's :class:`~touchstone_ray.fleet.client_actor.StreamWorker` split is not used."""
 
     prestart_workers = False
 
@@ -222,7 +221,7 @@ def spawn_perf_client(
     temperature: float | None = 0.0,
 ) -> Any:
     """A :class:`PerfClient` actor pinned hard to ``node_id``, through
-    :func:`~touchstone_ray.eval.client_actor.spawn_client`; ``models`` maps label → spec."""
+    :func:`~touchstone_ray.fleet.client_actor.spawn_client`; ``models`` maps label → spec."""
     return spawn_client(
         host,
         node_id,

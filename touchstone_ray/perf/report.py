@@ -4,7 +4,7 @@ Built from ``summary.json`` with the report's document model and writers: TTFT v
 per model and host (cold, concurrency 1), throughput per user vs total throughput across
 concurrency (the Pareto view), TTFT and TPOT vs concurrency with the SLO lines (at the
 smallest context), the capacity table and every point as a table. Figures are p50 over the
-requests that count (:mod:`touchstone_ray.aggregates`); a point without any is a gap.
+requests that count (:mod:`touchstone_ray.scoring.aggregates`); a point without any is a gap.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from touchstone_ray.bundle import Layout, read_manifest
+from touchstone_ray.doc import Chart, Document, Heading, Para, Table, cell, num_cell
 from touchstone_ray.errors import BundleError
 from touchstone_ray.perf.bundle import open_perf_bundle
 from touchstone_ray.perf.charts import line_svg
-from touchstone_ray.report import Chart, Document, Heading, Para, Table, cell, num_cell
 from touchstone_ray.storage import atomic_write_text
 
 CHARTS_DIR = "report-charts"
@@ -229,7 +229,7 @@ def perf_document(root: Path) -> Document:
 def write_perf_report(root: Path, formats: Collection[str]) -> list[Path]:
     """Write ``report.md`` (charts in ``report-charts/``) and/or ``report.html`` into the
     perf bundle ``root``; returns the paths. Raises BundleError without ``summary.json``."""
-    from touchstone_ray.report import render_html, render_markdown
+    from touchstone_ray.doc import render_html, render_markdown
 
     bundle = open_perf_bundle(Path(root))
     doc = perf_document(bundle.root)

@@ -178,8 +178,7 @@ def run_perf(opts: PerfOptions, out: TextIO = sys.stdout) -> PerfOutcome:
             "few requests are noisy",
             file=sys.stderr,
         )
-    from touchstone_ray.host_resolution import current_nodes, resolve_hosts
-    from touchstone_ray.ray_session import ensure_ray
+    from touchstone_ray.fleet import current_nodes, ensure_ray, resolve_hosts
 
     done: set[str] = set()
     existing: list[PerfResponse] = []
@@ -349,9 +348,9 @@ class _Fleet:
     def start(self) -> None:
         import ray
 
+        from touchstone_ray.fleet import MonitorSet
         from touchstone_ray.perf.client import spawn_perf_client
         from touchstone_ray.telemetry.engines import EngineTarget
-        from touchstone_ray.telemetry.monitor_set import MonitorSet
 
         sched = self.config.scheduling.model_dump()
         sched["cache_bust"] = True
@@ -476,8 +475,8 @@ class _Fleet:
 
     def _warmup_deadline_s(self, m: ModelPoints) -> float:
         """The warm-up request's deadline (s), derived like eval's from the endpoint's engine
-        settings (:func:`~touchstone_ray.dispatch.call_deadline_s`)."""
-        from touchstone_ray.dispatch import call_deadline_s
+        settings (:func:`~touchstone_ray.fleet.dispatch.call_deadline_s`)."""
+        from touchstone_ray.fleet import call_deadline_s
 
         max_attempts = self.config.scheduling.max_attempts
         return call_deadline_s(m.spec.engine_settings(None, max_attempts=max_attempts))

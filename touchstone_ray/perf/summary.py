@@ -7,7 +7,7 @@ the point's wall time (first send to last end, s); goodput = requests meeting ev
 wall time (req/s); the share meeting the SLO over the requests that count for it
 (:func:`counts_for_slo`: a failed one counts, as a miss; one measured while the host was
 contended or throttled does not);
-the send lateness p50/p99/max (s); n excluded by reason (:mod:`touchstone_ray.aggregates`:
+the send lateness p50/p99/max (s); n excluded by reason (:mod:`touchstone_ray.scoring.aggregates`:
 prompt-side figures leave out every reason, decode-side ones keep prompt-cached requests).
 """
 
@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from touchstone_ray.aggregates import counts_for_decode, counts_for_prompt, speed_exclusions
 from touchstone_ray.perf.records import PerfResponse
+from touchstone_ray.scoring.aggregates import counts_for_decode, counts_for_prompt, speed_exclusions
 
 
 def _pctls(values: Sequence[float]) -> dict[str, float | None]:
@@ -48,7 +48,7 @@ def meets_slo(r: PerfResponse, slo: dict[str, float]) -> bool:
 
 
 SLO_LEFT_OUT = frozenset({"cold_start", "contended", "throttled"})
-"""Exclusion reasons (:func:`~touchstone_ray.aggregates.speed_exclusions`) that leave a request
+"""Exclusion reasons (:func:`~touchstone_ray.scoring.speed_exclusions`) that leave a request
 out of the SLO share: its time says how busy the machine was, not how the server keeps up at
 this concurrency. A failed request stays in (as a miss), a prompt-cached one too (the cached
 variant's requests are all cached)."""

@@ -1,12 +1,12 @@
 """Prompts of a target token length, and the request body that forces the output length.
 
 A prompt is one user message: a unique first line (the cache-bust nonce of
-:func:`touchstone_ray.eval.prompts.nonce_line`), one instruction line, then a passage of the
+:func:`touchstone_ray.fleet.prompts.nonce_line`), one instruction line, then a passage of the
 corpus (:mod:`.corpus`). Its length is fitted by bisection over the passage's word count so
 that the prompt, chat template included, is as close to the target as possible without
 exceeding it, counted by the server's tokenizer (``count_prompt_tokens``: llama.cpp
 ``/apply-template`` + ``/tokenize``) where it has one, else by the estimate of
-:func:`touchstone_ray.eval.prompts.estimate_prompt_tokens`.
+:func:`touchstone_ray.fleet.prompts.estimate_prompt_tokens`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from touchstone_ray.eval.prompts import estimate_prompt_tokens
+from touchstone_ray.fleet import estimate_prompt_tokens
 from touchstone_ray.perf.corpus import passage
 
 INSTRUCTION = "Continue this text in the same language and style:"

@@ -9,10 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from touchstone_ray.pack import Prompt
-from touchstone_ray.records import EvalResponse, Verdict
-from touchstone_ray.report._data import ReportData
-from touchstone_ray.report._doc import (
+from touchstone_ray.doc import (
     Block,
     Bullets,
     Callout,
@@ -26,7 +23,10 @@ from touchstone_ray.report._doc import (
     heading_text,
     num_cell,
 )
-from touchstone_ray.report._fmt import NONE, mb, num
+from touchstone_ray.doc.fmt import NONE, mb, num
+from touchstone_ray.pack import Prompt
+from touchstone_ray.records import EvalResponse, Verdict
+from touchstone_ray.report._data import ReportData
 from touchstone_ray.report._sections import prompt_heading
 
 __all__ = ["answer_blocks", "answers", "figures", "markers"]

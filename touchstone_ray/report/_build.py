@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from touchstone_ray.bundle import Layout
+from touchstone_ray.doc import Block, Chart, Document, Heading
 from touchstone_ray.errors import UsageError
 from touchstone_ray.lang import labels
-from touchstone_ray.report import _answers, _judged, _judges, _sections, _speed, unjudged
+from touchstone_ray.report import _answers, _judge_panel, _quality, _sections, _speed, unjudged
 from touchstone_ray.report._data import ReportData, load_report_data
-from touchstone_ray.report._doc import Block, Chart, Document, Heading
 from touchstone_ray.storage import atomic_write_text
 
 __all__ = ["FORMATS", "build_document", "write_report"]
@@ -31,15 +31,15 @@ def build_document(data: ReportData) -> Document:
     blocks: list[Block] = [Heading(1, title), *_sections.setup_blocks(data, t)]
     blocks.append(Heading(2, t["overview"] if data.judged else t["overview_plain"]))
     if data.judged:
-        blocks += _judged.overview(data, t)
-        blocks += _judges.judge_warnings(data, t)
+        blocks += _quality.overview(data, t)
+        blocks += _judge_panel.judge_warnings(data, t)
         blocks += _sections.method(data, t)
         blocks += _sections.hardware(data, t)
-        blocks += _judged.master(data, t)
-        blocks += _judged.categories(data, t)
-        blocks += _judged.ab(data, t)
-        blocks += _judged.quality_speed(data, t)
-        blocks += _judges.judges(data, t)
+        blocks += _quality.master(data, t)
+        blocks += _quality.categories(data, t)
+        blocks += _quality.ab(data, t)
+        blocks += _quality.quality_speed(data, t)
+        blocks += _judge_panel.judges(data, t)
     else:
         blocks += unjudged.matrix_overview(data, t)
         blocks += unjudged.rating_task(data, t)
@@ -70,8 +70,7 @@ def write_report(root: Path, formats: str | None = None, *, unjudged: bool = Fal
     :class:`~touchstone_ray.errors.BundleError` for a missing or invalid bundle and, when
     judged, a bundle without ``scorecard.json``.
     """
-    from touchstone_ray.report._html import render_html
-    from touchstone_ray.report._markdown import render_markdown
+    from touchstone_ray.doc import render_html, render_markdown
 
     wanted = parse_formats(formats)
     root = Path(root)

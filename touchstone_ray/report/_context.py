@@ -3,12 +3,12 @@ saw, and how much context the prompt needs (SPEC §7, §10: those answers stay u
 
 from __future__ import annotations
 
+from touchstone_ray.doc import Block, Code, Heading, Para, Table, cell, num_cell
+from touchstone_ray.doc.fmt import NONE
 from touchstone_ray.engines.normalize import estimate_tokens
 from touchstone_ray.pack import Pack
 from touchstone_ray.records import EvalResponse
 from touchstone_ray.report._data import ReportData
-from touchstone_ray.report._doc import Block, Code, Heading, Para, Table, cell, num_cell
-from touchstone_ray.report._fmt import NONE
 
 __all__ = ["cut_prompts", "needed_context_tokens"]
 

@@ -6,10 +6,10 @@ Sources: ``bundle.json`` (setup facts, hosts, footprint), ``pack.yaml`` (frozen 
 ``scorecard.json`` (read as it is: the SPEC §7 contract fields, extra sections when present)
 with ``judgements/<judge>/verdicts.jsonl`` and ``reports.jsonl`` of the scorecard's judges.
 
-Aggregates per (model, variant) are :func:`touchstone_ray.aggregates.row_stats` (SPEC §9: which
+Aggregates per (model, variant) are :func:`~touchstone_ray.scoring.row_stats` (SPEC §9: which
 cells count for speed, p50/p95 with linear interpolation, medians for tok/s; resource figures
 over every cell). In a judged report the figures the scorecard row already has
-(:data:`~touchstone_ray.judging.scorecard_model.ROW_STATS_FIGURES`) are the scorecard's, so a
+(:data:`~touchstone_ray.scoring.scorecard_model.ROW_STATS_FIGURES`) are the scorecard's, so a
 figure has one value wherever it is shown. Times are seconds, memory MB, throughput tokens/s.
 """
 
@@ -23,11 +23,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from touchstone_ray.aggregates import RowStats, model_concurrency, row_stats
 from touchstone_ray.bundle import Bundle, JudgeFiles, Layout, read_events, read_host_samples
 from touchstone_ray.errors import BundleError, PackError
 from touchstone_ray.pack import Pack
 from touchstone_ray.records import EvalResponse, HolisticReport, HostSample, Verdict
+from touchstone_ray.scoring.aggregates import RowStats, model_concurrency, row_stats
 
 __all__ = ["ReportData", "RowKey", "RowStats", "load_report_data", "row_stats"]
 
@@ -154,7 +154,7 @@ def _load_phases(layout: Layout) -> dict[str, list[Phase]]:
 
 
 def _read_card(root: Path) -> dict[str, Any]:
-    from touchstone_ray.judging.scorecard import load_scorecard
+    from touchstone_ray.scoring.scorecard import load_scorecard
 
     if root.is_dir() and not Layout(root).scorecard_json.exists():
         raise BundleError(
@@ -187,7 +187,7 @@ def _load_judgements(data: ReportData) -> None:
 def _with_card_figures(stats: RowStats, card_row: dict[str, Any] | None) -> RowStats:
     """``stats`` with the figures the scorecard row already has (``ROW_STATS_FIGURES``), so
     the report shows the scorecard's value of a figure, never a second computation beside it."""
-    from touchstone_ray.judging.scorecard_model import ROW_STATS_FIGURES
+    from touchstone_ray.scoring.scorecard_model import ROW_STATS_FIGURES
 
     if not card_row:
         return stats

@@ -18,12 +18,12 @@ from typing import Any
 
 import yaml
 
-from touchstone_ray.aggregates import row_stats
 from touchstone_ray.bundle import Layout
+from touchstone_ray.doc import Block, Callout, Code, Table, cell, num_cell
+from touchstone_ray.doc.fmt import NONE, mb, num
 from touchstone_ray.records import EvalResponse
 from touchstone_ray.report._data import ReportData
-from touchstone_ray.report._doc import Block, Callout, Code, Table, cell, num_cell
-from touchstone_ray.report._fmt import NONE, mb, num
+from touchstone_ray.scoring.aggregates import row_stats
 from touchstone_ray.telemetry.engines import endpoint_of
 
 __all__ = ["engine_footprint", "models_per_host"]

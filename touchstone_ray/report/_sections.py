@@ -7,9 +7,7 @@ import json
 from typing import Any
 
 from touchstone_ray import lang
-from touchstone_ray.pack import Prompt
-from touchstone_ray.report._data import ReportData, RowKey
-from touchstone_ray.report._doc import (
+from touchstone_ray.doc import (
     Block,
     Bullets,
     Callout,
@@ -24,7 +22,9 @@ from touchstone_ray.report._doc import (
     heading_text,
     num_cell,
 )
-from touchstone_ray.report._fmt import NONE, iso_utc, joined, utc
+from touchstone_ray.doc.fmt import NONE, iso_utc, joined, utc
+from touchstone_ray.pack import Prompt
+from touchstone_ray.report._data import ReportData, RowKey
 from touchstone_ray.report._footprint import engine_footprint
 from touchstone_ray.report._speed import memory_chart
 

@@ -3,17 +3,16 @@ aggregates: seconds, tokens/s, MB) and each host's memory timeline.
 
 Every speed figure says how it was measured: single stream or under load (``concurrency`` >
 1, its TTFT includes the server's queue), and how many cells were prompt-cache hits (left out
-of the prompt-side figures by :mod:`touchstone_ray.aggregates`)."""
+of the prompt-side figures by :mod:`touchstone_ray.scoring.aggregates`)."""
 
 from __future__ import annotations
 
-from touchstone_ray.aggregates import counts_for_prompt, under_load
+from touchstone_ray.doc import Block, Chart, Heading, Para, Table, cell, charts, num_cell
+from touchstone_ray.doc.fmt import NONE, mb, num
 from touchstone_ray.records import HostSample
-from touchstone_ray.report import charts
 from touchstone_ray.report._context import cut_prompts
 from touchstone_ray.report._data import ReportData
-from touchstone_ray.report._doc import Block, Chart, Heading, Para, Table, cell, num_cell
-from touchstone_ray.report._fmt import NONE, mb, num
+from touchstone_ray.scoring.aggregates import counts_for_prompt, under_load
 
 __all__ = ["load_label", "memory_chart", "speed"]
 

@@ -19,14 +19,21 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 from touchstone_ray.bundle import Layout
+from touchstone_ray.doc.fmt import NONE, mb, num, pct
 from touchstone_ray.errors import UsageError
 from touchstone_ray.lang import labels
+from touchstone_ray.report._compare_row import CompareRow
 from touchstone_ray.report._data import ReportData, load_report_data
-from touchstone_ray.report._fmt import NONE, mb, num, pct
+from touchstone_ray.report.perf_join import (
+    capacity_by_model_host,
+    is_perf_bundle,
+    join_capacity,
+    perf_only_rows,
+)
 from touchstone_ray.storage import atomic_write_text
 
 __all__ = [
@@ -37,37 +44,6 @@ __all__ = [
     "compare_rows",
     "render_compare",
 ]
-
-
-@dataclass(frozen=True)
-class CompareRow:
-    """One (bundle, model, variant) of the comparison."""
-
-    bundle: str
-    pack: str
-    hosts: str
-    """``host: GPU, GPU`` per host the row ran on (``host: –`` without GPUs)."""
-    model: str
-    variant: str
-    quality_pct: float | None
-    ko_passed: bool | None
-    """``None`` when the bundle is not judged."""
-    ko_reason: str
-    ttft_p50_s: float | None
-    decode_tps_median: float | None
-    peak_ram_mb: float | None
-    simulated: bool
-    engine_rss_peak_mb: float | None = None
-    """Peak RSS of the serving process tree (MB), ``None`` where it was not found."""
-    memory_mb: float | None = None
-    """The cross-machine memory figure: ``engine_rss_peak_mb``, else ``peak_ram_mb`` (MB)."""
-    memory_source: str | None = None
-    """``engine`` | ``system`` | ``None`` (no memory figure)."""
-    users_at_slo: int | None = None
-    """From a perf bundle given alongside, for the same (model, host): the most users at once
-    with ≥ 90 % meeting its SLO (``perf --capacity``); ``None`` without one."""
-    users_slo: str | None = None
-    """That SLO, e.g. ``ttft=0.5,tpot=0.05`` (s)."""
 
 
 def _rows_of(data: ReportData) -> list[CompareRow]:
@@ -115,18 +91,11 @@ def _rows_of(data: ReportData) -> list[CompareRow]:
 def compare_rows(roots: Sequence[Path]) -> tuple[list[CompareRow], str]:
     """The rows of every bundle (given order, then ranking order; then one row per (model,
     host) of a perf bundle that no eval row has, see
-    :func:`~touchstone_ray.perf.join.perf_only_rows`) and the report language (the packs'
+    :func:`~touchstone_ray.report.perf_join.perf_only_rows`) and the report language (the packs'
     language when all agree, else ``en``). Raises
     :class:`~touchstone_ray.errors.BundleError` naming the first unusable bundle."""
     if not roots:
         raise UsageError("compare: name at least one bundle")
-    from touchstone_ray.perf.join import (
-        capacity_by_model_host,
-        is_perf_bundle,
-        join_capacity,
-        perf_only_rows,
-    )
-
     rows: list[CompareRow] = []
     langs = set()
     perf = [Path(r) for r in roots if is_perf_bundle(Path(r))]

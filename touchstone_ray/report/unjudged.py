@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import json
 
-from touchstone_ray.report._data import ReportData
-from touchstone_ray.report._doc import (
+from touchstone_ray.doc import (
     Block,
     Bullets,
     Code,
@@ -19,7 +18,8 @@ from touchstone_ray.report._doc import (
     cell,
     num_cell,
 )
-from touchstone_ray.report._fmt import mb, num
+from touchstone_ray.doc.fmt import mb, num
+from touchstone_ray.report._data import ReportData
 from touchstone_ray.report._sections import method, row_label
 
 __all__ = ["matrix_overview", "rating_task"]
@@ -75,7 +75,7 @@ def _holistic_format(data: ReportData) -> str:
 
 
 def _reply_format(data: ReportData) -> str:
-    """The reply ``ingest`` reads (:mod:`touchstone_ray.judging.ingest`), as one line of flow
+    """The reply ``ingest`` reads (:mod:`touchstone_ray.scoring.ingest`), as one line of flow
     YAML for the bundle's first row."""
     model, variant = data.rows[0] if data.rows else ("…", "…")
     first = data.pack.prompts()[0].id

@@ -2,7 +2,8 @@
 
 * :class:`HostSampler` — one tick of a host (psutil, PSI, cgroup, CPU throttle, NVML).
 * :class:`EngineTracker` — each endpoint's serving process tree and the foreign CPU.
-* :class:`HostMonitor` — the per-node Ray actor; :class:`MonitorSet` — the driver's side.
+* :class:`HostMonitor` — the per-node Ray actor (its driver side is
+  :class:`touchstone_ray.fleet.MonitorSet`).
 * :func:`resources_for` / :func:`finalize_bundle` — join samples to answers by time window.
 """
 
@@ -17,7 +18,6 @@ from touchstone_ray.telemetry.finalize import (
 )
 from touchstone_ray.telemetry.linux import SysRoot
 from touchstone_ray.telemetry.monitor import HostMonitor
-from touchstone_ray.telemetry.monitor_set import MonitorSet, monitor_name
 from touchstone_ray.telemetry.sampler import HOST_FIELDS, HostSampler
 
 __all__ = [
@@ -30,9 +30,7 @@ __all__ = [
     "EngineTracker",
     "HostMonitor",
     "HostSampler",
-    "MonitorSet",
     "SysRoot",
     "finalize_bundle",
-    "monitor_name",
     "resources_for",
 ]

@@ -1,7 +1,7 @@
 """The per-host monitor actor: a daemon thread sampling into a bounded buffer.
 
 One :class:`HostMonitor` per host (SPEC §8), created by the driver (see
-:func:`touchstone_ray.dispatch.spawn_pinned`) with ``num_cpus=0``, hard node
+:func:`touchstone_ray.fleet.dispatch.spawn_pinned`) with ``num_cpus=0``, hard node
 affinity, the name ``monitor:<host>`` and ``max_restarts=0``: a monitor that dies is never
 restarted elsewhere, where it would measure the wrong machine.
 

@@ -18,7 +18,6 @@ from urllib.parse import quote
 
 from touchstone_ray.bundle import Bundle, find_bundles
 from touchstone_ray.errors import BundleError
-from touchstone_ray.judging.scorecard import load_scorecard
 from touchstone_ray.lang import labels
 from touchstone_ray.report.compare import (
     CompareRow,
@@ -27,6 +26,7 @@ from touchstone_ray.report.compare import (
     compare_rows,
     render_compare,
 )
+from touchstone_ray.scoring.scorecard import load_scorecard
 from touchstone_ray.ui._page import e
 
 __all__ = ["Picked", "compare_download", "compare_html", "picked_rows", "row_id"]

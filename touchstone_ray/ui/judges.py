@@ -4,7 +4,7 @@ scorecard's ``agreement``: Krippendorff's α per dimension, Cohen's κ of red fl
 τ-b between rankings) and the spread of its quality % per row — and the best per metric.
 
 Read from each judged bundle's ``scorecard.json``
-(:func:`~touchstone_ray.judging.scorecard.load_scorecard`). "Best per metric" picks the
+(:func:`~touchstone_ray.scoring.scorecard.load_scorecard`). "Best per metric" picks the
 highest ``band_accuracy`` and ``red_flag_recall`` and the lowest ``score_gap`` among
 qualified judges; ``None`` figures take no part.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from touchstone_ray.errors import BundleError
-from touchstone_ray.judging.scorecard import load_scorecard
+from touchstone_ray.scoring.scorecard import load_scorecard
 from touchstone_ray.ui._page import e
 from touchstone_ray.ui.compare import eval_bundles
 

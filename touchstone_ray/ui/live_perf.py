@@ -38,7 +38,13 @@ from typing import Any
 from touchstone_ray.bundle import Layout, read_events, read_host_samples
 from touchstone_ray.errors import TouchstoneError
 from touchstone_ray.perf.bundle import open_perf_bundle, read_points
-from touchstone_ray.ui.live import HostProgress, LiveState, host_series, run_eta_s, run_started_at
+from touchstone_ray.ui._live_state import (
+    HostProgress,
+    LiveState,
+    host_series,
+    run_eta_s,
+    run_started_at,
+)
 
 __all__ = ["PlannedPoint", "perf_live_state", "planned_points"]
 

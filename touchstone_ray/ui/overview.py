@@ -3,7 +3,7 @@
 Rows come from :func:`touchstone_ray.bundle.find_bundles` on every request, so a bundle that
 appears while the UI runs is listed at the next load (the page re-fetches its table every
 few seconds). Status is :meth:`Bundle.run_state`; a judged bundle's best row comes from its
-``scorecard.json`` (:func:`~touchstone_ray.judging.scorecard.load_scorecard`): the row ranked
+``scorecard.json`` (:func:`~touchstone_ray.scoring.scorecard.load_scorecard`): the row ranked
 first, its ``rubric_level``, ``ko_passed`` and ``quality_pct`` (%).
 """
 
@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 from touchstone_ray.bundle import Bundle, find_bundles
 from touchstone_ray.errors import BundleError
-from touchstone_ray.judging.scorecard import load_scorecard
+from touchstone_ray.scoring.scorecard import load_scorecard
 from touchstone_ray.ui._page import e
 
 __all__ = ["BundleSummary", "overview_html", "summaries", "summarize"]

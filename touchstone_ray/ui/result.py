@@ -15,19 +15,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from touchstone_ray.doc import REPORT_CSS, Block, Heading, HtmlWriter
 from touchstone_ray.errors import BundleError
 from touchstone_ray.lang import labels
 from touchstone_ray.records import EvalResponse
-from touchstone_ray.report import (
-    REPORT_CSS,
-    Block,
-    Heading,
-    HtmlWriter,
-    ReportData,
-    answer_blocks,
-    build_document,
-    load_report_data,
-)
+from touchstone_ray.report import ReportData, answer_blocks, build_document, load_report_data
 from touchstone_ray.ui._page import e
 
 __all__ = ["FILTERS", "filter_answers", "perf_result_html", "result_html"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from touchstone_ray.report import REPORT_JS
+from touchstone_ray.doc import REPORT_JS
 
 OVERVIEW_JS = """
 (function(){

@@ -2,7 +2,7 @@
 
 The Contract fields come first (``schema_version`` … ``agreement``, and each row's fields in
 :class:`ScorecardRow` order); the sections after them feed the reports. Field order is the
-on-disk key order. :func:`touchstone_ray.judging.scorecard.build_scorecard` fills it, from the
+on-disk key order. :func:`touchstone_ray.scoring.scorecard.build_scorecard` fills it, from the
 verdicts, reports and responses of one bundle. Scores are 1..5, percentages 0..100, times
 seconds, memory MB, throughput tokens/s.
 """
@@ -13,9 +13,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from touchstone_ray.judging.agreement import AgreementStat, RedFlagVote
-from touchstone_ray.judging.scoring import RubricLevel
-from touchstone_ray.judging.stats import PromptStat, VariantComparison
+from touchstone_ray.scoring.agreement import AgreementStat, RedFlagVote
+from touchstone_ray.scoring.formulas import RubricLevel
+from touchstone_ray.scoring.stats import PromptStat, VariantComparison
 
 __all__ = [
     "ROW_STATS_FIGURES",
@@ -46,7 +46,7 @@ ROW_STATS_FIGURES: tuple[str, ...] = (
     "engine_rss_peak_mb",
     "n_contended",
 )
-"""The :class:`ScorecardRow` fields that are :class:`~touchstone_ray.aggregates.RowStats`
+"""The :class:`ScorecardRow` fields that are :class:`~touchstone_ray.scoring.aggregates.RowStats`
 figures of the same name: the scorecard copies them, and a judged report shows these values
 instead of computing them again."""
 
@@ -70,7 +70,7 @@ class ScorecardRow(_Part):
     rubric_level: RubricLevel | None
     """hoch ≥ 85, solide ≥ 70, teilweise ≥ 50, else ungenügend; ``None`` without quality."""
     ko_passed: bool
-    """The row passed the pack's K.-o. rule (:func:`~touchstone_ray.judging.scoring.passes_ko`)."""
+    """The row passed the pack's K.-o. rule (:func:`~touchstone_ray.scoring.formulas.passes_ko`)."""
     ko_reason: str
     """``""`` when passed, else ``Red-Flag bei …``, ``<dim> ≤ <threshold>`` or
     ``<dim> nicht bewertet``."""

@@ -6,7 +6,7 @@
   dimension scores. A missing dimension raises :class:`MissingDimensionsError` (never 0).
 - :func:`rubric_level` and :func:`rank_rows` — the rubric label and the ranking order.
 
-Per-category, per-prompt and variant A/B statistics live in :mod:`touchstone_ray.judging.stats`.
+Per-category, per-prompt and variant A/B statistics live in :mod:`touchstone_ray.scoring.stats`.
 """
 
 from __future__ import annotations

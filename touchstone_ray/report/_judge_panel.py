@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from touchstone_ray.report._data import ReportData
-from touchstone_ray.report._doc import (
+from touchstone_ray.doc import (
     Block,
     Bullets,
     Code,
@@ -21,7 +20,8 @@ from touchstone_ray.report._doc import (
     cell,
     num_cell,
 )
-from touchstone_ray.report._fmt import NONE, joined, pct
+from touchstone_ray.doc.fmt import NONE, joined, pct
+from touchstone_ray.report._data import ReportData
 
 __all__ = ["judge_checks", "judge_warnings", "judges"]
 
@@ -78,9 +78,9 @@ def judge_checks(data: ReportData, t: dict[str, str]) -> list[Block]:
 
 def outside_raters(data: ReportData, t: dict[str, str]) -> list[Block]:
     """Agreement of every ingested outside rater with each local judge
-    (:func:`touchstone_ray.judging.ingest.rater_agreement`); empty without one."""
-    from touchstone_ray.judging.ingest import outside_raters as stored_raters
-    from touchstone_ray.judging.ingest import rater_agreement
+    (:func:`touchstone_ray.scoring.ingest.rater_agreement`); empty without one."""
+    from touchstone_ray.scoring.ingest import outside_raters as stored_raters
+    from touchstone_ray.scoring.ingest import rater_agreement
 
     raters = stored_raters(data.root)
     if not raters or data.card is None:

@@ -15,8 +15,8 @@ from rich.console import Console
 from rich.table import Table
 
 from touchstone_ray.config import FleetConfig, load_config
-from touchstone_ray.host_resolution import NodeInfo, current_nodes, resolve_hosts
-from touchstone_ray.ray_session import dashboard_exposure_warning, ensure_ray
+from touchstone_ray.fleet.hosts import NodeInfo, current_nodes, resolve_hosts
+from touchstone_ray.fleet.session import dashboard_exposure_warning, ensure_ray
 
 CALL_TIMEOUT_S = 60.0
 """How long one host may take to start its actor and answer (s)."""
@@ -70,8 +70,8 @@ def check_hosts(config: FleetConfig, address: str | None) -> list[HostReport]:
     """Run the preflight on every host; raises ConfigError if a host matches no node."""
     import ray
 
-    from touchstone_ray.dispatch import pin
-    from touchstone_ray.eval.client_actor import spawn_client
+    from touchstone_ray.fleet.client_actor import spawn_client
+    from touchstone_ray.fleet.dispatch import pin
 
     ensure_ray(address, config.ray)
     nodes = resolve_hosts(config, current_nodes(), ray.get_runtime_context().get_node_id())

@@ -36,9 +36,9 @@ from touchstone_ray.config import ModelSpec
 from touchstone_ray.engines.base import ChatRequest, ChatResult, Engine
 from touchstone_ray.engines.openai import ENGINE_FOR_SERVER
 from touchstone_ray.engines.registry import create_engine, engine_class
-from touchstone_ray.eval.matrix import Cell
-from touchstone_ray.eval.metrics import CellMetrics
-from touchstone_ray.eval.prompts import (
+from touchstone_ray.fleet.cells import Cell
+from touchstone_ray.fleet.metrics import CellMetrics
+from touchstone_ray.fleet.prompts import (
     PromptCount,
     cell_messages,
     estimate_prompt_tokens,
@@ -293,7 +293,7 @@ class HostClient:
         """The model's :class:`StreamWorker` actors, started on first use (on this node, no
         CPU): one per :func:`split_streams` share when that is more than one, else ``[]``."""
         if label not in self._workers:
-            from touchstone_ray.dispatch import spawn_pinned
+            from touchstone_ray.fleet.dispatch import spawn_pinned
 
             spec = self.specs[label]
             shares = split_streams(spec.concurrency, self.streams_per_process)
@@ -405,7 +405,7 @@ class HostClient:
     ) -> dict[str, tuple[int, str]]:
         """Count the prompt tokens of ``cells`` (one per ``variant|prompt_id``; with cache
         busting, the nonce of that cell) by the server's tokenizer, else the estimate of
-        :mod:`touchstone_ray.eval.prompts`; remember them and the context ``limit`` (tokens)
+        :mod:`touchstone_ray.fleet.prompts`; remember them and the context ``limit`` (tokens)
         for the records. Returns ``variant|prompt_id`` → ``(tokens, source)``."""
         engine = self._engine(label)
         model = self.specs[label].id
@@ -568,7 +568,7 @@ def spawn_client(
     ``scheduling``, ``run_id``, ``streams_per_process`` and ``max_workers`` as for
     :class:`HostClient`. API keys
     are read from their env vars here, on the driver, and travel only in memory."""
-    from touchstone_ray.dispatch import spawn_pinned
+    from touchstone_ray.fleet.dispatch import spawn_pinned
 
     specs = {
         label: (

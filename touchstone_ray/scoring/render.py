@@ -7,8 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from touchstone_ray.lang import levels, scorecard_labels
-from touchstone_ray.report import (
+from touchstone_ray.doc import (
     Block,
     Bullets,
     Callout,
@@ -20,7 +19,8 @@ from touchstone_ray.report import (
     Table,
     cell,
 )
-from touchstone_ray.report import render_markdown as write_markdown
+from touchstone_ray.doc import render_markdown as write_markdown
+from touchstone_ray.lang import levels, scorecard_labels
 
 __all__ = ["ranking_table", "render_markdown", "scorecard_document"]
 

@@ -12,7 +12,7 @@ import html
 import re
 from collections.abc import Sequence
 
-from touchstone_ray.report._doc import (
+from touchstone_ray.doc._model import (
     Block,
     Bullets,
     Callout,

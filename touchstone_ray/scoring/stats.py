@@ -16,9 +16,9 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from touchstone_ray.aggregates import counts_for_prompt
 from touchstone_ray.pack import Pack
 from touchstone_ray.records import EvalResponse, Verdict
+from touchstone_ray.scoring.aggregates import counts_for_prompt
 
 __all__ = [
     "BOOTSTRAP_RESAMPLES",
@@ -79,7 +79,7 @@ class VariantComparison(_Result):
     """Two-sided exact sign test (``scipy.stats.binomtest``, ties dropped); ``None`` if all tie."""
     e2e_median_diff_s: float | None
     """Median E2E latency B − A (s), cells that count for the prompt-side speed figures only
-    (:func:`touchstone_ray.aggregates.counts_for_prompt`)."""
+    (:func:`touchstone_ray.scoring.aggregates.counts_for_prompt`)."""
     completion_tokens_median_diff: float | None
     """Median completion tokens B − A (tokens), ok cells with a count."""
     answer_chars_median_a: float | None

@@ -43,13 +43,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from touchstone_ray.bundle import Bundle, JudgeFiles, Layout, judge_ids
+from touchstone_ray.bundle import JUDGE_ID_PATTERN, Bundle, JudgeFiles, Layout, judge_ids
 from touchstone_ray.errors import BundleError
-from touchstone_ray.judging.config import JUDGE_ID_PATTERN
-from touchstone_ray.judging.scoring import MissingDimensionsError, passes_ko, quality_pct
-from touchstone_ray.judging.store import JudgeStore
 from touchstone_ray.pack import Pack
 from touchstone_ray.records import HolisticReport
+from touchstone_ray.scoring.formulas import MissingDimensionsError, passes_ko, quality_pct
 from touchstone_ray.storage import atomic_write_json
 from touchstone_ray.yamlio import RuleError, load_yaml_mapping, validate_document
 
@@ -232,14 +230,14 @@ def ingest_reply(bundle_dir: str | Path, reply_path: str | Path, name: str) -> d
     returns ``{"rows": n, "agreement": rater_agreement(...) or {}}`` (empty without a
     scorecard). A second ingest under the same name replaces the first (the last record per
     row wins). Raises :class:`BundleError` (exit 2) before writing anything."""
-    from touchstone_ray.judging.scorecard import load_scorecard
+    from touchstone_ray.scoring.scorecard import load_scorecard
 
     bundle = Bundle.open(Path(bundle_dir))
     pack = bundle.pack()
     rows = {(str(r.get("model")), str(r.get("variant"))) for r in bundle.responses()}
     _check_name(bundle, name)
     reply = load_reply(Path(reply_path), pack, rows)
-    store = JudgeStore(bundle.root, name)
+    store = JudgeFiles(Layout(bundle.root), name)
     store.folder.mkdir(parents=True, exist_ok=True)
     records = []
     try:

@@ -38,8 +38,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from touchstone_ray.config import RaySettings
-from touchstone_ray.engines._http import one_line
-from touchstone_ray.errors import RunError
+from touchstone_ray.errors import RunError, one_line
 
 T = TypeVar("T")
 

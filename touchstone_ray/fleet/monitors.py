@@ -32,7 +32,7 @@ import ray
 from ray.exceptions import RayActorError
 
 from touchstone_ray.bundle import Layout
-from touchstone_ray.dispatch import spawn_pinned
+from touchstone_ray.fleet.dispatch import spawn_pinned
 from touchstone_ray.storage import JsonlWriter, repair_torn_tail
 from touchstone_ray.telemetry.engines import EngineTarget
 from touchstone_ray.telemetry.monitor import DEFAULT_BUFFER, HostMonitor

@@ -11,7 +11,7 @@
   each pair of judges' rankings (``scipy.stats.kendalltau``).
 
 Red-flag κ counts only verdicts a judge actually gave (``raw`` set): the rule-based verdicts
-of :func:`~touchstone_ray.judging.scoring.pre_judge_verdict` are identical for every judge and
+of :func:`~touchstone_ray.scoring.formulas.pre_judge_verdict` are identical for every judge and
 would inflate agreement.
 """
 

@@ -4,7 +4,7 @@ A host name in the fleet config maps to a Ray node by its label ``touchstone.hos
 hostname, then by IP (first match wins); ``local`` is the driver's own node. Only alive nodes
 match. Resolution is a pure function over ``ray.nodes()`` so it is testable without Ray.
 Used by eval, perf, judge and the ``hosts`` command (whose checks are
-:func:`touchstone_ray.preflight.run_hosts`).
+:func:`touchstone_ray.fleet.preflight.run_hosts`).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import yaml
 
-from touchstone_ray.report._doc import (
+from touchstone_ray.doc._model import (
     Block,
     Bullets,
     Callout,

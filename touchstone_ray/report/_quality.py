@@ -10,11 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from touchstone_ray.aggregates import under_load
-from touchstone_ray.lang import levels
-from touchstone_ray.report import charts
-from touchstone_ray.report._data import ReportData, RowKey
-from touchstone_ray.report._doc import (
+from touchstone_ray.doc import (
     Block,
     Bullets,
     Chart,
@@ -25,11 +21,15 @@ from touchstone_ray.report._doc import (
     Strong,
     Table,
     cell,
+    charts,
     num_cell,
 )
-from touchstone_ray.report._fmt import NONE, gb, num, pct
+from touchstone_ray.doc.fmt import NONE, gb, num, pct
+from touchstone_ray.lang import levels
+from touchstone_ray.report._data import ReportData, RowKey
 from touchstone_ray.report._sections import links, row_label
 from touchstone_ray.report._speed import load_label, speed
+from touchstone_ray.scoring.aggregates import under_load
 
 __all__ = ["ab", "categories", "master", "overview", "quality_speed"]
 

@@ -17,7 +17,7 @@ Per (model, variant) row (:class:`ScorecardRow`):
   dimension (and no fatal red flag) the row fails with ``"<dim> nicht bewertet"``.
 - ``mean_answer_score``: mean of every scored verdict of every judge. ``n_scored``,
   ``n_unscored`` and ``n_judge_errors`` count verdicts (answers × judges).
-- Speed: :func:`touchstone_ray.aggregates.row_stats` (the cells that count for speed, SPEC §9:
+- Speed: :func:`~.aggregates.row_stats` (the cells that count for speed, SPEC §9:
   not failed, cold-start, prompt-cached, contended or throttled; p50/p95 with linear
   interpolation; decode tok/s median); ``ttft_cold_p50_s`` over the first uncached cell of each
   prompt, ``n_cached`` prompt-cache hits, ``n_contended`` cells measured on a contended host.
@@ -42,10 +42,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from touchstone_ray.aggregates import row_stats
-from touchstone_ray.bundle import Layout
+from touchstone_ray.bundle import TEMPLATE_VERSION, Layout
 from touchstone_ray.errors import BundleError
-from touchstone_ray.judging.agreement import (
+from touchstone_ray.pack import Pack
+from touchstone_ray.records import SCHEMA_VERSION, EvalResponse, HolisticReport, Verdict
+from touchstone_ray.scoring.aggregates import row_stats
+from touchstone_ray.scoring.agreement import (
     RedFlagVote,
     aggregate_reports,
     dimension_alpha,
@@ -53,8 +55,14 @@ from touchstone_ray.judging.agreement import (
     red_flag_kappa,
     red_flagged_prompts,
 )
-from touchstone_ray.judging.prompts import TEMPLATE_VERSION
-from touchstone_ray.judging.scorecard_model import (
+from touchstone_ray.scoring.formulas import (
+    MissingDimensionsError,
+    passes_ko,
+    quality_pct,
+    rank_rows,
+    rubric_level,
+)
+from touchstone_ray.scoring.scorecard_model import (
     ROW_STATS_FIGURES,
     Agreement,
     Categories,
@@ -68,21 +76,12 @@ from touchstone_ray.judging.scorecard_model import (
     Scorecard,
     ScorecardRow,
 )
-from touchstone_ray.judging.scoring import (
-    MissingDimensionsError,
-    passes_ko,
-    quality_pct,
-    rank_rows,
-    rubric_level,
-)
-from touchstone_ray.judging.stats import (
+from touchstone_ray.scoring.stats import (
     VariantComparison,
     category_means,
     compare_variants,
     prompt_stats,
 )
-from touchstone_ray.pack import Pack
-from touchstone_ray.records import SCHEMA_VERSION, EvalResponse, HolisticReport, Verdict
 from touchstone_ray.storage import atomic_write_json, atomic_write_text
 
 __all__ = [
@@ -188,7 +187,7 @@ def build_scorecard(
 
     ``responses`` fix the rows (every (model, variant) that has one, in their order).
     ``concurrency``: model label → configured in-flight limit
-    (:func:`touchstone_ray.aggregates.model_concurrency`).
+    (:func:`touchstone_ray.scoring.aggregates.model_concurrency`).
     ``judge_checks`` (judge id → :func:`~.checks.judge_check`) goes to the top-level
     ``judge_checks``, for counted and uncounted judges alike; ``unqualified_judges`` lists
     those of them that are not qualified. ``spreads``: (model, variant) → the score spread
@@ -348,7 +347,7 @@ def _variant_ab(
 def write_scorecard(root: Path, card: Scorecard) -> Path:
     """Write ``scorecard.json`` and ``scorecard.md`` into the bundle ``root`` (atomically);
     returns the JSON path."""
-    from touchstone_ray.judging.render import render_markdown
+    from touchstone_ray.scoring.render import render_markdown
 
     layout = Layout(root)
     path = layout.scorecard_json

@@ -7,15 +7,13 @@ import dataclasses
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from touchstone_ray.bundle import Layout
+from touchstone_ray.doc import NONE
 from touchstone_ray.errors import BundleError
 from touchstone_ray.perf.report import is_perf_bundle
-from touchstone_ray.report import NONE
-
-if TYPE_CHECKING:
-    from touchstone_ray.report.compare import CompareRow
+from touchstone_ray.report._compare_row import CompareRow
 
 __all__ = ["capacity_by_model_host", "is_perf_bundle", "join_capacity", "perf_only_rows"]
 
@@ -115,7 +113,6 @@ def perf_only_rows(
     bundle without a readable ``summary.json`` or request shards."""
     from touchstone_ray.lang import labels
     from touchstone_ray.perf.bundle import PerfBundle, read_points
-    from touchstone_ray.report.compare import CompareRow
 
     no_gpu = labels(lang)["no_gpu"]
     covered = _covered(rows)

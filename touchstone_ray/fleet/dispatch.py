@@ -33,8 +33,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from touchstone_ray.engines._http import one_line
 from touchstone_ray.engines.base import EngineSettings
+from touchstone_ray.errors import one_line
 
 __all__ = [
     "DEADLINE_SLACK_S",

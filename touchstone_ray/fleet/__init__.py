@@ -1,0 +1,183 @@
+"""The fleet: the per-host machinery every stage runs on (SPEC §4, §8).
+
+* :mod:`.session` — joining or starting Ray (embedded default, ``--address`` joins a cluster);
+* :mod:`.hosts` — host → Ray node resolution;
+* :mod:`.dispatch` — the one dispatcher: every pinned actor's work as lanes;
+* :mod:`.client_actor` — the per-host client actor, with the :class:`Cell` it runs
+  (:mod:`.cells`), the prompt it sends (:mod:`.prompts`) and its Ray metrics (:mod:`.metrics`);
+* :mod:`.monitors` — the driver's side of the host monitors (:mod:`touchstone_ray.telemetry`);
+* :mod:`.preflight` — ``touchstone-ray hosts``: every endpoint reached from its host.
+
+``eval``, ``perf`` and ``judging`` are siblings on top of this package; nothing here imports a
+stage. The names below load their module on first use (Ray, psutil and the engines are not
+imported by ``import touchstone_ray.fleet``). The names in ``__all__`` are the package's
+public surface (a test pins them).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from touchstone_ray.fleet.cells import (
+        TASK_NAMES_PER_MODEL,
+        Cell,
+    )
+    from touchstone_ray.fleet.client_actor import (
+        STREAMS_PER_PROCESS,
+        WARMUP_PROMPT,
+        HostClient,
+        cpu_model,
+        gpu_inventory,
+        host_facts,
+        max_stream_workers,
+        spawn_client,
+        split_streams,
+    )
+    from touchstone_ray.fleet.dispatch import (
+        DEADLINE_SLACK_S,
+        LIVENESS_INTERVAL_S,
+        Call,
+        Dispatcher,
+        Lane,
+        Pinned,
+        call_deadline_s,
+        spawn_pinned,
+    )
+    from touchstone_ray.fleet.hosts import (
+        HOST_LABEL,
+        NodeInfo,
+        current_nodes,
+        resolve_hosts,
+    )
+    from touchstone_ray.fleet.metrics import (
+        PROMETHEUS_CELL_METRICS,
+        PROMETHEUS_HOST_METRICS,
+    )
+    from touchstone_ray.fleet.monitors import (
+        MonitorSet,
+        monitor_name,
+    )
+    from touchstone_ray.fleet.preflight import (
+        run_hosts,
+    )
+    from touchstone_ray.fleet.prompts import (
+        PromptCount,
+        cell_messages,
+        estimate_prompt_tokens,
+        fits,
+        input_truncated,
+        nonce_line,
+    )
+    from touchstone_ray.fleet.session import (
+        dashboard_exposure_warning,
+        ensure_ray,
+        is_loopback,
+        ray_logging_level,
+        resolve_address,
+        show_ray_logs,
+        start_failed_line,
+        start_local,
+        url_host,
+    )
+
+_MODULE_OF: dict[str, str] = {
+    "TASK_NAMES_PER_MODEL": "cells",
+    "Cell": "cells",
+    "STREAMS_PER_PROCESS": "client_actor",
+    "WARMUP_PROMPT": "client_actor",
+    "HostClient": "client_actor",
+    "cpu_model": "client_actor",
+    "gpu_inventory": "client_actor",
+    "host_facts": "client_actor",
+    "max_stream_workers": "client_actor",
+    "spawn_client": "client_actor",
+    "split_streams": "client_actor",
+    "DEADLINE_SLACK_S": "dispatch",
+    "LIVENESS_INTERVAL_S": "dispatch",
+    "Call": "dispatch",
+    "Dispatcher": "dispatch",
+    "Lane": "dispatch",
+    "Pinned": "dispatch",
+    "call_deadline_s": "dispatch",
+    "spawn_pinned": "dispatch",
+    "HOST_LABEL": "hosts",
+    "NodeInfo": "hosts",
+    "current_nodes": "hosts",
+    "resolve_hosts": "hosts",
+    "PROMETHEUS_CELL_METRICS": "metrics",
+    "PROMETHEUS_HOST_METRICS": "metrics",
+    "MonitorSet": "monitors",
+    "monitor_name": "monitors",
+    "run_hosts": "preflight",
+    "PromptCount": "prompts",
+    "cell_messages": "prompts",
+    "estimate_prompt_tokens": "prompts",
+    "fits": "prompts",
+    "input_truncated": "prompts",
+    "nonce_line": "prompts",
+    "dashboard_exposure_warning": "session",
+    "ensure_ray": "session",
+    "is_loopback": "session",
+    "ray_logging_level": "session",
+    "resolve_address": "session",
+    "show_ray_logs": "session",
+    "start_failed_line": "session",
+    "start_local": "session",
+    "url_host": "session",
+}
+
+__all__ = [
+    "DEADLINE_SLACK_S",
+    "HOST_LABEL",
+    "LIVENESS_INTERVAL_S",
+    "PROMETHEUS_CELL_METRICS",
+    "PROMETHEUS_HOST_METRICS",
+    "STREAMS_PER_PROCESS",
+    "TASK_NAMES_PER_MODEL",
+    "WARMUP_PROMPT",
+    "Call",
+    "Cell",
+    "Dispatcher",
+    "HostClient",
+    "Lane",
+    "MonitorSet",
+    "NodeInfo",
+    "Pinned",
+    "PromptCount",
+    "call_deadline_s",
+    "cell_messages",
+    "cpu_model",
+    "current_nodes",
+    "dashboard_exposure_warning",
+    "ensure_ray",
+    "estimate_prompt_tokens",
+    "fits",
+    "gpu_inventory",
+    "host_facts",
+    "input_truncated",
+    "is_loopback",
+    "max_stream_workers",
+    "monitor_name",
+    "nonce_line",
+    "ray_logging_level",
+    "resolve_address",
+    "resolve_hosts",
+    "run_hosts",
+    "show_ray_logs",
+    "spawn_client",
+    "spawn_pinned",
+    "split_streams",
+    "start_failed_line",
+    "start_local",
+    "url_host",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """Each public name from its module, imported on first use (PEP 562)."""
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
