@@ -70,9 +70,8 @@ def one_round(variant: str) -> dict[str, float]:
     import ray
 
     from touchstone_ray.config import ModelSpec, RaySettings
-    from touchstone_ray.fleet import ensure_ray, spawn_client, spawn_pinned
+    from touchstone_ray.fleet import MonitorSet, ensure_ray, spawn_client, spawn_pinned
     from touchstone_ray.sim import SimConfig, SimServer
-    from touchstone_ray.fleet import MonitorSet
 
     with SimServer(SimConfig(ttft_ms=5, tps=1000)) as sim, tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
