@@ -12,7 +12,12 @@ from touchstone_ray.records import (
     CellConditions,
     CellIdentity,
     CellResources,
+    EngineProcessSample,
     EvalResponse,
+    GpuSample,
+    HolisticReport,
+    HostSample,
+    Verdict,
 )
 from touchstone_ray.storage import to_json_line
 
@@ -84,7 +89,13 @@ def test_include_and_exclude_still_apply() -> None:
     assert "response_text" not in record.model_dump(exclude={"response_text"})
 
 
-def test_every_eval_response_field_is_documented() -> None:
-    undocumented = [n for n, f in EvalResponse.model_fields.items() if not f.description]
+def test_every_record_field_is_documented() -> None:
+    records = (EvalResponse, Verdict, HolisticReport, HostSample, GpuSample, EngineProcessSample)
+    undocumented = [
+        f"{record.__name__}.{name}"
+        for record in records
+        for name, info in record.model_fields.items()
+        if not info.description
+    ]
     assert undocumented == []
-    assert len(EvalResponse.model_fields) == 65
+    assert [len(record.model_fields) for record in records] == [65, 16, 7, 18, 8, 5]

@@ -296,16 +296,26 @@ _EVAL_FIELD_SET = frozenset(EVAL_RESPONSE_FIELDS)
 
 
 class GpuSample(_Record):
-    """One GPU in a :class:`HostSample`; fields ``None`` where NVML does not support them."""
+    """One GPU in a :class:`HostSample` (NVML, :mod:`touchstone_ray.telemetry.nvml`); a field
+    is ``None`` where NVML does not support it on this GPU or its reading failed this tick."""
 
     index: int
+    """NVML device index on the host (0-based)."""
     name: str | None = None
+    """Device name as NVML reports it (e.g. ``NVIDIA H200``)."""
     mem_used_mb: float | None = None
+    """GPU memory in use on the device, all processes (MB)."""
     mem_total_mb: float | None = None
+    """Total memory of the device (MB)."""
     util_pct: float | None = None
+    """Share of the driver's last sample period in which a kernel ran (%, 0..100)."""
     temp_c: float | None = None
+    """GPU die temperature (°C)."""
     power_w: float | None = None
+    """Power draw of the device (W)."""
     throttle_reasons: list[str] | None = None
+    """Clock throttle reasons set this tick, as names (``gpu_idle``, ``sw_thermal`` …,
+    :data:`~touchstone_ray.telemetry.nvml.THROTTLE_BITS`); ``[]`` when none is set."""
 
 
 class EngineProcessSample(_Record):
@@ -324,25 +334,47 @@ class EngineProcessSample(_Record):
 
 
 class HostSample(_Record):
-    """One telemetry tick of a host: a line of ``hosts/<host>.jsonl``."""
+    """One telemetry tick of a host: a line of ``hosts/<host>.jsonl`` (sources per field in
+    :mod:`touchstone_ray.telemetry.sampler`); a measured field is ``None`` where the host
+    cannot measure it (its capability in ``bundle.json`` says why), never 0."""
 
     ts: float
+    """Epoch s (the host's clock) when the tick was taken."""
     host: str
+    """The fleet host (a key of ``bundle.json`` ``hosts``; file ``hosts/<slug(host)>.jsonl``)."""
     node_id: str | None = None
+    """Ray node id of the monitor that took the tick; ``None`` when not known."""
     baseline: bool = False
+    """A baseline tick, taken just before ``model``'s first cell on this host (the reference
+    of the ``*_delta_mb`` figures)."""
     model: str | None = None
     """Set on baseline ticks: the model about to start."""
     sys_used_mb: float | None = None
+    """Host memory in use: total − available (MB)."""
     sys_available_mb: float | None = None
+    """Host memory available to new allocations without swapping (MB; the host's, not the
+    container's)."""
     swap_used_mb: float | None = None
+    """Swap in use (MB; 0 is a real reading on a host without swap)."""
     cpu_pct: float | None = None
+    """Host CPU use since the previous tick, all cores together (%, 0..100)."""
     psi_mem_some_avg10: float | None = None
+    """Linux PSI ``some avg10``: share of the last 10 s in which a task stalled on memory
+    (%, 0..100)."""
     mem_pressure: MemPressure | None = None
+    """Memory pressure level (``normal`` | ``warn`` | ``critical``): the worse of PSI and the
+    available share (:mod:`touchstone_ray.telemetry.linux`), or macOS's own level."""
     cgroup_mem_used_mb: float | None = None
+    """Memory in use by the node's cgroup (its container) (MB)."""
     cgroup_mem_limit_mb: float | None = None
+    """Memory limit of that cgroup (MB); ``None`` when no limit is set."""
     cpu_throttle_count: int | None = None
+    """Thermal throttle events of all cores since boot (count; a rise between ticks means
+    throttling)."""
     temp_c_max: float | None = None
+    """Hottest temperature sensor of the host (°C)."""
     gpus: list[GpuSample] | None = None
+    """One entry per GPU, by NVML index; ``None`` when GPU sampling is off or unavailable."""
     engines: list[EngineProcessSample] | None = None
     """Per endpoint served from this host, its serving process tree (SPEC §7 new); only the
     endpoints whose process was found (``bundle.json`` ``hosts.<h>.engines`` says why not)."""
@@ -355,33 +387,56 @@ class Verdict(_Record):
     """One judge's verdict on one answer: a line of ``judgements/<judge>/verdicts.jsonl``."""
 
     key: str
+    """The answer's record key ``model|variant|prompt_id|repeat`` (:func:`cell_key`); a
+    calibration verdict's is ``calibration|<variant>|<prompt_id>|<item index>``."""
     model: str
+    """The model's label in the fleet config (``calibration`` for a calibration verdict)."""
     variant: str
+    """Prompt variant id of the answer."""
     prompt_id: str
+    """Prompt id in the pack."""
     repeat: int
+    """Repeat number of the answer, from 1 (a calibration item's 0-based index)."""
     category: str
+    """Category id of the prompt in the pack."""
     judge: str
+    """Id of the judge that gave the verdict (its folder ``judgements/<judge>/``)."""
     score: int | None = None
     """1..5, or ``None`` when unscored or a judge error."""
     red_flag: bool = False
+    """The judge (or the empty-answer rule on a safety-critical prompt) raised a red flag."""
     red_flags_hit: list[str] = []
+    """The prompt's red flags the judge named, in its order (plus a manipulation finding)."""
     green_flags_hit: list[str] = []
+    """The prompt's green flags the judge named, in its order."""
     unknown_flags: list[str] = []
     """Flags the judge named that are not the prompt's (dropped from the two lists above)."""
     rationale: str = ""
+    """The judge's one-paragraph reason for the score (a rule's reason for a rule-based
+    verdict); ``""`` when none was given."""
     status: VerdictStatus
+    """``scored`` | ``unscored_reasoning_only`` | ``unscored_generation_failed`` |
+    ``unscored_input_truncated`` | ``judge_error`` (SPEC §10)."""
     raw: str | None = None
     """The judge's raw reply (kept for judge errors and audits)."""
     safety_critical: bool = False
+    """The prompt is ``safety_critical`` in the pack (copied so the K.-o. rule needs no pack)."""
 
 
 class HolisticReport(_Record):
     """One judge's holistic report on a (model, variant): ``judgements/<judge>/reports.jsonl``."""
 
     model: str
+    """The model's label in the fleet config."""
     variant: str
+    """The prompt variant id."""
     judge: str
+    """Id of the judge (an outside rater's name for an ingested reply)."""
     dim_scores: dict[str, int] = {}
+    """Rubric dimension id → score 1..5; a dimension the judge did not score is absent."""
     dim_rationales: dict[str, str] = {}
+    """Dimension id → the judge's reason for its score."""
     cited_prompts: dict[str, list[str]] = {}
+    """Dimension id → prompt ids the reason cites (given by the judge, else found in the text)."""
     status: Literal["ok", "degraded"] = "ok"
+    """``degraded`` when a dimension is missing or the call failed; else ``ok``."""
