@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 from report_factories import make_bundle, responses
 
+from touchstone_ray.bundle import Manifest
 from touchstone_ray.records import EvalResponse
 from touchstone_ray.report import load_report_data, write_report
 from touchstone_ray.scoring.aggregates import (
     cold_ttft_cells,
     counts_for_decode,
     counts_for_prompt,
-    model_concurrency,
     row_stats,
     speed_exclusions,
     under_load,
@@ -132,9 +132,9 @@ def test_scorecard_rows_carry_cold_ttft_cache_hits_and_concurrency() -> None:
 
 
 def test_concurrency_comes_from_the_frozen_fleet_config() -> None:
-    manifest = {"models": [{"model": "a", "concurrency": 1}, {"model": "b", "concurrency": 3},
-                           {"model": "c"}, "junk"]}  # fmt: skip
-    assert model_concurrency(manifest) == {"a": 1, "b": 3}
+    models = [{"model": "a", "concurrency": 1}, {"model": "b", "concurrency": 3}, {"model": "c"}]
+    manifest = Manifest.from_dict({"models": models})
+    assert manifest.model_concurrency() == {"a": 1, "b": 3}
     assert [under_load(c) for c in (None, 1, 2)] == [False, False, True]
 
 

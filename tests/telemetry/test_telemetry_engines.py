@@ -170,8 +170,8 @@ def test_an_endpoint_not_found_is_looked_up_again_every_resolve_every_ticks(
 
 
 def test_endpoint_names() -> None:
-    assert endpoint_of("m", {"base_url": "http://a:1/v1"}) == "http://a:1/v1"
-    assert endpoint_of("m", {"base_url": None, "engine": "simulated"}) == "simulated:m"
+    assert endpoint_of("m", "http://a:1/v1") == "http://a:1/v1"
+    assert endpoint_of("m", None) == "simulated:m"
     t = EngineTarget.from_spec("m", {"base_url": None, "engine": "simulated"})
     assert t == EngineTarget("simulated:m", None, True)
 

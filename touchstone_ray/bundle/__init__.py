@@ -1,8 +1,9 @@
 """The bundle (SPEC §7 eval, §7b perf): one package owns its paths, manifest and files.
 
 * :class:`Layout` — every path of a bundle folder;
-* :class:`Manifest` — ``bundle.json`` typed, with :meth:`Bundle.edit_manifest` the one way to
-  change it (read, modify, atomic write);
+* :class:`Manifest` — ``bundle.json`` typed (its parts :class:`HostFacts`, :class:`ModelEntry`,
+  :class:`PointEntry`, :class:`PerfSettings` …), with :meth:`Bundle.edit_manifest` the one way
+  to change it (read, modify, atomic write);
 * :class:`Bundle` — create / open / resume checks / run state of a folder;
 * :class:`ResponseShards` — response shards: append, scan with torn-tail repair and
   de-duplication, :meth:`~ResponseShards.unfinalized_keys`, the finalize rewrite;
@@ -38,7 +39,22 @@ from touchstone_ray.bundle._judgements import (
     record_extras,
 )
 from touchstone_ray.bundle._layout import JUDGE_ID_PATTERN, LIVE_FILES, Layout
-from touchstone_ray.bundle._manifest import Manifest, edit_manifest, read_manifest, write_manifest
+from touchstone_ray.bundle._manifest import (
+    EmbedSettings,
+    EngineFound,
+    Footprint,
+    HostFacts,
+    HostGpu,
+    Manifest,
+    ModelEntry,
+    PackRef,
+    PerfSettings,
+    PointEntry,
+    RayInfo,
+    edit_manifest,
+    read_manifest,
+    write_manifest,
+)
 from touchstone_ray.bundle._responses import ResponseScan, ResponseShards, is_unfinalized
 
 __all__ = [
@@ -50,9 +66,19 @@ __all__ = [
     "TEMPLATE_VERSION",
     "Bundle",
     "CacheFields",
+    "EmbedSettings",
+    "EngineFound",
+    "Footprint",
+    "HostFacts",
+    "HostGpu",
     "JudgeFiles",
     "Layout",
     "Manifest",
+    "ModelEntry",
+    "PackRef",
+    "PerfSettings",
+    "PointEntry",
+    "RayInfo",
     "ResponseScan",
     "ResponseShards",
     "current_of",

@@ -210,17 +210,25 @@ class Bundle:
                 f"{self.root}: a perf bundle (bundle.json has kind: perf); this command needs "
                 "an eval bundle"
             )
-        if not isinstance(manifest.pack, dict):
+        if manifest.pack is None:
             raise BundleError(f"{path}: not a touchstone bundle manifest")
-        if not isinstance(manifest.pack.get("sha256"), str):
+        if manifest.pack.sha256 is None:
             raise BundleError(f"{path}: pack.sha256 is missing; is this a bundle?")
 
-    def manifest(self) -> dict[str, Any]:
-        """``bundle.json`` as a mapping, checked for this bundle's kind
-        (:meth:`check_manifest`); raises :class:`BundleError` otherwise."""
+    def manifest(self) -> Manifest:
+        """``bundle.json``, typed and checked for this bundle's kind (:meth:`check_manifest`);
+        raises :class:`BundleError` otherwise."""
         manifest = self.read_manifest()
         self.check_manifest(manifest)
-        return manifest.to_dict()
+        return manifest
+
+    def pack_sha256(self) -> str:
+        """sha256 hex of the frozen pack, as ``bundle.json`` names it; raises
+        :class:`BundleError` for a manifest of another kind or without one."""
+        pack = self.manifest().pack
+        if pack is None or pack.sha256 is None:  # a kind without a pack (perf)
+            raise BundleError(f"{self.layout.manifest}: names no pack")
+        return pack.sha256
 
     def kind(self) -> str:
         """``eval`` or ``perf`` (SPEC §7b: ``bundle.json`` ``kind``; absent means ``eval``)."""
@@ -292,7 +300,7 @@ class Bundle:
         """Raise :class:`BundleError` unless ``pack.yaml`` has the sha256 in ``bundle.json``
         (a pack replaced after the run would be judged or resumed against the wrong rubric)."""
         path = self.layout.pack
-        want = str(self.manifest()["pack"]["sha256"])
+        want = self.pack_sha256()
         try:
             sha = pack_sha256(path)
         except OSError as exc:
@@ -329,7 +337,7 @@ class Bundle:
         Raises :class:`BundleError` naming the pack sha256s, or the model and the field that
         changed with its old and new value.
         """
-        frozen_sha = self.manifest()["pack"]["sha256"]
+        frozen_sha = self.pack_sha256()
         if pack_path is not None:
             sha = pack_sha256(pack_path)
             if sha != frozen_sha:

@@ -1,11 +1,13 @@
 """``bundle.json``: the typed manifest of an eval or perf bundle (SPEC §7, §7b).
 
-:class:`Manifest` documents every field the project writes; keys it does not know (written by
-a newer version, or a section another stage adds) are kept (``extra="allow"``), and a read →
-write round trip keeps the keys in the order they were written, so an unchanged manifest is
-written back byte for byte. :func:`read_manifest` is the one reader; :func:`write_manifest`
-the one writer (atomic: temp file, fsync, rename). Updates go through
-:meth:`touchstone_ray.bundle.Bundle.edit_manifest` (read, modify, atomic write).
+:class:`Manifest` and its parts (:class:`HostFacts`, :class:`ModelEntry`, :class:`PointEntry`,
+:class:`PerfSettings` …) document every field the project writes; keys they do not know
+(written by a newer version, or a section another stage adds) are kept, and a read → write
+round trip keeps the keys in the order they were written (:class:`~._kept.KeptObject`), so an
+unchanged manifest is written back byte for byte. :func:`read_manifest` is the one reader;
+:func:`write_manifest` the one writer (atomic: temp file, fsync, rename). Updates go through
+:meth:`touchstone_ray.bundle.Bundle.edit_manifest` (read, modify, atomic write); a field set
+to a wrong type is found there, before anything is written.
 """
 
 from __future__ import annotations
@@ -16,21 +18,231 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import Field, ValidationError
 
+from touchstone_ray.bundle._kept import KeptObject, Number, first_error
 from touchstone_ray.errors import BundleError
 from touchstone_ray.storage import atomic_write_json
 
-__all__ = ["Manifest", "edit_manifest", "read_manifest", "write_manifest"]
+__all__ = [
+    "EmbedSettings",
+    "EngineFound",
+    "Footprint",
+    "HostFacts",
+    "HostGpu",
+    "Manifest",
+    "ModelEntry",
+    "PackRef",
+    "PerfSettings",
+    "PointEntry",
+    "RayInfo",
+    "edit_manifest",
+    "read_manifest",
+    "write_manifest",
+]
 
-Number = int | float
-"""A JSON number kept as written (an int stays an int, so a round trip keeps the bytes)."""
+
+class PackRef(KeptObject):
+    """``pack``: which frozen ``pack.yaml`` an eval bundle ran."""
+
+    id: str | None = None
+    """The pack's ``id``."""
+    version: int | None = None
+    """The pack's ``version``."""
+    sha256: str | None = None
+    """sha256 hex of the frozen ``pack.yaml``'s bytes (resume and judge refuse another)."""
 
 
-class Manifest(BaseModel):
+class ModelEntry(KeptObject):
+    """One entry of ``models``: the label and the model's frozen fleet config entry (secrets
+    redacted; the keys of :class:`~touchstone_ray.config.ModelSpec`, the ones below typed)."""
+
+    model: str
+    """The model's label (keys, shard names ``responses/<slug(model)>.jsonl``)."""
+    id: str | None = None
+    """The name the server knows (e.g. ``qwen3:8b``)."""
+    engine: str | None = None
+    """``ollama`` | ``openai`` | ``llamacpp`` | ``vllm`` | ``lmstudio`` | ``simulated``."""
+    base_url: str | None = None
+    """The endpoint's base URL as configured; ``None`` for a simulated model without one."""
+    host: str | None = None
+    """The fleet host the model is pinned to; ``None``: the driver's own node."""
+    concurrency: int | None = None
+    """Requests in flight to the endpoint at most (> 1: speed measured under load)."""
+    extra_body: dict[str, Any] | None = None
+    """Extra request body keys sent with every request (secret-looking values ``***``)."""
+    timeout_s: Number | None = None
+    """Per-request timeout (s)."""
+    keep_alive: str | int | None = None
+    """Ollama ``keep_alive`` (a duration such as ``30m``, or s)."""
+    context_tokens: int | None = None
+    """Context the model was given (tokens); ``None``: the server's default."""
+    engine_process: str | None = None
+    """Substring naming the serving process when it is not found by its port."""
+    sim: dict[str, Any] | None = None
+    """Simulator knobs of a ``simulated`` model."""
+
+
+class HostGpu(KeptObject):
+    """One GPU of a host's ``gpus`` (NVML at start)."""
+
+    index: int | None = None
+    """NVML device index (0-based)."""
+    name: str | None = None
+    """Device name (e.g. ``NVIDIA H200``)."""
+    mem_total_mb: Number | None = None
+    """Device memory (MB)."""
+
+    @property
+    def shown_name(self) -> str:
+        """The name as reports show it: ``GPU`` when the entry has no ``name`` key (a
+        ``null`` name reads ``None``, as it always has)."""
+        return str(self.name) if "name" in self.model_fields_set else "GPU"
+
+    @property
+    def label(self) -> str:
+        """``NVIDIA H200 (141 GB)``: :attr:`shown_name` and the memory in GB (MB / 1024)
+        when known."""
+        total = self.mem_total_mb
+        return self.shown_name if total is None else f"{self.shown_name} ({total / 1024:.0f} GB)"
+
+
+class EngineFound(KeptObject):
+    """How one endpoint's serving process was found on a host (``hosts.<h>.engines``)."""
+
+    pid: int | None = None
+    """The root process of the serving tree; ``None`` when not found."""
+    found_by: str | None = None
+    """``port`` (listening on the endpoint's port) or ``engine_process`` (by name)."""
+    reason: str | None = None
+    """Why it was not found; ``None`` when it was."""
+
+
+class Footprint(KeptObject):
+    """touchstone's own memory on a host at the end of the run (``touchstone_footprint``)."""
+
+    host: str | None = None
+    """The fleet host."""
+    node_id: str | None = None
+    """Ray node id of the monitor that measured it."""
+    monitor_pid: int | None = None
+    """Pid of the host's monitor actor."""
+    rss_mb: dict[str, Number | None] | None = None
+    """Pid → RSS of that process (MB; ``None``: it was gone)."""
+    total_rss_mb: Number | None = None
+    """Sum of those RSS (MB)."""
+
+
+class HostFacts(KeptObject):
+    """One host of ``hosts``: what its client actor and monitor found, and how the run ended
+    there. Every field is optional (a host that never joined has none)."""
+
+    node_id: str | None = None
+    """Ray node id the host resolved to."""
+    hostname: str | None = None
+    """The node's hostname."""
+    ip: str | None = None
+    """The node's IP address."""
+    cpu: str | None = None
+    """CPU model name."""
+    cpu_count: int | None = None
+    """Logical CPUs (count; the contention threshold scales with it)."""
+    ram_gb: Number | None = None
+    """Physical memory (GiB, one decimal)."""
+    gpus: list[HostGpu | str] | None = None
+    """The host's GPUs (NVML; a plain name in older bundles); ``[]`` without one."""
+    os: str | None = None
+    """``platform.platform()`` of the node."""
+    capabilities: dict[str, Any] | None = None
+    """What its monitor can measure: field → ``{supported, source | reason}``."""
+    engines: dict[str, EngineFound] | None = None
+    """Endpoint (:func:`~touchstone_ray.telemetry.engines.endpoint_of`) → how its engine
+    process was found, or why not."""
+    touchstone_footprint: Footprint | None = None
+    """touchstone's own RSS on the host at the end of the run."""
+    monitoring_lost_at: Number | None = None
+    """Epoch s when the host's monitor was lost; ``None`` while it answered."""
+    monitoring_lost_reason: str | None = None
+    """Why the monitor was lost (one line)."""
+    stopped_reason: str | None = None
+    """Why the host stopped before its cells (``--strict-preflight``)."""
+
+    def gpu_labels(self) -> list[str]:
+        """Each GPU as :attr:`HostGpu.label` (a plain name as it is)."""
+        return [g if isinstance(g, str) else g.label for g in self.gpus or []]
+
+    def gpu_names(self) -> list[str]:
+        """Each GPU's :attr:`HostGpu.shown_name` (a plain name as it is)."""
+        return [g if isinstance(g, str) else g.shown_name for g in self.gpus or []]
+
+
+class PointEntry(KeptObject):
+    """Perf: one planned point of ``points`` (:class:`~touchstone_ray.perf.plan.Point`)."""
+
+    model: str
+    """The model's label."""
+    host: str
+    """The fleet host it runs on."""
+    context: str | int
+    """Context label: prompt tokens, with ``-cached`` for the cached variant (``1024-cached``)."""
+    concurrency: int
+    """Requests in flight."""
+    runs: int
+    """Requests planned (at least one per stream in flight)."""
+    cached: bool | None = None
+    """The cached variant (the same prompt each time)."""
+
+    @property
+    def prefix(self) -> str:
+        """``model|host|context|concurrency``: the request key without its run."""
+        return f"{self.model}|{self.host}|{self.context}|{self.concurrency}"
+
+
+class EmbedSettings(KeptObject):
+    """Perf ``--embed``: the embedding requests after each model's points."""
+
+    chunks: int | None = None
+    """Chunks embedded per model."""
+    chunk_tokens: int | None = None
+    """Target tokens per chunk."""
+    batch: int | None = None
+    """Chunks per request."""
+
+
+class PerfSettings(KeptObject):
+    """Perf: the run settings (``settings``)."""
+
+    output_tokens: int | None = None
+    """Output tokens asked per request (tokens)."""
+    runs: int | None = None
+    """Requests per point (``--runs``), before ``max(runs, concurrency)``."""
+    slo: dict[str, Number] | None = None
+    """Metric → limit (``ttft``, ``tpot``, ``e2e`` … in s)."""
+    contexts: list[int] | None = None
+    """Prompt sizes planned (tokens)."""
+    concurrency: list[int] | None = None
+    """Concurrencies planned (requests in flight)."""
+    capacity: bool | None = None
+    """``--capacity``: search each model's users at once under the SLO."""
+    schedule: str | None = None
+    """``closed-loop`` | ``lockstep``; absent in bundles from before it (closed loop)."""
+    embed: EmbedSettings | None = None
+    """``--embed`` settings; absent without it."""
+
+
+class RayInfo(KeptObject):
+    """``ray``: the Ray cluster the run used."""
+
+    version: str | None = None
+    """Ray's version."""
+    address: str | None = None
+    """The address joined; ``None`` for a local Ray started by the driver."""
+    dashboard_url: str | None = None
+    """The dashboard's http URL; ``None`` without a dashboard."""
+
+
+class Manifest(KeptObject):
     """The fields of ``bundle.json``; every one optional on read (older bundles lack some)."""
-
-    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
 
     schema_version: int | None = None
     """Record schema version of the bundle (``touchstone_ray.records.SCHEMA_VERSION``)."""
@@ -38,27 +250,22 @@ class Manifest(BaseModel):
     """``perf`` for a perf bundle (SPEC §7b); absent for an eval bundle."""
     config_name: str | None = None
     """Perf: the name of the fleet config the bundle was started from."""
-    pack: dict[str, Any] | None = None
-    """Eval: ``{id, version, sha256}`` of the frozen ``pack.yaml`` (sha256 hex of its bytes)."""
-    models: list[dict[str, Any]] = Field(default_factory=list)
-    """One entry per model: ``model`` (the label used in keys and shard names) and the frozen
-    config entry (``id``, ``engine``, ``base_url``, ``concurrency`` …, secrets redacted)."""
+    pack: PackRef | None = None
+    """Eval: the frozen ``pack.yaml``."""
+    models: list[ModelEntry] = Field(default_factory=list)
+    """One entry per model, in fleet config order."""
     variants: list[str] | None = None
     """Eval: the pack's prompt variant ids, in pack order."""
-    points: list[dict[str, Any]] | None = None
-    """Perf: the points planned (model, host, context tokens, concurrency, runs)."""
-    settings: dict[str, Any] | None = None
-    """Perf: the run settings (SLO, durations in s)."""
-    hosts: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    """Host name → facts: ``node_id``, ``hostname``, ``ip``, ``cpu``, ``cpu_count``,
-    ``ram_gb`` (GB), ``gpus``, ``os``, ``capabilities`` (what its monitor can measure),
-    ``engines`` (endpoint → how its engine process was found, or why not),
-    ``touchstone_footprint`` (MB, % of one core), ``monitoring_lost_at`` (epoch s) and
-    ``monitoring_lost_reason`` when its monitor was lost."""
+    points: list[PointEntry] | None = None
+    """Perf: the points planned, in run order."""
+    settings: PerfSettings | None = None
+    """Perf: the run settings."""
+    hosts: dict[str, HostFacts] = Field(default_factory=dict)
+    """Host name → its facts."""
     sampling: dict[str, Any] | None = None
     """Eval: the pack's sampling parameters as sent (temperature, max_tokens, seed …)."""
-    ray: dict[str, Any] | None = None
-    """``{version, address}`` of the Ray cluster the run used."""
+    ray: RayInfo | None = None
+    """The Ray cluster the run used."""
     touchstone_version: str | None = None
     """Version of touchstone-ray that started the bundle."""
     simulated: bool | None = None
@@ -78,38 +285,35 @@ class Manifest(BaseModel):
     resources_unknown: dict[str, str] | None = None
     """Host → why its records keep null resource fields after finalize (the host has no
     samples in ``hosts/``); one line per host, written by finalize."""
+    capacity: dict[str, dict[str, Any]] | None = None
+    """Perf ``--capacity``: ``model|host`` → the search's result (as in ``summary.json``)."""
 
-    _order: list[str] = PrivateAttr(default_factory=list)
+    def host(self, name: str) -> HostFacts:
+        """The facts of host ``name``, added (empty) when the manifest has none yet."""
+        return self.hosts.setdefault(name, HostFacts())
 
-    def to_dict(self) -> dict[str, Any]:
-        """The manifest as a JSON mapping: the keys read first, in their order, then new ones;
-        fields never set and still at their default are left out."""
-        data = self.model_dump(mode="json", warnings=False)
-        defaults = {
-            name: info.get_default(call_default_factory=True)
-            for name, info in type(self).model_fields.items()
-        }
-        keep = {
-            k: v
-            for k, v in data.items()
-            if k in self.model_fields_set or k not in defaults or v != defaults[k]
-        }
-        ordered = {k: keep[k] for k in self._order if k in keep}
-        ordered.update((k, v) for k, v in keep.items() if k not in ordered)
-        return ordered
+    def model_labels(self) -> list[str]:
+        """The models' labels, in fleet config order."""
+        return [m.model for m in self.models]
+
+    def model_concurrency(self) -> dict[str, int]:
+        """Model label → its configured ``concurrency`` (requests in flight to its endpoint);
+        models without one are left out."""
+        return {m.model: m.concurrency for m in self.models if m.concurrency is not None}
+
+    def run_started_at(self) -> float:
+        """Epoch s when the latest run of the bundle started: ``resumed_at``, else
+        ``started_at``, else 0."""
+        return float(self.resumed_at or self.started_at or 0.0)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], where: Path | str = "bundle.json") -> Manifest:
         """Validate a mapping; raises :class:`BundleError` naming ``where``, the field and
-        the problem."""
+        the problem (one line)."""
         try:
-            manifest = cls.model_validate(data)
+            return cls.model_validate(data)
         except ValidationError as exc:
-            err = exc.errors()[0]
-            loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
-            raise BundleError(f"{where}: {loc}: {err['msg']}") from None
-        manifest._order = list(data)
-        return manifest
+            raise BundleError(f"{where}: {first_error(exc)}") from None
 
 
 def read_manifest(path: Path) -> Manifest:

@@ -16,7 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
 
-from touchstone_ray.bundle import Bundle, ResponseScan
+from touchstone_ray.bundle import Bundle, EngineFound, Footprint, ResponseScan
 from touchstone_ray.config import FleetConfig, load_config
 from touchstone_ray.errors import BundleError, RunError, is_disk_error, write_failed, writes_into
 from touchstone_ray.eval.driver import HostRun, MatrixRunner, Phase
@@ -320,9 +320,9 @@ def _stop_fleet(fleet: Fleet, bundle: Bundle) -> None:
     with bundle.edit_manifest() as manifest:
         for host, entry in manifest.hosts.items():
             if host in footprint:
-                entry["touchstone_footprint"] = footprint[host]
+                entry.touchstone_footprint = Footprint.model_validate(footprint[host])
             if host in engines:  # how each endpoint's engine process was found, or why not
-                entry["engines"] = engines[host]
+                entry.engines = {e: EngineFound.model_validate(v) for e, v in engines[host].items()}
             if host in fleet.monitors.lost:
-                entry["monitoring_lost_at"] = fleet.monitors.lost[host]
-                entry["monitoring_lost_reason"] = fleet.monitors.lost_reason.get(host)
+                entry.monitoring_lost_at = fleet.monitors.lost[host]
+                entry.monitoring_lost_reason = fleet.monitors.lost_reason.get(host)

@@ -93,9 +93,9 @@ class FleetStart:
             return
         with self.bundle.edit_manifest() as manifest:
             for host, got in landed.items():
-                entry = manifest.hosts.setdefault(host, {})
-                entry["capabilities"] = got["capabilities"]
-                entry["engines"] = got["engines"]
+                entry = manifest.host(host)
+                entry.capabilities = got["capabilities"]
+                entry.engines = got["engines"]
 
 
 class HostStart(Lane):
@@ -174,7 +174,7 @@ class HostStart(Lane):
     def _ready(self, facts: dict[str, Any]) -> None:
         host, start = self.run.host, self.start
         with start.bundle.edit_manifest() as manifest:
-            manifest.hosts.setdefault(host, {}).update(facts)
+            manifest.host(host).update(facts)
         start.monitors.register_pids_soon(host, [facts["client_pid"]])  # the driver's: at launch
 
     def _preflight(self, result: dict[str, Any] | None, missing: str) -> None:
@@ -218,7 +218,7 @@ class HostStart(Lane):
         start.stopped[host] = reason
         start.sink.event("host_stopped", host=host, reason=reason)
         with start.bundle.edit_manifest() as manifest:
-            manifest.hosts.setdefault(host, {})["stopped_reason"] = reason
+            manifest.host(host).stopped_reason = reason
         for phase in self.run.queue:
             phase.stage = "done"
         self._done = True

@@ -29,12 +29,12 @@ import time
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 import yaml
 from pydantic import ValidationError
 
-from touchstone_ray.bundle import Bundle, JudgeFiles
+from touchstone_ray.bundle import Bundle, JudgeFiles, Manifest
 from touchstone_ray.config import LOCAL_HOST, FleetConfig, ModelSpec, RaySettings
 from touchstone_ray.errors import (
     BundleError,
@@ -48,7 +48,6 @@ from touchstone_ray.judging.driver import JudgeDriver, JudgeRun
 from touchstone_ray.judging.worklist import JudgePlan, plan_judge
 from touchstone_ray.pack import Pack
 from touchstone_ray.records import EvalResponse, HolisticReport, Verdict
-from touchstone_ray.scoring.aggregates import model_concurrency
 from touchstone_ray.scoring.scorecard import build_scorecard, write_scorecard
 
 __all__ = ["run_judge"]
@@ -74,11 +73,11 @@ def _frozen_fleet(bundle: Bundle) -> FleetConfig | None:
 
 
 def _load_responses(
-    bundle: Bundle, pack: Pack, manifest: dict[str, Any], out: TextIO
+    bundle: Bundle, pack: Pack, manifest: Manifest, out: TextIO
 ) -> list[EvalResponse]:
     """The bundle's de-duplicated responses of this pack's prompts and variants, in bundle
     order (manifest model order, pack variant order, prompt order, repeat)."""
-    models = [str(m.get("model")) for m in manifest.get("models", []) if isinstance(m, dict)]
+    models = manifest.model_labels()
     variants = [v.id for v in pack.prompt_variants]
     prompts = [p.id for p in pack.prompts()]
     found: list[EvalResponse] = []
@@ -200,7 +199,7 @@ def _run_judge(
     selected = _select(config, judges)
     manifest = bundle.manifest()
     pack = bundle.pack()
-    pack_sha = str(manifest["pack"].get("sha256", ""))
+    pack_sha = bundle.pack_sha256()
     responses = _load_responses(bundle, pack, manifest, out)
     if not responses:
         raise BundleError(f"{bundle.root}: no responses to judge; run eval first")
@@ -289,7 +288,7 @@ def _run_judge(
         v, r = _judgements(plans[judge_id])
         verdicts += v
         reports += r
-    simulated = bool(manifest.get("simulated")) or any(
+    simulated = bool(manifest.simulated) or any(
         plans[j].spec.engine == "simulated" for j in complete
     )
     card = build_scorecard(
@@ -301,7 +300,7 @@ def _run_judge(
         vote=config.aggregate.red_flag_vote,
         simulated=simulated,
         aborted_judges=aborted,
-        concurrency=model_concurrency(manifest),
+        concurrency=manifest.model_concurrency(),
         judge_checks=checks,
         spreads=_spreads(plans[j] for j in counted) if repeats > 1 else None,
     )

@@ -14,7 +14,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from touchstone_ray.bundle import Layout, read_manifest
+from touchstone_ray.bundle import Layout, Manifest, PerfSettings, read_manifest
 from touchstone_ray.doc import Chart, Document, Heading, Para, Table, cell, num_cell
 from touchstone_ray.errors import BundleError
 from touchstone_ray.perf.bundle import open_perf_bundle
@@ -47,29 +47,29 @@ def _series_name(p: dict[str, Any]) -> str:
     return f"{p['model']} @ {p['host']}"
 
 
-def build_perf_document(summary: dict[str, Any], manifest: dict[str, Any]) -> Document:
+def build_perf_document(summary: dict[str, Any], manifest: Manifest) -> Document:
     """The perf report as a :class:`Document` (module docstring)."""
     points: list[dict[str, Any]] = summary.get("points", [])
     slo: dict[str, float] = summary.get("slo") or {}
     doc = Document(
-        title=f"Perf: {manifest.get('config_name', '')}",
+        title=f"Perf: {manifest.config_name or ''}",
         lang="en",
         frontmatter={
             "kind": "perf",
-            "config": manifest.get("config_name"),
-            "simulated": manifest.get("simulated"),
+            "config": manifest.config_name,
+            "simulated": manifest.simulated,
             "slo": slo,
         },
     )
     b = doc.blocks
     b.append(Heading(1, doc.title))
-    settings = manifest.get("settings") or {}
+    settings = manifest.settings or PerfSettings()
     b.append(
         Para(
             (
-                f"{len(points)} points; {settings.get('runs')} requests per point after a "
-                f"discarded warm-up, {settings.get('output_tokens')} output tokens, "
-                f"{SCHEDULES.get(settings.get('schedule') or 'closed-loop', 'closed loop')}. "
+                f"{len(points)} points; {settings.runs} requests per point after a "
+                f"discarded warm-up, {settings.output_tokens} output tokens, "
+                f"{SCHEDULES.get(settings.schedule or 'closed-loop', 'closed loop')}. "
                 "Figures are "
                 "p50 over the requests that count (failed, contended and throttled requests are "
                 "excluded and counted; prompt-cached ones count for decode only).",

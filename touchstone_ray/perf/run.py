@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from touchstone_ray.bundle import Bundle, Layout
+from touchstone_ray.bundle import Bundle, Footprint, Layout
 from touchstone_ray.config import FleetConfig, load_config
 from touchstone_ray.errors import (
     BundleWriteError,
@@ -187,10 +187,12 @@ def run_perf(opts: PerfOptions, out: TextIO = sys.stdout) -> PerfOutcome:
         bundle = open_perf_bundle(opts.resume)
         bundle.check_frozen_config(config)
         existing = read_points(bundle.root, repair=True)
-        runs = {
-            f"{p['model']}|{p['host']}|{p['context']}|{p['concurrency']}": p["runs"]
-            for p in bundle.manifest().get("points", planned)
-        }
+        recorded = bundle.manifest().points
+        runs = (
+            {p.prefix: p.runs for p in recorded}
+            if recorded is not None
+            else {p.prefix: p.runs for ms in plans.values() for m in ms for p in m.points}
+        )
         done = complete_points(existing, runs)
     ray_info = ensure_ray(opts.address, config.ray)
     import ray
@@ -220,7 +222,8 @@ def run_perf(opts: PerfOptions, out: TextIO = sys.stdout) -> PerfOutcome:
         print(f"{len(done)} points reused", file=out, flush=True)
     writer = _Writer(bundle)
     outcome = PerfOutcome(bundle=bundle.root, n_reused_points=len(done))
-    schedule = (bundle.manifest().get("settings") or {}).get("schedule")
+    recorded_settings = bundle.manifest().settings
+    schedule = recorded_settings.schedule if recorded_settings is not None else None
     fleet = _Fleet(config, plans, nodes, bundle, writer, lockstep=schedule == "lockstep")
     try:
         writer.event("run_start", kind="perf", hosts={h: n.node_id for h, n in nodes.items()})
@@ -390,9 +393,9 @@ class _Fleet:
         preflight = {h: ray.get(a.preflight.remote(), timeout=60) for h, a in self.actors.items()}
         with self.bundle.edit_manifest() as manifest:
             for host, f in facts.items():
-                entry = manifest.hosts.setdefault(host, {})
+                entry = manifest.host(host)
                 entry.update(f)
-                entry["capabilities"] = capabilities.get(host, {})
+                entry.capabilities = capabilities.get(host, {})
             for host, entries in preflight.items():
                 self.writer.event("preflight", host=host, result=entries)
                 for label, found in entries.items():
@@ -533,10 +536,8 @@ class _Fleet:
         }
         key = f"{m.label}|{m.host}"
         self.capacity[key] = entry
-        with self.writer.lock:  # host threads share bundle.json
-            manifest = self.bundle.manifest()
-            manifest.setdefault("capacity", {})[key] = entry
-            self.bundle.write_manifest(manifest)
+        with self.writer.lock, self.bundle.edit_manifest() as manifest:  # host threads share it
+            manifest.capacity = {**(manifest.capacity or {}), key: entry}
         self.writer.event("capacity", model=m.label, host=m.host, capacity=found)
 
     def stop(self) -> None:
@@ -558,4 +559,4 @@ class _Fleet:
             with self.bundle.edit_manifest() as manifest:
                 for host, entry in manifest.hosts.items():
                     if host in footprint:
-                        entry["touchstone_footprint"] = footprint[host]
+                        entry.touchstone_footprint = Footprint.model_validate(footprint[host])

@@ -23,11 +23,18 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from touchstone_ray.bundle import Bundle, JudgeFiles, Layout, read_events, read_host_samples
+from touchstone_ray.bundle import (
+    Bundle,
+    JudgeFiles,
+    Layout,
+    Manifest,
+    read_events,
+    read_host_samples,
+)
 from touchstone_ray.errors import BundleError, PackError
 from touchstone_ray.pack import Pack
 from touchstone_ray.records import EvalResponse, HolisticReport, HostSample, Verdict
-from touchstone_ray.scoring.aggregates import RowStats, model_concurrency, row_stats
+from touchstone_ray.scoring.aggregates import RowStats, row_stats
 
 __all__ = ["ReportData", "RowKey", "RowStats", "load_report_data", "row_stats"]
 
@@ -49,7 +56,7 @@ class ReportData:
     """A bundle as the report sees it. ``card`` is ``None`` for an unjudged report."""
 
     root: Path
-    manifest: dict[str, Any]
+    manifest: Manifest
     pack: Pack
     responses: list[EvalResponse]
     rows: list[RowKey]
@@ -80,11 +87,11 @@ class ReportData:
     def simulated(self) -> bool:
         """The manifest or the scorecard says a simulated engine or judge was used."""
         card_sim = bool(self.card.get("simulated")) if self.card else False
-        return bool(self.manifest.get("simulated")) or card_sim
+        return bool(self.manifest.simulated) or card_sim
 
     def concurrency(self, model: str) -> int | None:
         """``concurrency`` of ``model`` in the bundle's frozen fleet config (``None`` unknown)."""
-        return model_concurrency(self.manifest).get(model)
+        return self.manifest.model_concurrency().get(model)
 
     @property
     def name(self) -> str:
@@ -94,8 +101,8 @@ class ReportData:
     def host_gpus(self, host: str) -> list[str]:
         """GPU descriptions of ``host``: the manifest's ``gpus``, else the names and memory
         seen in its telemetry samples (``NVIDIA H200 (141 GB)``)."""
-        listed = self.manifest.get("hosts", {}).get(host, {}).get("gpus") or []
-        out = [g if isinstance(g, str) else _gpu_label(g) for g in listed]
+        facts = self.manifest.hosts.get(host)
+        out = facts.gpu_labels() if facts else []
         if out:
             return out
         seen: dict[int, str] = {}
@@ -107,16 +114,8 @@ class ReportData:
         return [seen[i] for i in sorted(seen)]
 
 
-def _gpu_label(gpu: Any) -> str:
-    if isinstance(gpu, dict):
-        name = str(gpu.get("name", "GPU"))
-        total = gpu.get("mem_total_mb")
-        return f"{name} ({total / 1024:.0f} GB)" if isinstance(total, int | float) else name
-    return str(gpu)
-
-
-def _load_responses(bundle: Bundle, pack: Pack, manifest: dict[str, Any]) -> list[EvalResponse]:
-    models = [str(m.get("model")) for m in manifest.get("models", []) if isinstance(m, dict)]
+def _load_responses(bundle: Bundle, pack: Pack, manifest: Manifest) -> list[EvalResponse]:
+    models = manifest.model_labels()
     variants = [v.id for v in pack.prompt_variants]
     prompts = [p.id for p in pack.prompts()]
     found: list[EvalResponse] = []

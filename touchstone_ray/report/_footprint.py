@@ -14,11 +14,9 @@ table, so their reports are unchanged.
 
 from __future__ import annotations
 
-from typing import Any
-
 import yaml
 
-from touchstone_ray.bundle import Layout
+from touchstone_ray.bundle import EngineFound, Layout
 from touchstone_ray.doc import Block, Callout, Code, Table, cell, num_cell
 from touchstone_ray.doc.fmt import NONE, mb, num
 from touchstone_ray.records import EvalResponse
@@ -39,18 +37,19 @@ def models_per_host(data: ReportData) -> int:
     return value if isinstance(value, int) else 1
 
 
-def _process(status: dict[str, Any] | None, t: dict[str, str]) -> str:
-    if not status:
+def _process(status: EngineFound | None, t: dict[str, str]) -> str:
+    if status is None:
         return NONE
-    if status.get("pid") is not None:
-        return f"PID {status['pid']} ({t['engine_found_' + str(status.get('found_by'))]})"
-    return str(status.get("reason") or NONE)
+    if status.pid is not None:
+        return f"PID {status.pid} ({t['engine_found_' + str(status.found_by)]})"
+    return str(status.reason or NONE)
 
 
 def engine_footprint(data: ReportData, host: str, t: dict[str, str]) -> list[Block]:
     """The footprint table of ``host`` (and the multi-model note), or ``[]`` without data."""
-    specs = {str(m.get("model")): m for m in data.manifest.get("models", []) if isinstance(m, dict)}
-    status = (data.manifest.get("hosts", {}).get(host) or {}).get("engines") or {}
+    base_urls = {m.model: m.base_url for m in data.manifest.models}
+    facts = data.manifest.hosts.get(host)
+    status = (facts.engines if facts else None) or {}
     by_model: dict[str, list[EvalResponse]] = {}
     for r in data.responses:
         if r.host == host:
@@ -59,7 +58,7 @@ def engine_footprint(data: ReportData, host: str, t: dict[str, str]) -> list[Blo
         return []
     rows = []
     for model, rs in by_model.items():
-        st = status.get(endpoint_of(model, specs.get(model, {})))
+        st = status.get(endpoint_of(model, base_urls.get(model)))
         stats = row_stats(rs)
         peak, delta = stats.engine_rss_peak_mb, stats.engine_rss_delta_mb
         gpu, cpu = stats.engine_gpu_mem_mb, stats.engine_cpu_pct

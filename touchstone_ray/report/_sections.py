@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pydantic import BaseModel
+
 from touchstone_ray import lang
+from touchstone_ray.bundle import Footprint, HostFacts, RayInfo
 from touchstone_ray.doc import (
     Block,
     Bullets,
@@ -78,7 +81,7 @@ def setup_blocks(data: ReportData, t: dict[str, str]) -> list[Block]:
     if data.simulated:
         title, _, text = t["simulated"].partition(": ")
         blocks.append(Callout("warning", title, blocks=(Para((text or title,)),), collapsed=False))
-    started, finished = m.get("started_at"), m.get("finished_at")
+    started, finished = m.started_at, m.finished_at
     dur = (
         f" ({finished - started:.1f} s)"
         if isinstance(started, int | float) and isinstance(finished, int | float)
@@ -98,7 +101,7 @@ def setup_blocks(data: ReportData, t: dict[str, str]) -> list[Block]:
         Code(f"{pack.id} v{pack.version}"),
         ") · ",
         Strong(t["status"]),
-        f": {m.get('status', NONE)} · ",
+        f": {_fact(m, 'status')} · ",
         Strong(t["started"]),
         f": {utc(started)} · ",
         Strong(t["finished"]),
@@ -159,44 +162,54 @@ def method(data: ReportData, t: dict[str, str], level: int = 2) -> list[Block]:
     ]
 
 
+_MODEL_SETTINGS = ("extra_body", "sim", "keep_alive", "timeout_s", "base_url")
+"""The keys of a model entry shown as its settings in the fleet table (when set)."""
+
+
+def _fact(facts: BaseModel, name: str) -> str:
+    """``str`` of the manifest field ``name`` as read (a null reads ``None``), ``–`` when the
+    manifest lacks it."""
+    return str(getattr(facts, name)) if name in facts.model_fields_set else NONE
+
+
 def _compact(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(", ", ": "))
 
 
 def _host_table(data: ReportData, host: str, t: dict[str, str]) -> Table:
-    facts = data.manifest.get("hosts", {}).get(host, {})
+    facts = data.manifest.hosts.get(host) or HostFacts()
     rows_here = [k for k in data.rows if host in (data.stats[k].hosts if k in data.stats else ())]
     engines = sorted({e for k in rows_here for e in data.stats[k].engines})
     models = list(dict.fromkeys(k[0] for k in rows_here))
-    fp = facts.get("touchstone_footprint") or {}
-    per_pid = fp.get("rss_mb") or {}
+    fp = facts.touchstone_footprint or Footprint()
+    per_pid = fp.rss_mb or {}
     footprint = NONE
-    if isinstance(fp.get("total_rss_mb"), int | float):
-        footprint = f"{fp['total_rss_mb']:.0f} MB"
+    if fp.total_rss_mb is not None:
+        footprint = f"{fp.total_rss_mb:.0f} MB"
         if per_pid:
             footprint += (
                 " ("
                 + ", ".join(f"PID {pid}: {v:.0f} MB" for pid, v in sorted(per_pid.items()))
                 + ")"
             )
-    ram = facts.get("ram_gb")
+    ram = facts.ram_gb
     pairs: list[tuple[str, str]] = [
-        (t["cpu"], str(facts.get("cpu", NONE))),
-        (t["cores"], str(facts.get("cpu_count", NONE))),
+        (t["cpu"], _fact(facts, "cpu")),
+        (t["cores"], _fact(facts, "cpu_count")),
         (t["ram"], f"{ram} GB" if ram is not None else NONE),
         (t["gpus"], joined(data.host_gpus(host), t["none_found"])),
-        (t["os"], str(facts.get("os", NONE))),
+        (t["os"], _fact(facts, "os")),
         (
             t["node"],
-            f"{str(facts.get('node_id') or NONE)[:12]} · "
-            f"{facts.get('hostname', NONE)} · {facts.get('ip', NONE)}",
+            f"{str(facts.node_id or NONE)[:12]} · "
+            f"{_fact(facts, 'hostname')} · {_fact(facts, 'ip')}",
         ),
         (t["engine"], joined(engines)),
         (t["models_on_host"], joined(models)),
         (t["footprint"], footprint),
     ]
-    if facts.get("monitoring_lost_at") is not None:
-        lost = f"{utc(facts['monitoring_lost_at'])} ({facts.get('monitoring_lost_reason')})"
+    if facts.monitoring_lost_at is not None:
+        lost = f"{utc(facts.monitoring_lost_at)} ({facts.monitoring_lost_reason})"
         pairs.append((t["monitoring_lost"], lost))
     return Table((t["host"], host), tuple((cell(Strong(k)), cell(v)) for k, v in pairs))
 
@@ -204,7 +217,7 @@ def _host_table(data: ReportData, host: str, t: dict[str, str]) -> Table:
 def hardware(data: ReportData, t: dict[str, str], level: int = 2) -> list[Block]:
     """Per host: facts, engines, footprint and its memory timeline; then models, sampling and
     the variants' system prompts."""
-    hosts = list(data.manifest.get("hosts", {})) or sorted({r.host for r in data.responses})
+    hosts = list(data.manifest.hosts) or sorted({r.host for r in data.responses})
     for h in sorted(data.samples):
         if h not in hosts:
             hosts.append(h)
@@ -213,20 +226,15 @@ def hardware(data: ReportData, t: dict[str, str], level: int = 2) -> list[Block]
         blocks += [Heading(level + 1, f"{t['host']} {host}"), _host_table(data, host, t)]
         blocks += engine_footprint(data, host, t)
         blocks.append(memory_chart(data, host, t))
-    models = [m for m in data.manifest.get("models", []) if isinstance(m, dict)]
     rows = []
-    for m in models:
-        settings = {
-            k: v
-            for k, v in m.items()
-            if k in ("extra_body", "sim", "keep_alive", "timeout_s", "base_url") and v
-        }
+    for m in data.manifest.models:
+        settings = {k: getattr(m, k) for k in _MODEL_SETTINGS if getattr(m, k)}
         rows.append(
             (
-                cell(Code(str(m.get("model", m.get("id"))))),
-                cell(str(m.get("engine", NONE))),
-                cell(str(m.get("host") or "local")),
-                num_cell(str(m.get("concurrency", NONE)), m.get("concurrency")),
+                cell(Code(m.model)),
+                cell(_fact(m, "engine")),
+                cell(str(m.host or "local")),
+                num_cell(_fact(m, "concurrency"), m.concurrency),
                 cell(_compact(settings) if settings else NONE),
             )
         )
@@ -234,14 +242,14 @@ def hardware(data: ReportData, t: dict[str, str], level: int = 2) -> list[Block]
         Heading(level + 1, t["fleet"]),
         Table((t["model"], t["engine"], t["host"], t["concurrency"], t["settings"]), tuple(rows)),
     ]
-    ray = data.manifest.get("ray") or {}
-    sampling = data.manifest.get("sampling") or data.pack.sampling.model_dump()
+    ray = data.manifest.ray or RayInfo()
+    sampling = data.manifest.sampling or data.pack.sampling.model_dump()
     blocks.append(
         Para(
             (
                 Strong(t["sampling"]),
-                f": {_compact(sampling)} · Ray {ray.get('version', NONE)}",
-                f" · touchstone {data.manifest.get('touchstone_version', NONE)}",
+                f": {_compact(sampling)} · Ray {_fact(ray, 'version')}",
+                f" · touchstone {_fact(data.manifest, 'touchstone_version')}",
             )
         )
     )
@@ -266,7 +274,7 @@ def glossary(data: ReportData, t: dict[str, str]) -> list[Block]:
 def frontmatter(data: ReportData) -> dict[str, Any]:
     """Setup facts and headline results as Obsidian properties (flat, Bases-friendly)."""
     m = data.manifest
-    hosts = list(m.get("hosts", {})) or sorted({r.host for r in data.responses})
+    hosts = list(m.hosts) or sorted({r.host for r in data.responses})
     gpus = sorted({g for h in hosts for g in data.host_gpus(h)})
     fm: dict[str, Any] = {
         "type": "touchstone-report",
@@ -277,11 +285,11 @@ def frontmatter(data: ReportData) -> dict[str, Any]:
         "language": data.lang,
         "judged": data.judged,
         "simulated": data.simulated,
-        "status": m.get("status"),
-        "started_utc": _iso(m.get("started_at")),
-        "finished_utc": _iso(m.get("finished_at")),
-        "touchstone_version": m.get("touchstone_version"),
-        "ray_version": (m.get("ray") or {}).get("version"),
+        "status": m.status,
+        "started_utc": _iso(m.started_at),
+        "finished_utc": _iso(m.finished_at),
+        "touchstone_version": m.touchstone_version,
+        "ray_version": m.ray.version if m.ray else None,
         "hosts": hosts,
         "gpus": gpus,
         "engines": sorted({e for s in data.stats.values() for e in s.engines}),

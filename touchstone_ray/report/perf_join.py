@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from touchstone_ray.bundle import Layout
+from touchstone_ray.bundle import Layout, Manifest
 from touchstone_ray.doc import NONE
 from touchstone_ray.errors import BundleError
 from touchstone_ray.perf.report import is_perf_bundle
@@ -88,15 +88,9 @@ def _single_user_point(points: list[dict[str, Any]], model: str, host: str) -> d
     return min(cold, key=lambda p: int(p.get("context_target_tokens") or 0), default={})
 
 
-def _gpus(manifest: dict[str, Any], host: str, no_gpu: str) -> str:
-    entry = (manifest.get("hosts") or {}).get(host) or {}
-    gpus = entry.get("gpus") if isinstance(entry, dict) else None
-    names = [
-        g if isinstance(g, str) else str(g.get("name", "GPU"))
-        for g in (gpus or [])
-        if isinstance(g, str | dict)
-    ]
-    return ", ".join(names) or no_gpu
+def _gpus(manifest: Manifest, host: str, no_gpu: str) -> str:
+    facts = manifest.hosts.get(host)
+    return ", ".join(facts.gpu_names() if facts else []) or no_gpu
 
 
 def perf_only_rows(
@@ -130,8 +124,8 @@ def perf_only_rows(
                 engine_mb[pair] = max(engine_mb.get(pair, 0.0), r.engine_rss_mb)
             if r.sys_used_mb is not None:
                 system_mb[pair] = max(system_mb.get(pair, 0.0), r.sys_used_mb)
-        planned = [p for p in manifest.get("points") or [] if isinstance(p, dict)]
-        pairs = list(dict.fromkeys((str(p["model"]), str(p["host"])) for p in planned + points))
+        planned = [(p.model, p.host) for p in manifest.points or []]
+        pairs = list(dict.fromkeys(planned + [(str(p["model"]), str(p["host"])) for p in points]))
         measured = {(str(p["model"]), str(p["host"])) for p in points}
         for model, host in pairs:
             if (model, host) in covered or (model, host) not in measured:
@@ -153,7 +147,7 @@ def perf_only_rows(
                 ttft_p50_s=(single.get("ttft_s") or {}).get("p50"),
                 decode_tps_median=single.get("decode_tps_median"),
                 peak_ram_mb=system,
-                simulated=bool(manifest.get("simulated")),
+                simulated=bool(manifest.simulated),
                 engine_rss_peak_mb=engine,
                 memory_mb=memory,
                 memory_source=(

@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 
@@ -45,7 +45,6 @@ __all__ = [
     "cold_ttft_cells",
     "counts_for_decode",
     "counts_for_prompt",
-    "model_concurrency",
     "row_stats",
     "speed_exclusions",
     "under_load",
@@ -229,16 +228,6 @@ def row_stats(responses: Sequence[EvalResponse]) -> RowStats:
         engine_gpu_mem_mb=_max(r.engine_gpu_mem_mb for r in responses),
         engine_cpu_pct=_mean(r.engine_cpu_pct for r in responses),
     )
-
-
-def model_concurrency(manifest: Mapping[str, Any]) -> dict[str, int]:
-    """Model label → configured ``concurrency`` (requests in flight to its endpoint), from the
-    frozen fleet config in ``bundle.json`` ``models``; models without one are left out."""
-    out: dict[str, int] = {}
-    for entry in manifest.get("models", []):
-        if isinstance(entry, dict) and isinstance(entry.get("concurrency"), int):
-            out[str(entry.get("model"))] = int(entry["concurrency"])
-    return out
 
 
 def under_load(concurrency: int | None) -> bool:

@@ -187,7 +187,7 @@ def build_scorecard(
 
     ``responses`` fix the rows (every (model, variant) that has one, in their order).
     ``concurrency``: model label → configured in-flight limit
-    (:func:`touchstone_ray.scoring.aggregates.model_concurrency`).
+    (:meth:`touchstone_ray.bundle.Manifest.model_concurrency`).
     ``judge_checks`` (judge id → :func:`~.checks.judge_check`) goes to the top-level
     ``judge_checks``, for counted and uncounted judges alike; ``unqualified_judges`` lists
     those of them that are not qualified. ``spreads``: (model, variant) → the score spread

@@ -63,10 +63,11 @@ RESOLVE_EVERY = 20
 SIMULATED_REASON = "simulated: served inside touchstone's client actor, no separate process"
 
 
-def endpoint_of(label: str, spec: Mapping[str, Any]) -> str:
-    """The endpoint name of a model entry: its ``base_url``, or ``simulated:<label>`` when a
-    simulated model has none (the name :class:`EngineProcessSample` ``endpoint`` carries)."""
-    base_url = spec.get("base_url")
+def endpoint_of(label: str, base_url: str | None) -> str:
+    """The endpoint name of model ``label`` served at ``base_url``: the URL, or
+    ``simulated:<label>`` when a simulated model has none (the name
+    :class:`EngineProcessSample` ``endpoint`` carries, and the keys of ``bundle.json``
+    ``hosts.<h>.engines``)."""
     return str(base_url) if base_url else f"simulated:{label}"
 
 
@@ -83,7 +84,7 @@ class EngineTarget:
     def from_spec(cls, label: str, spec: Mapping[str, Any]) -> EngineTarget:
         """From a model entry (``ModelSpec.model_dump()`` or the manifest's model dict)."""
         return cls(
-            endpoint=endpoint_of(label, spec),
+            endpoint=endpoint_of(label, spec.get("base_url")),
             process=spec.get("engine_process"),
             simulated=spec.get("engine") == "simulated",
         )

@@ -49,12 +49,12 @@ from __future__ import annotations
 import bisect
 import contextlib
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from touchstone_ray.bundle import Layout, ResponseShards, read_host_samples
+from touchstone_ray.bundle import HostFacts, Layout, ResponseShards, read_host_samples
 from touchstone_ray.records import HostSample, MemPressure
 from touchstone_ray.telemetry.linux import PRESSURE_RANK
 
@@ -312,17 +312,17 @@ def finalize_bundle(
     return seen
 
 
-def missing_reasons(facts: dict[str, dict[str, Any]], hosts: Iterable[str]) -> dict[str, str]:
+def missing_reasons(facts: Mapping[str, HostFacts], hosts: Iterable[str]) -> dict[str, str]:
     """Host → one line saying why it has no samples in ``hosts/``, from the manifest's
     ``hosts`` facts: its monitor was lost (``monitoring_lost_reason``), recorded none, or the
     host is not in the manifest."""
     out: dict[str, str] = {}
     for host in sorted(hosts):
         entry = facts.get(host)
-        if not isinstance(entry, dict):
+        if entry is None:
             out[host] = "no host samples: the host never joined the run (not in bundle.json hosts)"
-        elif entry.get("monitoring_lost_reason"):
-            out[host] = f"no host samples: monitor lost ({entry['monitoring_lost_reason']})"
+        elif entry.monitoring_lost_reason:
+            out[host] = f"no host samples: monitor lost ({entry.monitoring_lost_reason})"
         else:
             out[host] = "no host samples: its monitor recorded none"
     return out
@@ -348,17 +348,9 @@ def manifest_endpoints(bundle_dir: Path) -> tuple[dict[str, str], dict[str, int]
     from touchstone_ray.telemetry.engines import endpoint_of
 
     try:
-        manifest = Bundle(Path(bundle_dir)).read_manifest().to_dict()
+        manifest = Bundle(Path(bundle_dir)).read_manifest()
     except (BundleError, OSError):
         return {}, {}
-    endpoints = {
-        str(m["model"]): endpoint_of(str(m["model"]), m)
-        for m in manifest.get("models") or []
-        if isinstance(m, dict) and "model" in m
-    }
-    cpus = {
-        str(h): int(f["cpu_count"])
-        for h, f in (manifest.get("hosts") or {}).items()
-        if isinstance(f, dict) and isinstance(f.get("cpu_count"), int)
-    }
+    endpoints = {m.model: endpoint_of(m.model, m.base_url) for m in manifest.models}
+    cpus = {h: f.cpu_count for h, f in manifest.hosts.items() if f.cpu_count is not None}
     return endpoints, cpus

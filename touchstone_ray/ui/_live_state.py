@@ -14,7 +14,6 @@ __all__ = [
     "LiveState",
     "host_series",
     "run_eta_s",
-    "run_started_at",
 ]
 
 SPARK_POINTS = 120
@@ -72,11 +71,6 @@ def host_series(samples: list[HostSample]) -> dict[str, list[float]]:
     ]
     out = {"ram": ram, "gpu": gpu, "engine": engine}
     return {k: v for k, v in out.items() if v}
-
-
-def run_started_at(manifest: dict[str, Any]) -> float:
-    """Epoch s when the bundle's latest run began: ``resumed_at``, else ``started_at``."""
-    return float(manifest.get("resumed_at") or manifest.get("started_at") or 0.0)
 
 
 def run_eta_s(

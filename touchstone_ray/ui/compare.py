@@ -49,12 +49,8 @@ class Picked:
 
 
 def _facts(root: Path, row: CompareRow) -> dict[str, str]:
-    manifest = Bundle(root).read_manifest().to_dict()
-    engines = {
-        str(m.get("model")): str(m.get("engine"))
-        for m in manifest.get("models", [])
-        if isinstance(m, dict)
-    }
+    manifest = Bundle(root).read_manifest()
+    engines = {m.model: str(m.engine) for m in manifest.models}
     try:
         judges = ", ".join(str(j) for j in load_scorecard(root).get("judges", [])) or "—"
     except BundleError:
@@ -65,7 +61,7 @@ def _facts(root: Path, row: CompareRow) -> dict[str, str]:
         "host / GPUs": row.hosts,
         "engine": engines.get(row.model, "—"),
         "judges": judges,
-        "touchstone": str(manifest.get("touchstone_version") or "—"),
+        "touchstone": str(manifest.touchstone_version or "—"),
         "model": row.model,
         "variant": row.variant,
     }

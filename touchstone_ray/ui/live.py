@@ -30,7 +30,6 @@ from touchstone_ray.ui._live_state import (
     LiveState,
     host_series,
     run_eta_s,
-    run_started_at,
 )
 from touchstone_ray.ui._page import e
 from touchstone_ray.ui.live_perf import perf_live_state
@@ -43,7 +42,6 @@ __all__ = [
     "live_state",
     "recorded_dashboard",
     "run_eta_s",
-    "run_started_at",
     "sparkline",
 ]
 
@@ -52,11 +50,7 @@ def _host_of(data: ReportData) -> dict[str, str]:
     """Model → host: the manifest's pin, else the host whose ``model_start`` ran it."""
     ran_on = {p.model: host for host, phases in data.phases.items() for p in phases}
     return {
-        str(m.get("model")): str(
-            m.get("host") or ran_on.get(str(m.get("model"))) or "(not started)"
-        )
-        for m in data.manifest.get("models", [])
-        if isinstance(m, dict)
+        m.model: str(m.host or ran_on.get(m.model) or "(not started)") for m in data.manifest.models
     }
 
 
@@ -69,7 +63,7 @@ def live_state(root: Path, now: float | None = None) -> LiveState:
         return perf_live_state(root, now)
     data = load_report_data(root, judged=False)
     state = Bundle(root).run_state(now)
-    n_variants = len(data.manifest.get("variants") or data.pack.prompt_variants)
+    n_variants = len(data.manifest.variants or data.pack.prompt_variants)
     per_model = n_variants * data.pack.cells_per_variant
     host_of = _host_of(data)
     hosts: dict[str, HostProgress] = {}
@@ -79,7 +73,7 @@ def live_state(root: Path, now: float | None = None) -> LiveState:
 
     for name in host_of.values():
         host(name).planned += per_model
-    run_start = run_started_at(data.manifest)
+    run_start = data.manifest.run_started_at()
     done_by_model: Counter[str] = Counter()
     done_this_run: Counter[str] = Counter()
     for r in data.responses:
@@ -123,8 +117,8 @@ def recorded_dashboard(root: Path) -> str | None:
         ray_info = Bundle(root).read_manifest().ray
     except TouchstoneError:
         return None
-    url = ray_info.get("dashboard_url") if isinstance(ray_info, dict) else None
-    if not isinstance(url, str) or urlsplit(url).scheme not in ("http", "https"):
+    url = ray_info.dashboard_url if ray_info else None
+    if url is None or urlsplit(url).scheme not in ("http", "https"):
         return None
     return url
 

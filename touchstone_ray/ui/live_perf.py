@@ -33,9 +33,8 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from touchstone_ray.bundle import Layout, read_events, read_host_samples
+from touchstone_ray.bundle import Layout, Manifest, PerfSettings, read_events, read_host_samples
 from touchstone_ray.errors import TouchstoneError
 from touchstone_ray.perf.bundle import open_perf_bundle, read_points
 from touchstone_ray.ui._live_state import (
@@ -43,7 +42,6 @@ from touchstone_ray.ui._live_state import (
     LiveState,
     host_series,
     run_eta_s,
-    run_started_at,
 )
 
 __all__ = ["PlannedPoint", "perf_live_state", "planned_points"]
@@ -55,39 +53,16 @@ MODEL_EVENTS = ("model_start", "model_done", "model_failed")
 """The ``events.jsonl`` events that open or close a model's phase on a host."""
 
 
-def _from_manifest(points: list[Any]) -> list[PlannedPoint]:
-    out: list[PlannedPoint] = []
-    for p in points:
-        if not isinstance(p, dict):
-            continue
-        try:
-            out.append(
-                (
-                    str(p["model"]),
-                    str(p["host"]),
-                    str(p["context"]),
-                    int(p["concurrency"]),
-                    int(p["runs"]),
-                )
-            )
-        except (KeyError, TypeError, ValueError):
-            continue
-    return out
-
-
-def _replanned(root: Path, settings: dict[str, Any]) -> list[PlannedPoint]:
+def _replanned(root: Path, settings: PerfSettings) -> list[PlannedPoint]:
     from touchstone_ray.config import load_config
     from touchstone_ray.perf.plan import plan_points
 
+    if settings.contexts is None or settings.concurrency is None or settings.runs is None:
+        return []
     try:
         config = load_config(Layout(root).config)
-        plans = plan_points(
-            config,
-            [int(c) for c in settings["contexts"]],
-            [int(c) for c in settings["concurrency"]],
-            int(settings["runs"]),
-        )
-    except (TouchstoneError, KeyError, TypeError, ValueError):
+        plans = plan_points(config, settings.contexts, settings.concurrency, settings.runs)
+    except (TouchstoneError, ValueError):
         return []
     return [
         (p.model, p.host, p.context_label, p.concurrency, p.runs)
@@ -97,16 +72,14 @@ def _replanned(root: Path, settings: dict[str, Any]) -> list[PlannedPoint]:
     ]
 
 
-def planned_points(root: Path, manifest: dict[str, Any]) -> list[PlannedPoint]:
-    """The perf run's points in run order: ``manifest["points"]`` (malformed entries
-    skipped), else :func:`~touchstone_ray.perf.plan.plan_points` over the bundle's
-    ``config.yaml`` and ``manifest["settings"]`` (``contexts``, ``concurrency``, ``runs``);
-    ``[]`` when neither is readable."""
-    points = manifest.get("points")
-    if isinstance(points, list):
-        return _from_manifest(points)
-    settings = manifest.get("settings")
-    return _replanned(root, settings) if isinstance(settings, dict) else []
+def planned_points(root: Path, manifest: Manifest) -> list[PlannedPoint]:
+    """The perf run's points in run order: the manifest's ``points``, else
+    :func:`~touchstone_ray.perf.plan.plan_points` over the bundle's ``config.yaml`` and the
+    manifest's ``settings`` (``contexts``, ``concurrency``, ``runs``); ``[]`` when neither is
+    there or the config is unreadable."""
+    if manifest.points is not None:
+        return [(p.model, p.host, str(p.context), p.concurrency, p.runs) for p in manifest.points]
+    return _replanned(root, manifest.settings) if manifest.settings is not None else []
 
 
 @dataclass
@@ -141,14 +114,14 @@ def _model_phases(root: Path, run_start: float) -> _Phases:
     return out
 
 
-def _stage(settings: Any, searched: bool) -> str | None:
+def _stage(settings: PerfSettings | None, searched: bool) -> str | None:
     """What a model does after its planned points: ``capacity search``, ``embeddings`` or
     ``None`` (nothing more planned)."""
-    if not isinstance(settings, dict):
+    if settings is None:
         return None
-    if settings.get("capacity") and not searched:
+    if settings.capacity and not searched:
         return "capacity search"
-    return "embeddings" if settings.get("embed") else None
+    return "embeddings" if settings.embed is not None else None
 
 
 def perf_live_state(root: Path, now: float | None = None) -> LiveState:
@@ -170,7 +143,7 @@ def perf_live_state(root: Path, now: float | None = None) -> LiveState:
     for _, name, _, _, runs in plan:
         host(name).planned += runs
     recorded: defaultdict[str, int] = defaultdict(int)
-    run_start = run_started_at(manifest)
+    run_start = manifest.run_started_at()
     ended_this_run: defaultdict[str, int] = defaultdict(int)
     for r in read_points(root):
         prefix = r.key.rsplit("|", 1)[0]
@@ -207,7 +180,7 @@ def perf_live_state(root: Path, now: float | None = None) -> LiveState:
             hp.current_point = f"context {point[0]} · concurrency {point[1]}"
             hp.in_flight = point[1]
         else:
-            hp.current_point = _stage(manifest.get("settings"), (name, model) in phases.searched)
+            hp.current_point = _stage(manifest.settings, (name, model) in phases.searched)
             hp.in_flight = None if hp.current_point else 0
     for hp in hosts.values():
         if state == "running":

@@ -66,29 +66,25 @@ def summarize(root: Path, runs: Path, now: float | None = None) -> BundleSummary
     bundle = Bundle(root)
     rel = root.relative_to(runs).as_posix()
     try:
-        manifest = bundle.read_manifest().to_dict()
+        manifest = bundle.read_manifest()
         kind = bundle.kind()
         state = bundle.run_state(now)
     except BundleError as exc:
         return BundleSummary(rel, root.name, "?", "?", "unreadable", error=str(exc))
-    raw_pack = manifest.get("pack")
-    pack: dict[str, Any] = raw_pack if isinstance(raw_pack, dict) else {}
-    pack_label = f"{pack.get('id')} v{pack.get('version')}" if pack.get("id") else f"({kind})"
-    models = [m for m in manifest.get("models", []) if isinstance(m, dict)]
-    hosts = sorted(manifest.get("hosts") or {}) or sorted(
-        {str(m["host"]) for m in models if m.get("host")}
-    )
-    started = manifest.get("started_at")
+    pack = manifest.pack
+    pack_label = f"{pack.id} v{pack.version}" if pack and pack.id else f"({kind})"
+    hosts = sorted(manifest.hosts) or sorted({m.host for m in manifest.models if m.host})
+    started = manifest.started_at
     summary = BundleSummary(
         rel=rel,
         name=root.name,
         kind=kind,
         pack=pack_label,
         state=state,
-        models=[str(m.get("model") or m.get("id")) for m in models],
-        variants=[str(v) for v in manifest.get("variants") or []],
+        models=[m.model or str(m.id) for m in manifest.models],
+        variants=list(manifest.variants or []),
         hosts=hosts,
-        started_at=float(started) if isinstance(started, int | float) else None,
+        started_at=float(started) if started is not None else None,
     )
     if state == "crashed":
         summary.resume = bundle.resume_command()
