@@ -34,13 +34,13 @@ def test_demo_quick_end_to_end(tmp_path: Path) -> None:
     lines = proc.stdout.strip().splitlines()
     bundle = Bundle.open(Path(lines[-1]))
     manifest = bundle.manifest()
-    assert manifest["status"] == "done" and manifest["simulated"] is True
-    assert sorted(manifest["hosts"]) == ["gpu-a", "gpu-b", "gpu-c"]
+    assert manifest.status == "done" and manifest.simulated is True
+    assert sorted(manifest.hosts) == ["gpu-a", "gpu-b", "gpu-c"]
     responses = bundle.responses()
     assert len(responses) == 3 * 32  # one model per host, one variant, buero's 32 cells
     assert all(r["ok"] for r in responses)
     for record in responses:
-        assert record["node_id"] == manifest["hosts"][record["host"]]["node_id"]
+        assert record["node_id"] == manifest.hosts[record["host"]].node_id
     card = json.loads((bundle.root / "scorecard.json").read_text())
     assert card["simulated"] is True
     assert card["judges"] == ["sim-judge-a", "sim-judge-b"]

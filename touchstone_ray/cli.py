@@ -252,7 +252,11 @@ def scorecard(
     from touchstone_ray.scoring.scorecard import load_scorecard
 
     card = load_scorecard(bundle)
-    typer.echo(json.dumps(card, indent=2, ensure_ascii=False) if as_json else ranking_table(card))
+    if as_json:  # the fields the file has, in their order
+        data = card.model_dump(mode="json", exclude_unset=True)
+        typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    else:
+        typer.echo(ranking_table(card))
 
 
 @app.command()

@@ -27,7 +27,10 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import ClassVar, Literal, TypeGuard
+from typing import TYPE_CHECKING, ClassVar, Literal, TypeGuard
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 ErrorKind = Literal[
     "timeout", "http_4xx", "http_5xx", "connect", "protocol", "node_lost", "config", "context"
@@ -157,6 +160,15 @@ def writes_into(bundle: Path | str, command: str) -> Iterator[None]:
         if not is_disk_error(exc):
             raise
         raise write_failed(bundle, exc, command) from exc
+
+
+def field_error(exc: ValidationError) -> str:
+    """``<field path>: <message>`` of the first error of ``exc``, the field path dotted
+    (``hosts.gpu-a.cpu_count: Input should be a valid integer``; ``(top level)`` for the object
+    itself): how a bundle file that fails its model is named in a :class:`BundleError`."""
+    err = exc.errors(include_url=False)[0]
+    loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+    return f"{loc}: {err['msg']}"
 
 
 def one_line(text: str, limit: int = 300) -> str:

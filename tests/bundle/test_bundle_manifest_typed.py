@@ -141,3 +141,18 @@ def test_the_eval_bundle_reader_returns_the_typed_manifest(tmp_path: Path) -> No
     manifest = Bundle.open(tmp_path).manifest()
     assert isinstance(manifest, Manifest) and manifest.variants == ["baseline", "none"]
     assert Bundle(tmp_path).pack_sha256() == "ab" * 32
+
+
+def test_facts_set_as_mappings_are_written_and_read_back_typed(tmp_path: Path) -> None:
+    path = tmp_path / "bundle.json"
+    _write(path, {"status": "running", "hosts": {}})
+    engines = {"http://a:1": {"pid": 7, "found_by": "port", "reason": None}}
+    gpus = [{"index": 0, "name": "NVIDIA H200", "mem_total_mb": 144384.0}]
+    with edit_manifest(path) as m:  # as the monitors' answers arrive: plain mappings
+        m.host("a").update({"gpus": gpus})
+        m.host("a").engines = engines  # type: ignore[assignment]
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data["hosts"] == {"a": {"gpus": gpus, "engines": engines}}
+    facts = read_manifest(path).hosts["a"]
+    assert facts.gpu_labels() == ["NVIDIA H200 (141 GB)"]
+    assert facts.engines is not None and facts.engines["http://a:1"].pid == 7

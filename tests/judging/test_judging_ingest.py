@@ -39,12 +39,18 @@ def bundle(tmp_path: Path) -> Path:
         make_pack(),
         [response("A1", variant="baseline"), response("A1", variant="none")],
     )
-    card = {
+    kappa = {"method": "cohen_kappa", "value": None, "reason": "no red flags"}
+    card = {  # the Contract fields and the local judges' views, nothing else
         "schema_version": 1,
+        "pack_id": "judgetest",
+        "pack_version": 1,
         "judges": ["j1", "j2"],
+        "simulated": True,
         "rows": [],
+        "agreement": {"red_flag_vote": "any", "n_judges": 2, "dimension_alpha": {},
+                      "red_flag_kappa": kappa, "ranking_tau": {}, "rankings": {}},
         "details": [{"model": "m", "variant": v, "judges": views} for v, views in VIEWS.items()],
-    }
+    }  # fmt: skip
     (root / "scorecard.json").write_text(json.dumps(card))
     return root
 

@@ -111,7 +111,7 @@ def test_rows_latency_resources_and_missing_dimensions(tmp_path: Path) -> None:
     assert (row_a["ko_passed"], row_a["ko_reason"]) == (False, "Red-Flag bei B1")
 
     path = write_scorecard(tmp_path, scorecard)
-    assert load_scorecard(tmp_path)["rows"] == card["rows"] and path.name == "scorecard.json"
+    assert load_scorecard(tmp_path) == scorecard and path.name == "scorecard.json"
     md = (tmp_path / "scorecard.md").read_text()
     assert "## Rangliste" in md and "nicht bestanden: Red-Flag bei A2" in md
     assert "Übereinstimmung" in md
@@ -119,7 +119,7 @@ def test_rows_latency_resources_and_missing_dimensions(tmp_path: Path) -> None:
 
 def test_english_labels_and_terminal_table() -> None:
     pack = make_pack(language="en")
-    card = build_scorecard(
+    scorecard = build_scorecard(
         pack,
         [response("A1", model="a")],
         [verdict("A1", 4, model="a")],
@@ -127,11 +127,12 @@ def test_english_labels_and_terminal_table() -> None:
         judges=["j1"],
         vote="majority",
         simulated=True,
-    ).model_dump(mode="json")
-    md = render_markdown(card)
+    )
+    card = scorecard.model_dump(mode="json")
+    md = render_markdown(scorecard)
     assert "## Ranking" in md and "| high |" in md and "Simulated" in md
     assert "Judge agreement" not in md  # one judge
-    table = ranking_table(card).splitlines()
+    table = ranking_table(scorecard).splitlines()
     assert table[2].split()[:3] == ["#", "Model", "Variant"]
     assert table[4].split()[:5] == ["1", "a", "baseline", "100.0", "high"]
     alpha = card["agreement"]["dimension_alpha"]["Q1"]

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+import pytest
 from judging_factories import make_pack, response, verdict
 
+from touchstone_ray.errors import BundleError
 from touchstone_ray.records import HolisticReport
 from touchstone_ray.scoring import scorecard_model
-from touchstone_ray.scoring.scorecard import build_scorecard, write_scorecard
+from touchstone_ray.scoring.render import ranking_rows, ranking_table
+from touchstone_ray.scoring.scorecard import build_scorecard, load_scorecard, write_scorecard
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "scorecard_v1.json"
 
@@ -117,3 +121,62 @@ def test_scorecard_md_comes_from_the_report_writer(tmp_path: Path) -> None:
     row = next(line for line in md.splitlines() if line.startswith("| 1 | "))
     assert row.startswith("| 1 | evil\\|&lt;b&gt;x\\_1&lt;/b&gt; | baseline | 80.0 | solide |")
     assert "- Kendalls τ-b zwischen den Ranglisten, j1 vs j2: 1.000 (n = 3)" in md
+
+
+def test_a_contract_only_scorecard_loads_with_its_sections_defaulted(tmp_path: Path) -> None:
+    data = json.loads(GOLDEN.read_text(encoding="utf-8"))
+    contract = {k: data[k] for k in list(data)[:7]}  # schema_version … agreement
+    contract["rows"] = [{k: v for k, v in r.items() if k != "concurrency"} for r in data["rows"]]
+    (tmp_path / "scorecard.json").write_text(json.dumps(contract), encoding="utf-8")
+    card = load_scorecard(tmp_path)
+    assert (card.title, card.language, card.details, card.categories) == (
+        "judgetest",
+        "en",
+        [],
+        None,
+    )
+    assert "concurrency" not in card.rows[0].model_fields_set and card.rows[0].concurrency is None
+    assert card.model_dump(mode="json", exclude_unset=True) == contract
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d: d["rows"][0].pop("ko_passed"), "rows.0.ko_passed: Field required"),
+        (lambda d: d.update(judges="j1"), "judges: Input should be a valid list"),
+        (
+            lambda d: d["agreement"].pop("red_flag_kappa"),
+            "agreement.red_flag_kappa: Field required",
+        ),
+    ],
+)
+def test_a_malformed_scorecard_is_one_line_naming_the_file_and_the_field(
+    tmp_path: Path, change: Any, message: str
+) -> None:
+    data = json.loads(GOLDEN.read_text(encoding="utf-8")) | {"generated_at": 1.5}
+    change(data)
+    path = tmp_path / "scorecard.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(BundleError) as err:
+        load_scorecard(tmp_path)
+    assert str(err.value) == f"{path}: {message}"
+
+
+def test_one_ranking_builder_gives_every_table_the_same_cells() -> None:
+    scorecard = card()
+    head, rows = ranking_rows(scorecard.rows, "de", ("rank", "quality", "ko", "ttft_p50"))
+    assert head == ["#", "Qualität %", "K.-o.", "TTFT p50 s"]
+    assert [[(c.text, c.value) for c in row] for row in rows] == [
+        [("1", 1), ("80.0", 80.0), ("bestanden", 1.0), ("0.250 (c = 2)", 0.25)],
+        [
+            ("2", 2),
+            ("–", None),
+            ("nicht bestanden: Q6 nicht bewertet", 0.0),
+            ("0.400 (c = 2)", 0.4),
+        ],
+        [("3", 3), ("–", None), ("nicht bestanden: Red-Flag bei A2", 0.0), ("0.500", 0.5)],
+    ]
+    _, plain = ranking_rows(scorecard.rows, "de", ("ttft_p50",), load_mark=False)
+    assert plain[0][0].text == "0.250"
+    table = ranking_table(scorecard).splitlines()
+    assert table[3].split()[:6] == ["1", "a", "baseline", "80.0", "solide", "bestanden"]

@@ -117,16 +117,17 @@ def test_scorecard_rows_carry_cold_ttft_cache_hits_and_concurrency() -> None:
     other = [
         r.model_copy(update={"model": "n", "key": r.key.replace("m|", "n|", 1)}) for r in ROW[:2]
     ]
-    card = build_scorecard(
+    scorecard = build_scorecard(
         pack, ROW + other, [], [], judges=[], vote="any", simulated=False, concurrency={"m": 4}
-    ).model_dump(mode="json")
+    )
+    card = scorecard.model_dump(mode="json")
     rows = {r["model"]: r for r in card["rows"]}
     m, n = rows["m"], rows["n"]
     assert m["ttft_p50_s"] == pytest.approx(0.3) and m["ttft_cold_p50_s"] == pytest.approx(0.35)
     assert (m["n_cached"], m["concurrency"], m["decode_tps_median"]) == (2, 4, 45.0)
     assert (n["n_cached"], n["concurrency"]) == (0, None)
     assert n["ttft_p50_s"] == n["ttft_cold_p50_s"] == pytest.approx(0.4)
-    table = ranking_table(card).splitlines()
+    table = ranking_table(scorecard).splitlines()
     assert "0.300 (c = 4)" in next(line for line in table if line.split()[1:2] == ["m"])
     assert "(c = " not in next(line for line in table if line.split()[1:2] == ["n"])
 

@@ -17,24 +17,15 @@ from pydantic import (
     ConfigDict,
     PrivateAttr,
     SerializerFunctionWrapHandler,
-    ValidationError,
     ValidatorFunctionWrapHandler,
     model_serializer,
     model_validator,
 )
 
-__all__ = ["KeptObject", "Number", "first_error"]
+__all__ = ["KeptObject", "Number"]
 
 Number = int | float
 """A JSON number kept as written (an int stays an int, so a round trip keeps the bytes)."""
-
-
-def first_error(exc: ValidationError) -> str:
-    """``<field path>: <message>`` of the first error of ``exc`` (``(top level)`` for the
-    object itself), e.g. ``hosts.gpu-a.cpu_count: Input should be a valid integer``."""
-    err = exc.errors()[0]
-    loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
-    return f"{loc}: {err['msg']}"
 
 
 class KeptObject(BaseModel):
@@ -65,7 +56,9 @@ class KeptObject(BaseModel):
             setattr(self, name, value)
 
     @model_serializer(mode="wrap")
-    def _ordered(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+    def _ordered(self, handler: SerializerFunctionWrapHandler) -> Any:
+        if not isinstance(self, KeptObject):  # a mapping assigned in an edit, not yet validated
+            return self
         data: dict[str, Any] = handler(self)
         fields = type(self).model_fields
         keep = {

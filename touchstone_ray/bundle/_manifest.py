@@ -20,8 +20,8 @@ from typing import Any
 
 from pydantic import Field, ValidationError
 
-from touchstone_ray.bundle._kept import KeptObject, Number, first_error
-from touchstone_ray.errors import BundleError
+from touchstone_ray.bundle._kept import KeptObject, Number
+from touchstone_ray.errors import BundleError, field_error
 from touchstone_ray.storage import atomic_write_json
 
 __all__ = [
@@ -313,7 +313,7 @@ class Manifest(KeptObject):
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
-            raise BundleError(f"{where}: {first_error(exc)}") from None
+            raise BundleError(f"{where}: {field_error(exc)}") from None
 
 
 def read_manifest(path: Path) -> Manifest:

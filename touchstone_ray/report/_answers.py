@@ -147,20 +147,18 @@ def _prompt_blocks(data: ReportData, prompt: Prompt, t: dict[str, str]) -> list[
 
 def _prompt_stats(data: ReportData, prompt_id: str, t: dict[str, str]) -> Table | None:
     rows = []
-    for entry in (data.card or {}).get("prompts") or []:
-        if not isinstance(entry, dict):
+    for entry in data.card.prompts if data.card else []:
+        stat = entry.prompts.get(prompt_id)
+        if stat is None:
             continue
-        stat = (entry.get("prompts") or {}).get(prompt_id)
-        if not isinstance(stat, dict):
-            continue
-        lo, hi = stat.get("ci_low"), stat.get("ci_high")
+        lo, hi = stat.ci_low, stat.ci_high
         rows.append(
             (
-                cell(str(entry.get("model"))),
-                cell(str(entry.get("variant"))),
-                num_cell(num(stat.get("mean")), stat.get("mean")),
+                cell(entry.model),
+                cell(entry.variant),
+                num_cell(num(stat.mean), stat.mean),
                 cell(f"[{num(lo)}, {num(hi)}]" if lo is not None and hi is not None else NONE),
-                num_cell(str(stat.get("n", NONE)), stat.get("n")),
+                num_cell(str(stat.n), stat.n),
             )
         )
     if not rows:

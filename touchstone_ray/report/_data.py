@@ -19,7 +19,6 @@ import warnings
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -35,6 +34,7 @@ from touchstone_ray.errors import BundleError, PackError
 from touchstone_ray.pack import Pack
 from touchstone_ray.records import EvalResponse, HolisticReport, HostSample, Verdict
 from touchstone_ray.scoring.aggregates import RowStats, row_stats
+from touchstone_ray.scoring.scorecard_model import ROW_STATS_FIGURES, Scorecard, ScorecardRow
 
 __all__ = ["ReportData", "RowKey", "RowStats", "load_report_data", "row_stats"]
 
@@ -65,8 +65,8 @@ class ReportData:
     """Per row its SPEC §9 aggregates (the scorecard's figures where it has them)."""
     samples: dict[str, list[HostSample]]
     phases: dict[str, list[Phase]]
-    card: dict[str, Any] | None = None
-    card_rows: dict[RowKey, dict[str, Any]] = field(default_factory=dict)
+    card: Scorecard | None = None
+    card_rows: dict[RowKey, ScorecardRow] = field(default_factory=dict)
     judges: list[str] = field(default_factory=list)
     verdicts: dict[str, list[Verdict]] = field(default_factory=dict)
     """Cell key → the judges' verdicts (scorecard judge order)."""
@@ -86,7 +86,7 @@ class ReportData:
     @property
     def simulated(self) -> bool:
         """The manifest or the scorecard says a simulated engine or judge was used."""
-        card_sim = bool(self.card.get("simulated")) if self.card else False
+        card_sim = self.card.simulated if self.card else False
         return bool(self.manifest.simulated) or card_sim
 
     def concurrency(self, model: str) -> int | None:
@@ -152,7 +152,7 @@ def _load_phases(layout: Layout) -> dict[str, list[Phase]]:
     return {h: sorted(p, key=lambda x: x.t_start) for h, p in out.items()}
 
 
-def _read_card(root: Path) -> dict[str, Any]:
+def _read_card(root: Path) -> Scorecard:
     from touchstone_ray.scoring.scorecard import load_scorecard
 
     if root.is_dir() and not Layout(root).scorecard_json.exists():
@@ -183,14 +183,14 @@ def _load_judgements(data: ReportData) -> None:
             data.reports.setdefault((str(model), str(variant)), {})[judge] = report
 
 
-def _with_card_figures(stats: RowStats, card_row: dict[str, Any] | None) -> RowStats:
-    """``stats`` with the figures the scorecard row already has (``ROW_STATS_FIGURES``), so
-    the report shows the scorecard's value of a figure, never a second computation beside it."""
-    from touchstone_ray.scoring.scorecard_model import ROW_STATS_FIGURES
-
-    if not card_row:
+def _with_card_figures(stats: RowStats, card_row: ScorecardRow | None) -> RowStats:
+    """``stats`` with the figures the scorecard row has (``ROW_STATS_FIGURES`` it was read
+    with: an older row lacks the newer ones), so the report shows the scorecard's value of a
+    figure, never a second computation beside it."""
+    if card_row is None:
         return stats
-    return replace(stats, **{f: card_row[f] for f in ROW_STATS_FIGURES if f in card_row})
+    have = card_row.model_fields_set
+    return replace(stats, **{f: getattr(card_row, f) for f in ROW_STATS_FIGURES if f in have})
 
 
 def load_report_data(root: Path, *, judged: bool) -> ReportData:
@@ -227,15 +227,13 @@ def load_report_data(root: Path, *, judged: bool) -> ReportData:
     if judged:
         card = _read_card(root)
         data.card = card
-        ranked = [(str(r["model"]), str(r["variant"])) for r in card["rows"] if isinstance(r, dict)]
-        data.card_rows = {
-            (str(r["model"]), str(r["variant"])): r for r in card["rows"] if isinstance(r, dict)
-        }
+        ranked = [(r.model, r.variant) for r in card.rows]
+        data.card_rows = {(r.model, r.variant): r for r in card.rows}
         data.rows = ranked + [k for k in data.rows if k not in data.card_rows]
         data.stats = {
             k: _with_card_figures(s, data.card_rows.get(k)) for k, s in data.stats.items()
         }
-        data.judges = [str(j) for j in card.get("judges", [])]
+        data.judges = list(card.judges)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             _load_judgements(data)

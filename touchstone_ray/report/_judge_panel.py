@@ -6,8 +6,6 @@ sections when present. :func:`judge_warnings` is the short list shown beside the
 
 from __future__ import annotations
 
-from typing import Any
-
 from touchstone_ray.doc import (
     Block,
     Bullets,
@@ -22,43 +20,47 @@ from touchstone_ray.doc import (
 )
 from touchstone_ray.doc.fmt import NONE, joined, pct
 from touchstone_ray.report._data import ReportData
+from touchstone_ray.scoring.agreement import AgreementStat
+from touchstone_ray.scoring.scorecard_model import Agreement, JudgeCheck, JudgeView, Scorecard
 
 __all__ = ["judge_checks", "judge_warnings", "judges"]
 
 
-def _stat(stat: Any, t: dict[str, str]) -> str:
-    if not isinstance(stat, dict):
-        return NONE
-    if stat.get("value") is None:
-        return f"{t['undefined']} ({stat.get('reason') or NONE})"
-    return f"{stat['value']:.3f} (n = {stat.get('n_items', NONE)})"
+def _stat(stat: AgreementStat, t: dict[str, str]) -> str:
+    if stat.value is None:
+        return f"{t['undefined']} ({stat.reason or NONE})"
+    return f"{stat.value:.3f} (n = {stat.n_items})"
 
 
-def _ratio(value: Any) -> str:
-    return f"{value:.2f}" if isinstance(value, int | float) else NONE
+def _ratio(value: float | None) -> str:
+    return f"{value:.2f}" if value is not None else NONE
+
+
+def _checks(data: ReportData) -> dict[str, JudgeCheck]:
+    return data.card.judge_checks if data.card else {}
 
 
 def judge_checks(data: ReportData, t: dict[str, str]) -> list[Block]:
-    """The judge-checks table (every judge with a check, counted or not); empty without one."""
-    checks = (data.card or {}).get("judge_checks") or {}
-    if not isinstance(checks, dict) or not checks:
+    """The judge-checks table (every judge with a check, counted or not); empty without one.
+    A scorecard from before ``n_unknown_flags`` shows ``–`` there."""
+    checks = _checks(data)
+    if not checks:
         return []
     body = []
     for judge_id, check in checks.items():
-        if not isinstance(check, dict):
-            continue
         counted = judge_id in data.judges
+        unknown = check.n_unknown_flags if "n_unknown_flags" in check.model_fields_set else None
         body.append(
             (
-                cell(Code(str(judge_id))),
-                cell(t["yes"] if check.get("qualified") else Strong(t["no"])),
+                cell(Code(judge_id)),
+                cell(t["yes"] if check.qualified else Strong(t["no"])),
                 cell(t["yes"] if counted else t["no"]),
-                num_cell(_ratio(check.get("band_accuracy")), check.get("band_accuracy")),
-                num_cell(_ratio(check.get("red_flag_recall")), check.get("red_flag_recall")),
-                num_cell(_ratio(check.get("score_gap")), check.get("score_gap")),
-                num_cell(str(check.get("n_calibration", NONE)), check.get("n_calibration")),
-                num_cell(str(check.get("n_unknown_flags", NONE)), check.get("n_unknown_flags")),
-                cell("; ".join(str(w) for w in check.get("warnings") or []) or NONE),
+                num_cell(_ratio(check.band_accuracy), check.band_accuracy),
+                num_cell(_ratio(check.red_flag_recall), check.red_flag_recall),
+                num_cell(_ratio(check.score_gap), check.score_gap),
+                num_cell(str(check.n_calibration), check.n_calibration),
+                num_cell(NONE if unknown is None else str(unknown), unknown),
+                cell("; ".join(check.warnings) or NONE),
             )
         )
     head = (
@@ -114,26 +116,21 @@ def outside_raters(data: ReportData, t: dict[str, str]) -> list[Block]:
 def judge_warnings(data: ReportData, t: dict[str, str]) -> list[Block]:
     """Right after the ranking: each judge's warnings and whether it was counted; empty when
     none."""
-    checks = (data.card or {}).get("judge_checks") or {}
     items: list[tuple[Inline, ...]] = []
-    for judge_id, check in checks.items() if isinstance(checks, dict) else ():
-        if not isinstance(check, dict):
-            continue
-        warnings = [str(w) for w in check.get("warnings") or []]
-        if not check.get("qualified"):
+    for judge_id, check in _checks(data).items():
+        warnings = list(check.warnings)
+        if not check.qualified:
             state = t["counted"] if judge_id in data.judges else t["not_counted"]
             warnings.insert(0, f"{t['not_qualified']} ({state})")
         if warnings:
-            items.append((Code(str(judge_id)), ": " + "; ".join(warnings)))
+            items.append((Code(judge_id), ": " + "; ".join(warnings)))
     return [Para((Strong(t["judge_warnings"]),)), Bullets(tuple(items))] if items else []
 
 
-def _spread_table(data: ReportData, t: dict[str, str], card: dict[str, Any]) -> list[Block]:
+def _spread_table(data: ReportData, t: dict[str, str], card: Scorecard) -> list[Block]:
     """Per row: the judges' score spread over repeated verdicts (``judge --repeats``)."""
     spreads = {
-        (str(d.get("model")), str(d.get("variant"))): d.get("judge_spread")
-        for d in card.get("details") or []
-        if isinstance(d, dict) and isinstance(d.get("judge_spread"), dict)
+        (d.model, d.variant): d.judge_spread for d in card.details if d.judge_spread is not None
     }
     if not spreads:
         return []
@@ -146,19 +143,67 @@ def _spread_table(data: ReportData, t: dict[str, str], card: dict[str, Any]) -> 
             (
                 cell(key[0]),
                 cell(key[1]),
-                num_cell(str(s.get("n")), s.get("n")),
-                num_cell(_ratio(s.get("mean")), s.get("mean")),
-                num_cell(_ratio(s.get("max")), s.get("max")),
+                num_cell(str(s.n), s.n),
+                num_cell(_ratio(s.mean), s.mean),
+                num_cell(_ratio(s.max), s.max),
             )
         )
     head = (t["model"], t["variant"], t["verdicts"], t["spread_mean"], t["spread_max"])
     return [Heading(3, t["judge_spread"]), Para((t["spread_intro"],)), Table(head, tuple(body))]
 
 
+def _per_judge(data: ReportData, t: dict[str, str], card: Scorecard) -> list[Block]:
+    """Per row, each judge's own rank, quality and K.-o. (two or more judges)."""
+    details = {(d.model, d.variant): d.judges for d in card.details}
+    rankings = card.agreement.rankings
+    if not details or len(data.judges) < 2:
+        return []
+    head = (t["model"], t["variant"], *data.judges)
+    body = []
+    for key in data.rows:
+        per = details.get(key, {})
+        cells = []
+        for j in data.judges:
+            view = per.get(j) or JudgeView()
+            rank = rankings.get(j, [])
+            pos = rank.index(f"{key[0]}|{key[1]}") + 1 if f"{key[0]}|{key[1]}" in rank else None
+            text = f"#{pos or NONE} · {pct(view.quality_pct)} % · " + (
+                t["passed"] if view.ko_passed else f"K.-o.: {view.ko_reason or NONE}"
+            )
+            cells.append(cell(text))
+        body.append((cell(key[0]), cell(key[1]), *cells))
+    return [Heading(3, t["per_judge"]), Table(head, tuple(body))]
+
+
+def _agreement(data: ReportData, t: dict[str, str], agreement: Agreement) -> list[Block]:
+    """Krippendorff's α per dimension, κ on red flags, τ-b between rankings."""
+    blocks: list[Block] = []
+    alphas = agreement.dimension_alpha
+    if alphas:
+        names = {d.id: d.name for d in data.pack.dimensions}
+        blocks.append(
+            Table(
+                (t["dimension"], t["alpha"]),
+                tuple(
+                    (cell(Code(dim), f" {names.get(dim, '')}"), cell(_stat(stat, t)))
+                    for dim, stat in alphas.items()
+                ),
+            )
+        )
+    kappa = agreement.red_flag_kappa
+    items: list[tuple[Inline, ...]] = [(f"{t['kappa']} ({kappa.method}): {_stat(kappa, t)}",)]
+    for pair, stat in agreement.ranking_tau.items():
+        items.append((f"{t['tau']} ({pair}): {_stat(stat, t)}",))
+    blocks.append(Bullets(tuple(items)))
+    return blocks
+
+
 def judges(data: ReportData, t: dict[str, str]) -> list[Block]:
     """The judge checks, the judges, their counts, each judge's own view of every row, and the
-    agreement."""
-    card = data.card or {}
+    agreement (a judged report: ``data.card`` is set)."""
+    card = data.card
+    if card is None:
+        return []
     verdicts = [v for vs in data.verdicts.values() for v in vs]
     rows = []
     for j in data.judges:
@@ -178,7 +223,6 @@ def judges(data: ReportData, t: dict[str, str]) -> list[Block]:
                 ),
             )
         )
-    agreement = card.get("agreement") or {}
     blocks: list[Block] = [
         Heading(2, t["judges_section"]),
         *judge_checks(data, t),
@@ -193,59 +237,14 @@ def judges(data: ReportData, t: dict[str, str]) -> list[Block]:
             ),
             tuple(rows),
         ),
-        Para((Strong(t["vote"]), f": {agreement.get('red_flag_vote', NONE)}")),
+        Para((Strong(t["vote"]), f": {card.agreement.red_flag_vote}")),
     ]
-    if card.get("aborted_judges"):
-        blocks.append(Para((Strong(t["aborted"]), ": ", joined(card["aborted_judges"]))))
-    details = {
-        (str(d.get("model")), str(d.get("variant"))): d.get("judges") or {}
-        for d in card.get("details") or []
-        if isinstance(d, dict)
-    }
-    rankings = agreement.get("rankings") or {}
-    if details and len(data.judges) > 1:
-        head = (t["model"], t["variant"], *data.judges)
-        body = []
-        for key in data.rows:
-            per = details.get(key, {})
-            cells = []
-            for j in data.judges:
-                view = per.get(j) or {}
-                rank = rankings.get(j, [])
-                pos = rank.index(f"{key[0]}|{key[1]}") + 1 if f"{key[0]}|{key[1]}" in rank else None
-                text = f"#{pos or NONE} · {pct(view.get('quality_pct'))} % · " + (
-                    t["passed"]
-                    if view.get("ko_passed")
-                    else f"K.-o.: {view.get('ko_reason') or NONE}"
-                )
-                cells.append(cell(text))
-            body.append((cell(key[0]), cell(key[1]), *cells))
-        blocks += [Heading(3, t["per_judge"]), Table(head, tuple(body))]
+    if card.aborted_judges:
+        blocks.append(Para((Strong(t["aborted"]), ": ", joined(card.aborted_judges))))
+    blocks += _per_judge(data, t, card)
     blocks += _spread_table(data, t, card)
     blocks.append(Heading(3, t["agreement"]))
     if len(data.judges) < 2:
         blocks.append(Para((t["one_judge"],)))
         return blocks
-    alphas = agreement.get("dimension_alpha") or {}
-    if alphas:
-        names = {d.id: d.name for d in data.pack.dimensions}
-        blocks.append(
-            Table(
-                (t["dimension"], t["alpha"]),
-                tuple(
-                    (cell(Code(str(dim)), f" {names.get(str(dim), '')}"), cell(_stat(stat, t)))
-                    for dim, stat in alphas.items()
-                ),
-            )
-        )
-    items: list[tuple[Inline, ...]] = []
-    kappa = agreement.get("red_flag_kappa")
-    if isinstance(kappa, dict):
-        items.append((f"{t['kappa']} ({kappa.get('method', NONE)}): {_stat(kappa, t)}",))
-    for pair, stat in (agreement.get("ranking_tau") or {}).items():
-        items.append((f"{t['tau']} ({pair}): {_stat(stat, t)}",))
-    if items:
-        blocks.append(Bullets(tuple(items)))
-    elif not alphas:
-        blocks.append(Para((NONE,)))
-    return blocks
+    return blocks + _agreement(data, t, card.agreement)

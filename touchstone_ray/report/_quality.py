@@ -8,11 +8,10 @@ Dimension rationales and cited prompts come from ``judgements/<judge>/reports.js
 
 from __future__ import annotations
 
-from typing import Any
-
 from touchstone_ray.doc import (
     Block,
     Bullets,
+    Cell,
     Chart,
     Code,
     Heading,
@@ -25,68 +24,66 @@ from touchstone_ray.doc import (
     num_cell,
 )
 from touchstone_ray.doc.fmt import NONE, gb, num, pct
-from touchstone_ray.lang import levels
 from touchstone_ray.report._data import ReportData, RowKey
 from touchstone_ray.report._sections import links, row_label
 from touchstone_ray.report._speed import load_label, speed
 from touchstone_ray.scoring.aggregates import under_load
+from touchstone_ray.scoring.render import (
+    NUMERIC_COLUMNS,
+    RankingCell,
+    RankingColumn,
+    ko_text,
+    level_text,
+    ranking_rows,
+)
+from touchstone_ray.scoring.scorecard_model import ScorecardRow
 
 __all__ = ["ab", "categories", "master", "overview", "quality_speed"]
 
 
-def _ko_text(row: dict[str, Any], t: dict[str, str]) -> str:
-    if row.get("ko_passed"):
-        return t["passed"]
-    return f"{t['failed']}: {row.get('ko_reason') or NONE}"
+REPORT_COLUMNS: tuple[RankingColumn, ...] = (
+    "rank",
+    "model",
+    "variant",
+    "quality",
+    "level",
+    "ko",
+    "red_flags",
+    "mean",
+    "ttft_p50",
+    "tps",
+)
+"""The columns of the report's ranking (a subset of ``scorecard.md``'s, no load mark)."""
 
 
-def _level(row: dict[str, Any], lang: str) -> str:
-    level = row.get("rubric_level")
-    return levels(lang).get(level, str(level)) if level else NONE
+def _ranking_cell(data: ReportData, row: ScorecardRow, column: str, c: RankingCell) -> Cell:
+    if column == "red_flags":
+        return cell(*links(data, list(row.red_flagged)))
+    if column == "ko":
+        return cell(c.text, sort=c.value)
+    return num_cell(c.text, c.value) if column in NUMERIC_COLUMNS else cell(c.text)
 
 
 def overview(data: ReportData, t: dict[str, str]) -> list[Block]:
-    """The verdict line and the sortable ranking table."""
+    """The verdict line and the sortable ranking table (:func:`~touchstone_ray.scoring.render.
+    ranking_rows`; red flags linked to their prompts)."""
     rows = [data.card_rows[k] for k in data.rows if k in data.card_rows]
-    best = next((r for r in rows if r.get("ko_passed")), None)
+    best = next((r for r in rows if r.ko_passed), None)
     if best is not None:
         verdict: tuple[Inline, ...] = (
             Strong(f"{t['recommend']}: "),
-            Code(f"{best['model']} / {best['variant']}"),
-            f" ({pct(best.get('quality_pct'))} %, {_level(best, data.lang)}, K.-o. "
-            f"{t['passed']}, {t['mean']} {num(best.get('mean_answer_score'))})",
+            Code(f"{best.model} / {best.variant}"),
+            f" ({pct(best.quality_pct)} %, {level_text(best, data.lang)}, K.-o. "
+            f"{t['passed']}, {t['mean']} {num(best.mean_answer_score)})",
         )
     else:
         verdict = (Strong(f"{t['verdict']}: "), t["no_pass"])
-    head = (
-        t["rank"],
-        t["model"],
-        t["variant"],
-        t["quality"],
-        t["level"],
-        t["ko"],
-        t["red_flags"],
-        t["mean"],
-        t["ttft_p50"],
-        t["tps"],
+    head, cells = ranking_rows(rows, data.lang, REPORT_COLUMNS, load_mark=False)
+    body = tuple(
+        tuple(_ranking_cell(data, r, col, c) for col, c in zip(REPORT_COLUMNS, row, strict=True))
+        for r, row in zip(rows, cells, strict=True)
     )
-    body = []
-    for r in rows:
-        body.append(
-            (
-                num_cell(str(r.get("rank", NONE)), r.get("rank")),
-                cell(str(r["model"])),
-                cell(str(r["variant"])),
-                num_cell(pct(r.get("quality_pct")), r.get("quality_pct")),
-                cell(_level(r, data.lang)),
-                cell(_ko_text(r, t), sort=1.0 if r.get("ko_passed") else 0.0),
-                cell(*links(data, list(r.get("red_flagged") or []))),
-                num_cell(num(r.get("mean_answer_score")), r.get("mean_answer_score")),
-                num_cell(num(r.get("ttft_p50_s"), 3), r.get("ttft_p50_s")),
-                num_cell(num(r.get("decode_tps_median"), 1), r.get("decode_tps_median")),
-            )
-        )
-    return [Para(verdict), Table(head, tuple(body), sortable=True, css_id="ranking")]
+    return [Para(verdict), Table(tuple(head), body, sortable=True, css_id="ranking")]
 
 
 def master(data: ReportData, t: dict[str, str]) -> list[Block]:
@@ -96,14 +93,15 @@ def master(data: ReportData, t: dict[str, str]) -> list[Block]:
     head = (t["model"], t["variant"], *(f"{d.id} ×{d.weight}" for d in dims), t["quality"])
     body = []
     for key in data.rows:
-        r = data.card_rows.get(key, {})
-        scores = r.get("dim_scores") or {}
+        r = data.card_rows.get(key)
+        scores = r.dim_scores if r else {}
+        quality = r.quality_pct if r else None
         body.append(
             (
                 cell(key[0]),
                 cell(key[1]),
                 *(num_cell(num(scores.get(d.id), 1), scores.get(d.id)) for d in dims),
-                num_cell(pct(r.get("quality_pct")), r.get("quality_pct")),
+                num_cell(pct(quality), quality),
             )
         )
     blocks: list[Block] = [Heading(2, t["master"]), Table(head, tuple(body), sortable=True)]
@@ -114,12 +112,12 @@ def master(data: ReportData, t: dict[str, str]) -> list[Block]:
         rows = []
         items: list[tuple[Inline, ...]] = []
         for key in data.rows:
-            r = data.card_rows.get(key, {})
+            r = data.card_rows.get(key)
             reports = data.reports.get(key, {})
             per_judge = [
                 reports[j].dim_scores.get(d.id) if j in reports else None for j in data.judges
             ]
-            median = (r.get("dim_scores") or {}).get(d.id)
+            median = r.dim_scores.get(d.id) if r else None
             rows.append(
                 (
                     cell(key[0]),
@@ -153,13 +151,9 @@ def master(data: ReportData, t: dict[str, str]) -> list[Block]:
 
 def categories(data: ReportData, t: dict[str, str]) -> list[Block]:
     """Mean answer score per category: the scorecard's section, else computed here."""
-    section = (data.card or {}).get("categories") or {}
-    names: dict[str, str] = section.get("names") or {c.id: c.name for c in data.pack.categories}
-    by_row = {
-        (str(r.get("model")), str(r.get("variant"))): r.get("means") or {}
-        for r in section.get("rows", [])
-        if isinstance(r, dict)
-    }
+    section = data.card.categories if data.card else None
+    names = (section.names if section else {}) or {c.id: c.name for c in data.pack.categories}
+    by_row = {(r.model, r.variant): r.means for r in section.rows} if section else {}
     if not by_row:
         by_row = _category_means(data)
     cids = list(names)
@@ -196,7 +190,7 @@ def _category_means(data: ReportData) -> dict[RowKey, dict[str, float | None]]:
 
 def ab(data: ReportData, t: dict[str, str]) -> list[Block]:
     """Variant A/B per model (paired per prompt, B − A) with the forest plot."""
-    items = [c for c in (data.card or {}).get("variant_ab") or [] if isinstance(c, dict)]
+    items = data.card.variant_ab if data.card else []
     blocks: list[Block] = [Heading(2, t["variant_ab"])]
     if not items:
         return [*blocks, Para((t["no_ab"],))]
@@ -219,39 +213,30 @@ def ab(data: ReportData, t: dict[str, str]) -> list[Block]:
     warnings: list[tuple[Inline, ...]] = []
     forest = []
     for c in items:
-        lo, hi = c.get("ci_low"), c.get("ci_high")
+        lo, hi = c.ci_low, c.ci_high
         ci = f"[{num(lo)}, {num(hi)}]" if lo is not None and hi is not None else NONE
-        chars = (
-            f"{num(c.get('answer_chars_median_a'), 0)} / {num(c.get('answer_chars_median_b'), 0)}"
-        )
+        chars = f"{num(c.answer_chars_median_a, 0)} / {num(c.answer_chars_median_b, 0)}"
         body.append(
             (
-                cell(str(c.get("model"))),
-                cell(str(c.get("variant_a"))),
-                cell(str(c.get("variant_b"))),
-                num_cell(num(c.get("mean_diff")), c.get("mean_diff")),
+                cell(c.model),
+                cell(c.variant_a),
+                cell(c.variant_b),
+                num_cell(num(c.mean_diff), c.mean_diff),
                 cell(ci),
-                num_cell(num(c.get("sign_test_p"), 3), c.get("sign_test_p")),
-                num_cell(str(c.get("n_pairs", NONE)), c.get("n_pairs")),
-                num_cell(str(c.get("n_b_better", NONE)), c.get("n_b_better")),
-                num_cell(str(c.get("n_a_better", NONE)), c.get("n_a_better")),
-                num_cell(str(c.get("n_ties", NONE)), c.get("n_ties")),
-                num_cell(num(c.get("e2e_median_diff_s"), 3), c.get("e2e_median_diff_s")),
-                num_cell(
-                    num(c.get("completion_tokens_median_diff"), 0),
-                    c.get("completion_tokens_median_diff"),
-                ),
+                num_cell(num(c.sign_test_p, 3), c.sign_test_p),
+                num_cell(str(c.n_pairs), c.n_pairs),
+                num_cell(str(c.n_b_better), c.n_b_better),
+                num_cell(str(c.n_a_better), c.n_a_better),
+                num_cell(str(c.n_ties), c.n_ties),
+                num_cell(num(c.e2e_median_diff_s, 3), c.e2e_median_diff_s),
+                num_cell(num(c.completion_tokens_median_diff, 0), c.completion_tokens_median_diff),
                 cell(chars),
             )
         )
-        label = f"{c.get('model')}: {c.get('variant_b')} − {c.get('variant_a')}"
-        if c.get("warning"):
-            warnings.append(
-                (Strong(f"{t['note']}: "), Code(str(c.get("model"))), " ", str(c["warning"]))
-            )
-        forest.append(
-            charts.ForestItem(label, c.get("mean_diff"), lo, hi, bool(c.get("length_confound")))
-        )
+        label = f"{c.model}: {c.variant_b} − {c.variant_a}"
+        if c.warning:
+            warnings.append((Strong(f"{t['note']}: "), Code(c.model), " ", c.warning))
+        forest.append(charts.ForestItem(label, c.mean_diff, lo, hi, c.length_confound))
     svg = charts.forest_svg(forest, labels={"x": t["forest"], "empty": t["none_found"]})
     blocks += [Table(head, tuple(body)), Chart("forest", t["forest"], svg)]
     if warnings:
@@ -284,9 +269,9 @@ def quality_speed(data: ReportData, t: dict[str, str]) -> list[Block]:
     single: list[charts.QsPoint] = []
     loaded: list[charts.QsPoint] = []
     for key in data.rows:
-        r = data.card_rows.get(key, {})
+        r = data.card_rows.get(key)
         s = data.stats.get(key)
-        q = r.get("quality_pct")
+        q = r.quality_pct if r else None
         tps = s.decode_tps_median if s else None
         if q is None or tps is None:
             continue
@@ -296,7 +281,7 @@ def quality_speed(data: ReportData, t: dict[str, str]) -> list[Block]:
             float(q),
             float(tps),
             None if delta is None else float(delta) / 1024,
-            bool(r.get("ko_passed")),
+            bool(r and r.ko_passed),
         )
         (loaded if under_load(data.concurrency(key[0])) else single).append(point)
     front = {p.label for p in charts.pareto_front(single)}
@@ -312,14 +297,14 @@ def quality_speed(data: ReportData, t: dict[str, str]) -> list[Block]:
     body = []
     for p in single + loaded:
         model, variant = p.label.split(" / ", 1)
-        r = data.card_rows.get((model, variant), {})
+        r = data.card_rows.get((model, variant))
         c = data.concurrency(model)
         body.append(
             (
                 cell(model),
                 cell(variant),
                 num_cell(pct(p.quality_pct), p.quality_pct),
-                cell(_ko_text(r, t)),
+                cell(ko_text(r, t) if r else f"{t['failed']}: {NONE}"),
                 num_cell(num(p.decode_tps, 1), p.decode_tps),
                 num_cell(gb(None if p.delta_gb is None else p.delta_gb * 1024), p.delta_gb),
                 cell(load_label(c, t) if under_load(c) else "★" if p.label in front else ""),

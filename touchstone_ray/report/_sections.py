@@ -110,7 +110,7 @@ def setup_blocks(data: ReportData, t: dict[str, str]) -> list[Block]:
         f": {n_ok} {t['ok']}, {n_failed} {t['failed_cells']}",
     ]
     if data.judged:
-        vote = (data.card or {}).get("agreement", {}).get("red_flag_vote", NONE)
+        vote = data.card.agreement.red_flag_vote if data.card else NONE
         parts += [" · ", Strong(t["judges"]), f": {joined(data.judges)} ({t['vote']} {vote})"]
     blocks.append(Para(tuple(parts)))
     return blocks
@@ -299,17 +299,17 @@ def frontmatter(data: ReportData) -> dict[str, Any]:
         "cells_failed": sum(not r.ok for r in data.responses),
     }
     if data.judged:
-        passed = [r for r in data.card_rows.values() if r.get("ko_passed")]
+        passed = [r for r in data.card_rows.values() if r.ko_passed]
         best = data.card_rows.get(data.rows[0]) if data.rows else None
         fm.update(
             {
                 "judges": data.judges,
                 "rows_total": len(data.card_rows),
                 "rows_ko_passed": len(passed),
-                "best_model": best.get("model") if best else None,
-                "best_variant": best.get("variant") if best else None,
-                "best_quality_pct": _round(best.get("quality_pct")) if best else None,
-                "best_ko_passed": bool(best.get("ko_passed")) if best else None,
+                "best_model": best.model if best else None,
+                "best_variant": best.variant if best else None,
+                "best_quality_pct": _round(best.quality_pct) if best else None,
+                "best_ko_passed": best.ko_passed if best else None,
             }
         )
     fm["tags"] = ["touchstone", f"touchstone/{data.pack.id}"]

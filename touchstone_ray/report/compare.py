@@ -34,6 +34,7 @@ from touchstone_ray.report.perf_join import (
     join_capacity,
     perf_only_rows,
 )
+from touchstone_ray.scoring.scorecard_model import ScorecardRow
 from touchstone_ray.storage import atomic_write_text
 
 __all__ = [
@@ -51,15 +52,15 @@ def _rows_of(data: ReportData) -> list[CompareRow]:
     out = []
     for key in data.rows:
         stats = data.stats.get(key)
-        card = data.card_rows.get(key, {})
+        card = data.card_rows.get(key)
         hosts = stats.hosts if stats else ()
         where = "; ".join(f"{h}: {', '.join(data.host_gpus(h)) or no_gpu}" for h in hosts)
 
         def pick(
-            field: str, fallback: float | None, card: dict[str, object] = card
+            field: str, fallback: float | None, card: ScorecardRow | None = card
         ) -> float | None:
-            value = card.get(field)
-            return float(value) if isinstance(value, int | float) else fallback
+            value = getattr(card, field) if card is not None else None
+            return float(value) if value is not None else fallback
 
         peak_ram = pick("peak_ram_mb", stats.peak_ram_mb if stats else None)
         engine = pick("engine_rss_peak_mb", stats.engine_rss_peak_mb if stats else None)
@@ -72,8 +73,8 @@ def _rows_of(data: ReportData) -> list[CompareRow]:
                 model=key[0],
                 variant=key[1],
                 quality_pct=pick("quality_pct", None),
-                ko_passed=bool(card["ko_passed"]) if "ko_passed" in card else None,
-                ko_reason=str(card.get("ko_reason") or ""),
+                ko_passed=card.ko_passed if card is not None else None,
+                ko_reason=card.ko_reason if card is not None else "",
                 ttft_p50_s=pick("ttft_p50_s", stats.ttft_p50_s if stats else None),
                 decode_tps_median=pick(
                     "decode_tps_median", stats.decode_tps_median if stats else None

@@ -48,6 +48,7 @@ from touchstone_ray.errors import BundleError
 from touchstone_ray.pack import Pack
 from touchstone_ray.records import HolisticReport
 from touchstone_ray.scoring.formulas import MissingDimensionsError, passes_ko, quality_pct
+from touchstone_ray.scoring.scorecard_model import Scorecard
 from touchstone_ray.storage import atomic_write_json
 from touchstone_ray.yamlio import RuleError, load_yaml_mapping, validate_document
 
@@ -174,38 +175,34 @@ def _row_quality(pack: Pack, scores: dict[str, float]) -> float | None:
 
 
 def rater_agreement(
-    pack: Pack, rater_reports: list[dict[str, Any]], card: dict[str, Any]
+    pack: Pack, rater_reports: list[dict[str, Any]], card: Scorecard
 ) -> dict[str, dict[str, Any]]:
     """Local judge id → ``{n_rows, mean_abs_delta: {dim: float|None}, ko_concordance,
     quality_pct_diff}`` of the outside rater's ``rater_reports`` (its stored report records,
-    with ``red_flagged``) against each judge of ``card`` (``scorecard.json``: its ``judges``
-    and per-judge views in ``details``). Figures are ``None`` without a common row."""
-    views: dict[tuple[str, str], dict[str, Any]] = {
-        (str(d.get("model")), str(d.get("variant"))): d.get("judges") or {}
-        for d in card.get("details") or []
-        if isinstance(d, dict)
-    }
+    with ``red_flagged``) against each judge of ``card`` (its ``judges`` and per-judge views
+    in ``details``). Figures are ``None`` without a common row."""
+    views = {(d.model, d.variant): d.judges for d in card.details}
     dims = [d.id for d in pack.dimensions]
     out: dict[str, dict[str, Any]] = {}
-    for judge in card.get("judges") or []:
+    for judge in card.judges:
         deltas: dict[str, list[float]] = {d: [] for d in dims}
         same_ko: list[bool] = []
         q_diff: list[float] = []
         for rated in rater_reports:
             view = views.get((str(rated["model"]), str(rated["variant"])), {}).get(judge)
-            if not view:
+            if view is None:
                 continue
             scores = {k: float(v) for k, v in rated["dim_scores"].items()}
             for dim in dims:
-                theirs = (view.get("dim_scores") or {}).get(dim)
+                theirs = view.dim_scores.get(dim)
                 if theirs is not None:
-                    deltas[dim].append(abs(scores[dim] - float(theirs)))
+                    deltas[dim].append(abs(scores[dim] - theirs))
             passed, _ = passes_ko(scores, list(rated.get("red_flagged") or []), pack)
-            same_ko.append(passed == bool(view.get("ko_passed")))
-            mine, theirs_q = _row_quality(pack, scores), view.get("quality_pct")
+            same_ko.append(passed == view.ko_passed)
+            mine, theirs_q = _row_quality(pack, scores), view.quality_pct
             if mine is not None and theirs_q is not None:
-                q_diff.append(mine - float(theirs_q))
-        out[str(judge)] = {
+                q_diff.append(mine - theirs_q)
+        out[judge] = {
             "n_rows": len(same_ko),
             "mean_abs_delta": {d: statistics.fmean(v) if v else None for d, v in deltas.items()},
             "ko_concordance": sum(same_ko) / len(same_ko) if same_ko else None,

@@ -42,8 +42,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from touchstone_ray.bundle import TEMPLATE_VERSION, Layout
-from touchstone_ray.errors import BundleError
+from touchstone_ray.errors import BundleError, field_error
 from touchstone_ray.pack import Pack
 from touchstone_ray.records import SCHEMA_VERSION, EvalResponse, HolisticReport, Verdict
 from touchstone_ray.scoring.aggregates import row_stats
@@ -351,15 +353,16 @@ def write_scorecard(root: Path, card: Scorecard) -> Path:
 
     layout = Layout(root)
     path = layout.scorecard_json
-    data = card.model_dump(mode="json")
-    atomic_write_json(path, data)
-    atomic_write_text(layout.scorecard_md, render_markdown(data))
+    atomic_write_json(path, card.model_dump(mode="json"))
+    atomic_write_text(layout.scorecard_md, render_markdown(card))
     return path
 
 
-def load_scorecard(root: Path) -> dict[str, Any]:
-    """The bundle's ``scorecard.json``; raises :class:`BundleError` when there is none yet
-    (saying to run ``judge``) or it is unreadable."""
+def load_scorecard(root: Path) -> Scorecard:
+    """The bundle's ``scorecard.json``, typed; the one reader. The sections after the SPEC §7
+    Contract may be missing (they read as their defaults, :mod:`.scorecard_model`). Raises
+    :class:`BundleError` when there is none yet (saying to run ``judge``), it is not JSON, or
+    a field is missing or of the wrong type (one line naming the file and the field)."""
     path = Layout(root).scorecard_json
     if not root.is_dir():
         raise BundleError(f"{root}: no such bundle folder")
@@ -372,6 +375,9 @@ def load_scorecard(root: Path) -> dict[str, Any]:
         ) from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise BundleError(f"{path}: not valid JSON ({exc})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
+    if not isinstance(data, dict):
         raise BundleError(f"{path}: not a touchstone scorecard")
-    return data
+    try:
+        return Scorecard.model_validate(data)
+    except ValidationError as exc:
+        raise BundleError(f"{path}: {field_error(exc)}") from None

@@ -2,9 +2,13 @@
 
 The Contract fields come first (``schema_version`` … ``agreement``, and each row's fields in
 :class:`ScorecardRow` order); the sections after them feed the reports. Field order is the
-on-disk key order. :func:`touchstone_ray.scoring.scorecard.build_scorecard` fills it, from the
-verdicts, reports and responses of one bundle. Scores are 1..5, percentages 0..100, times
-seconds, memory MB, throughput tokens/s.
+on-disk key order. :func:`touchstone_ray.scoring.scorecard.build_scorecard` fills every field,
+from the verdicts, reports and responses of one bundle; on read
+(:func:`~touchstone_ray.scoring.scorecard.load_scorecard`) the sections after the Contract and
+the parts of :class:`RowDetails` may be missing (a scorecard from before them, or one made by
+hand): they read as their defaults, and a reader that must tell "absent" from the default asks
+``model_fields_set``. Scores are 1..5, percentages 0..100, times seconds, memory MB,
+throughput tokens/s.
 """
 
 from __future__ import annotations
@@ -214,21 +218,21 @@ class PromptRow(_Part):
 class JudgeView(_Part):
     """One judge's own view of a row (its reports and verdicts alone, vote ``any``)."""
 
-    dim_scores: dict[str, float]
+    dim_scores: dict[str, float] = {}
     """Dimension id → that judge's score (1..5)."""
-    missing_dimensions: list[str]
+    missing_dimensions: list[str] = []
     """Dimensions it did not score."""
-    quality_pct: float | None
+    quality_pct: float | None = None
     """Quality from its scores alone (%)."""
-    ko_passed: bool
+    ko_passed: bool = False
     """The row passes the K.-o. rule on its scores."""
-    ko_reason: str
+    ko_reason: str = ""
     """As :attr:`ScorecardRow.ko_reason`."""
-    red_flagged: list[str]
+    red_flagged: list[str] = []
     """Prompt ids it red-flagged."""
-    mean_answer_score: float | None
+    mean_answer_score: float | None = None
     """Mean of its scored verdicts (1..5)."""
-    report_status: str
+    report_status: str = "missing"
     """``ok`` | ``degraded`` | ``missing`` (no holistic report)."""
 
 
@@ -250,17 +254,17 @@ class RowDetails(_Part):
     """The model's label."""
     variant: str
     """The prompt variant id."""
-    n_answers: int
+    n_answers: int = 0
     """Responses of the row (cells, failed ones included)."""
-    n_generation_failed: int
+    n_generation_failed: int = 0
     """Responses with ``ok`` false."""
-    report_status: str
+    report_status: str = "missing"
     """The aggregated holistic report's status: ``ok`` | ``degraded`` | ``missing``."""
-    missing_dimensions: list[str]
+    missing_dimensions: list[str] = []
     """Dimensions no judge scored (reported, never counted as 0)."""
-    judges: dict[str, JudgeView]
+    judges: dict[str, JudgeView] = {}
     """Judge id → its own view."""
-    judge_spread: JudgeSpread | None
+    judge_spread: JudgeSpread | None = None
     """Score spread over ``judge --repeats``; ``None`` without repeats."""
 
 
@@ -281,27 +285,32 @@ class Scorecard(_Part):
     """One per (model, variant), best first."""
     agreement: Agreement
     """Judge agreement."""
-    language: str
+    language: str = "en"
     """The pack's language (``de`` | ``en``): the reports' labels."""
-    pack_title: str
-    """The pack's title."""
-    template_version: str
+    pack_title: str | None = None
+    """The pack's title; ``None`` in a scorecard without it (shown as ``pack_id``)."""
+    template_version: str | None = None
     """Version of the judge prompt templates used."""
-    generated_at: float
+    generated_at: float | None = None
     """Epoch s when the scorecard was built."""
-    aborted_judges: list[str]
+    aborted_judges: list[str] = []
     """Judges stopped after too many failures (their verdicts so far are kept)."""
-    judge_checks: dict[str, JudgeCheck]
+    judge_checks: dict[str, JudgeCheck] = {}
     """Judge id → qualification, for counted and uncounted judges alike."""
-    unqualified_judges: list[str]
+    unqualified_judges: list[str] = []
     """Those of ``judge_checks`` that are not qualified."""
-    dimensions: list[DimensionInfo]
+    dimensions: list[DimensionInfo] = []
     """The pack's rubric dimensions, pack order."""
-    categories: Categories
-    """Mean answer score per category and row."""
-    prompts: list[PromptRow]
+    categories: Categories | None = None
+    """Mean answer score per category and row; ``None`` in a scorecard without it."""
+    prompts: list[PromptRow] = []
     """Per row, per-prompt means with 95 % bootstrap CIs."""
-    variant_ab: list[VariantComparison]
+    variant_ab: list[VariantComparison] = []
     """Per model, the pack's first variant against each other variant it ran."""
-    details: list[RowDetails]
+    details: list[RowDetails] = []
     """Per row (row order of the responses): counts and each judge's view."""
+
+    @property
+    def title(self) -> str:
+        """The pack's title, else its id (a scorecard without ``pack_title``)."""
+        return self.pack_title if self.pack_title is not None else self.pack_id

@@ -52,7 +52,7 @@ def _facts(root: Path, row: CompareRow) -> dict[str, str]:
     manifest = Bundle(root).read_manifest()
     engines = {m.model: str(m.engine) for m in manifest.models}
     try:
-        judges = ", ".join(str(j) for j in load_scorecard(root).get("judges", [])) or "—"
+        judges = ", ".join(load_scorecard(root).judges) or "—"
     except BundleError:
         judges = "(not judged)"
     return {

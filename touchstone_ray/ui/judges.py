@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
 
 from touchstone_ray.errors import BundleError
 from touchstone_ray.scoring.scorecard import load_scorecard
+from touchstone_ray.scoring.scorecard_model import JudgeCheck, Scorecard
 from touchstone_ray.ui._page import e
 from touchstone_ray.ui.compare import eval_bundles
 
@@ -26,46 +26,44 @@ BEST = {"band_accuracy": max, "red_flag_recall": max, "score_gap": min}
 """Judge-check metric → how the best judge is chosen."""
 
 
-def _num(value: Any, digits: int = 2) -> str:
-    return f"{value:.{digits}f}" if isinstance(value, int | float) else "—"
+def _num(value: float | None, digits: int = 2) -> str:
+    return f"{value:.{digits}f}" if value is not None else "—"
 
 
-def pack_judges(runs: Path) -> dict[str, list[tuple[str, dict[str, Any]]]]:
+def pack_judges(runs: Path) -> dict[str, list[tuple[str, Scorecard]]]:
     """Pack label → ``(bundle rel path, scorecard)`` of every judged bundle of it."""
-    out: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
+    out: dict[str, list[tuple[str, Scorecard]]] = defaultdict(list)
     for root in eval_bundles(runs):
         try:
             card = load_scorecard(root)
         except BundleError:
             continue
-        pack = f"{card.get('pack_id')} v{card.get('pack_version')}"
+        pack = f"{card.pack_id} v{card.pack_version}"
         out[pack].append((root.relative_to(runs).as_posix(), card))
     return dict(sorted(out.items()))
 
 
-def _spread(card: dict[str, Any], judge: str) -> str:
-    values = [
-        d["judges"][judge]["quality_pct"]
-        for d in card.get("details", [])
-        if isinstance(d, dict)
-        and isinstance(d.get("judges", {}).get(judge, {}).get("quality_pct"), int | float)
-    ]
+def _figures(check: JudgeCheck | None) -> tuple[float | None, float | None, float | None]:
+    """``(band_accuracy, red_flag_recall, score_gap)`` of ``check`` (``None`` unchecked)."""
+    if check is None:
+        return None, None, None
+    return check.band_accuracy, check.red_flag_recall, check.score_gap
+
+
+def _spread(card: Scorecard, judge: str) -> str:
+    views = [d.judges.get(judge) for d in card.details]
+    values = [v.quality_pct for v in views if v is not None and v.quality_pct is not None]
     if not values:
         return "—"
     return f"{min(values):.1f}–{max(values):.1f} %"
 
 
-def _agreement(card: dict[str, Any]) -> str:
-    agreement = card.get("agreement") or {}
-    parts = []
-    for dim, stat in (agreement.get("dimension_alpha") or {}).items():
-        parts.append(f"α {dim} {_num(stat.get('value'))}")
-    kappa = agreement.get("red_flag_kappa") or {}
-    if kappa:
-        parts.append(f"κ red flags {_num(kappa.get('value'))}")
-    for pair, stat in (agreement.get("ranking_tau") or {}).items():
-        parts.append(f"τ {pair} {_num(stat.get('value'))}")
-    return "; ".join(parts) or "—"
+def _agreement(card: Scorecard) -> str:
+    agreement = card.agreement
+    parts = [f"α {dim} {_num(stat.value)}" for dim, stat in agreement.dimension_alpha.items()]
+    parts.append(f"κ red flags {_num(agreement.red_flag_kappa.value)}")
+    parts += [f"τ {pair} {_num(stat.value)}" for pair, stat in agreement.ranking_tau.items()]
+    return "; ".join(parts)
 
 
 def judges_html(runs: Path) -> str:
@@ -76,30 +74,32 @@ def judges_html(runs: Path) -> str:
     parts = ["<h1>Judges</h1>"]
     for pack, cards in packs.items():
         rows = []
-        checks_seen: dict[str, dict[str, Any]] = {}
+        checks_seen: dict[str, JudgeCheck] = {}
         for rel, card in cards:
-            checks = card.get("judge_checks") or {}
-            for judge in card.get("judges", []):
-                check = checks.get(judge) or {}
-                if check.get("qualified"):
+            for judge in card.judges:
+                check = card.judge_checks.get(judge)
+                if check is not None and check.qualified:
                     checks_seen.setdefault(judge, check)
-                flag = check.get("qualified")
                 qualified = (
-                    "not checked" if flag is None else "qualified" if flag else "not qualified"
+                    "not checked"
+                    if check is None
+                    else "qualified"
+                    if check.qualified
+                    else "not qualified"
                 )
+                band, recall, gap = _figures(check)
                 rows.append(
                     f'<tr data-judge="{e(judge)}"><td>{e(judge)}</td><td>{e(rel)}</td>'
-                    f"<td>{e(qualified)}</td><td>{_num(check.get('band_accuracy'))}</td>"
-                    f"<td>{_num(check.get('red_flag_recall'))}</td>"
-                    f"<td>{_num(check.get('score_gap'))}</td><td>{_spread(card, judge)}</td>"
+                    f"<td>{e(qualified)}</td><td>{_num(band)}</td><td>{_num(recall)}</td>"
+                    f"<td>{_num(gap)}</td><td>{_spread(card, judge)}</td>"
                     f"<td>{e(_agreement(card))}</td></tr>"
                 )
         best = []
         for metric, pick in BEST.items():
             scored = {
-                j: c[metric]
+                j: value
                 for j, c in checks_seen.items()
-                if isinstance(c.get(metric), int | float)
+                if (value := getattr(c, metric)) is not None
             }
             if scored:
                 winner = pick(scored, key=lambda j: scored[j])

@@ -13,12 +13,12 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
 from touchstone_ray.bundle import Bundle, find_bundles
 from touchstone_ray.errors import BundleError
 from touchstone_ray.scoring.scorecard import load_scorecard
+from touchstone_ray.scoring.scorecard_model import ScorecardRow
 from touchstone_ray.ui._page import e
 
 __all__ = ["BundleSummary", "overview_html", "summaries", "summarize"]
@@ -46,18 +46,12 @@ class BundleSummary:
     error: str | None = None
 
 
-def _best(root: Path) -> dict[str, Any] | None:
+def _best(root: Path) -> ScorecardRow | None:
     try:
-        rows = [r for r in load_scorecard(root)["rows"] if isinstance(r, dict)]
+        rows = load_scorecard(root).rows
     except BundleError:
         return None
-
-    def rank(row: dict[str, Any]) -> float:
-        value = row.get("rank")
-        return float(value) if isinstance(value, int) else float("inf")
-
-    ranked = sorted(rows, key=rank)
-    return ranked[0] if ranked else None
+    return min(rows, key=lambda row: row.rank, default=None)
 
 
 def summarize(root: Path, runs: Path, now: float | None = None) -> BundleSummary:
@@ -91,11 +85,10 @@ def summarize(root: Path, runs: Path, now: float | None = None) -> BundleSummary
     if state == "judged":
         best = _best(root)
         if best is not None:
-            summary.best = f"{best.get('model')} · {best.get('variant')}"
-            summary.rubric_level = best.get("rubric_level")
-            summary.ko_passed = best.get("ko_passed")
-            q = best.get("quality_pct")
-            summary.quality_pct = float(q) if isinstance(q, int | float) else None
+            summary.best = f"{best.model} · {best.variant}"
+            summary.rubric_level = best.rubric_level
+            summary.ko_passed = best.ko_passed
+            summary.quality_pct = best.quality_pct
     return summary
 
 

@@ -75,13 +75,13 @@ def _ko_block(data: ReportData) -> str:
         return ""
     rows = []
     for (model, variant), row in data.card_rows.items():
-        passed = row.get("ko_passed")
+        passed = row.ko_passed
         badge = (
             '<span class="badge ko-pass">passed</span>'
             if passed
             else '<span class="badge ko-fail">K.-o.</span>'
         )
-        flagged = ", ".join(str(p) for p in row.get("red_flagged") or []) or "—"
+        flagged = ", ".join(row.red_flagged) or "—"
         raised = sorted(
             {
                 v.prompt_id
@@ -95,7 +95,7 @@ def _ko_block(data: ReportData) -> str:
         other = ", ".join(p for p in raised if p not in curated) or "—"
         rows.append(
             f"<tr><td>{e(model)} · {e(variant)}</td><td>{badge}</td>"
-            f'<td class="ko-reason">{e(row.get("ko_reason"))}</td><td>{e(flagged)}</td>'
+            f'<td class="ko-reason">{e(row.ko_reason)}</td><td>{e(flagged)}</td>'
             f'<td class="uncurated">{e(other)}</td></tr>'
         )
     rule = data.pack.ko_rule
