@@ -12,11 +12,16 @@ from touchstone_ray.bundle import (
     JudgeFiles,
     Layout,
     ResponseShards,
+    StoredReport,
+    StoredVerdict,
+    is_current,
     judge_ids,
     read_events,
     read_host_samples,
+    record_extras,
 )
-from touchstone_ray.storage import JsonlWriter
+from touchstone_ray.records import HolisticReport, Verdict
+from touchstone_ray.storage import JsonlWriter, to_json_line
 
 
 def _line(**fields: object) -> bytes:
@@ -71,21 +76,72 @@ def test_events_read_in_order_and_missing_is_empty(tmp_path: Path) -> None:
     assert [e["event"] for e in read_events(lay)] == ["run_start", "run_done"]
 
 
+def _verdict(key: str, score: int | None, **extra: object) -> dict[str, object]:
+    model, variant, prompt, repeat = key.split("|")
+    record = {"key": key, "model": model, "variant": variant, "prompt_id": prompt,
+              "repeat": int(repeat), "category": prompt[0], "judge": "j2", "score": score,
+              "status": "scored"}  # fmt: skip
+    return {**record, **extra}
+
+
+def _report(q1: int, **extra: object) -> dict[str, object]:
+    return {"model": "m", "variant": "v", "judge": "j2", "dim_scores": {"Q1": q1}, **extra}
+
+
 def test_judge_files_keep_the_last_record_per_key_and_row(tmp_path: Path) -> None:
     lay = Layout(tmp_path)
     files = JudgeFiles(lay, "j2")
-    files.append("verdicts", {"key": "k", "score": 2})
-    files.append("verdicts", {"key": "k", "score": 4})
-    files.append("verdicts", {"score": 1})  # no key: not a verdict of a cell
-    files.append("reports", {"model": "m", "variant": "v", "dim_scores": {"Q1": 2}})
-    files.append("reports", {"model": "m", "variant": "v", "dim_scores": {"Q1": 5}})
-    files.append("calibration", {"key": "calibration|v|A1|0", "score": 3})
+    files.append("verdicts", _verdict("m|v|A1|1", 2))
+    files.append("verdicts", _verdict("m|v|A1|1", 4))
+    files.append("reports", _report(2))
+    files.append("reports", _report(5))
+    files.append("calibration", _verdict("calibration|v|A1|0", 3))
     files.close()
     other = JudgeFiles(lay, "j1")
-    other.append("verdicts", {"key": "x"})
+    other.append("verdicts", _verdict("m|v|B1|1", 1))
     other.close()
-    assert files.verdicts() == {"k": {"key": "k", "score": 4}}
-    assert files.reports() == {("m", "v"): {"model": "m", "variant": "v", "dim_scores": {"Q1": 5}}}
+    assert {k: v.score for k, v in files.verdicts().items()} == {"m|v|A1|1": 4}
+    assert [len(h) for h in files.stored_verdicts().values()] == [2]
+    assert {row: r.dim_scores for row, r in files.reports().items()} == {("m", "v"): {"Q1": 5}}
     assert list(files.calibration()) == ["calibration|v|A1|0"]
     assert judge_ids(lay) == ["j1", "j2"]
-    assert lay.verdicts("j2").read_text().count("\n") == 3
+    assert lay.verdicts("j2").read_text().count("\n") == 2
+
+
+def test_stored_records_read_typed_and_give_back_the_line_they_came_from(tmp_path: Path) -> None:
+    lay = Layout(tmp_path)
+    files = JudgeFiles(lay, "j2")
+    verdict = _verdict("m|v|A1|1", 4, **record_extras(
+        cache_key="c1", judge_model="qwen3:8b", error=None, call_failed=False, n_calls=2
+    ), repeat_scores=[4, 5, 4], score_spread=1, added_later={"kept": True})  # fmt: skip
+    report = _report(5, missing={}, raw="{}", cache_key="c2", judge_model="qwen3:8b")
+    files.write_verdict(verdict)
+    files.write_report(report)
+    files.close()
+    stored = files.verdicts()["m|v|A1|1"]
+    assert isinstance(stored, StoredVerdict) and (stored.cache_key, stored.n_calls) == ("c1", 2)
+    assert (stored.repeat_scores, stored.score_spread) == ([4, 5, 4], 1)
+    assert stored.to_record() == verdict and list(stored.to_record()) == list(verdict)
+    assert to_json_line(stored.to_record()).encode() == lay.verdicts("j2").read_bytes()
+    assert stored.contract() == Verdict.model_validate(verdict)
+    assert type(stored.contract()) is Verdict
+    kept = files.reports()[("m", "v")]
+    assert isinstance(kept, StoredReport) and kept.to_record() == report
+    assert kept.contract() == HolisticReport.model_validate(report)
+    assert is_current(stored, "c1") and not is_current(stored, "c2")
+
+
+def test_an_invalid_judge_record_is_left_out_with_one_warning(tmp_path: Path) -> None:
+    lay = Layout(tmp_path)
+    files = JudgeFiles(lay, "j2")
+    files.append("verdicts", _verdict("m|v|A1|1", 4))
+    files.append("verdicts", {"key": "m|v|A1|1", "score": 1})  # no model, variant …
+    files.append("verdicts", _verdict("m|v|A2|1", 9, status="maybe"))
+    files.close()
+    path = lay.verdicts("j2")
+    with pytest.warns(UserWarning) as caught:
+        got = files.verdicts()
+    assert {k: v.score for k, v in got.items()} == {"m|v|A1|1": 4}
+    assert [str(w.message) for w in caught] == [
+        f"{path}: skipped 2 records that are not a StoredVerdict (first: model: Field required)"
+    ]

@@ -148,7 +148,9 @@ def test_a_later_failed_or_foreign_record_does_not_hide_a_current_one(tmp_path: 
     for family, record in plan.restored:
         store.append(family, record)
     store.close()
-    assert [store.verdicts()[r.key]["score"] for r in rs[:2]] == [4, 5]
+    assert [store.verdicts()[r.key].score for r in rs[:2]] == [4, 5]
+    lines = store.verdicts_path.read_bytes().splitlines()
+    assert lines[-2:] == lines[:2]  # appended again byte for byte
     again = plan_judge(SPEC, store, pack, SHA, rs)
     assert again.n_reused == 2 and again.restored == []
 

@@ -9,8 +9,9 @@
   de-duplication, :meth:`~ResponseShards.unfinalized_keys`, the finalize rewrite;
 * :func:`read_host_samples`, :func:`read_events` — the host-sample and event-log readers;
 * :class:`JudgeFiles` — a judge's verdicts, holistic reports and calibration verdicts, read
-  "last record wins" (:func:`last_by_key`, :func:`last_by_row`), with the cache fields stored
-  beside each record (:class:`CacheFields`, :func:`is_current`).
+  typed (:class:`StoredVerdict`, :class:`StoredReport`) and "last record wins"
+  (:func:`last_by_key`, :func:`last_by_row`), with the cache fields stored beside each record
+  (:class:`CacheFields`, :func:`is_current`).
 """
 
 from touchstone_ray.bundle._folder import (
@@ -29,6 +30,8 @@ from touchstone_ray.bundle._judgements import (
     TEMPLATE_VERSION,
     CacheFields,
     JudgeFiles,
+    StoredReport,
+    StoredVerdict,
     current_of,
     history_by_key,
     history_by_row,
@@ -36,6 +39,7 @@ from touchstone_ray.bundle._judgements import (
     judge_ids,
     last_by_key,
     last_by_row,
+    read_stored,
     record_extras,
 )
 from touchstone_ray.bundle._layout import JUDGE_ID_PATTERN, LIVE_FILES, Layout
@@ -81,6 +85,8 @@ __all__ = [
     "RayInfo",
     "ResponseScan",
     "ResponseShards",
+    "StoredReport",
+    "StoredVerdict",
     "current_of",
     "edit_manifest",
     "find_bundles",
@@ -96,6 +102,7 @@ __all__ = [
     "read_events",
     "read_host_samples",
     "read_manifest",
+    "read_stored",
     "record_extras",
     "redact",
     "running_manifest",

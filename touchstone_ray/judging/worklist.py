@@ -17,7 +17,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from touchstone_ray.bundle import JudgeFiles, current_of, record_extras
+from touchstone_ray.bundle import (
+    JudgeFiles,
+    StoredReport,
+    StoredVerdict,
+    current_of,
+    record_extras,
+)
 from touchstone_ray.judging.cache import answer_cache_key, report_cache_key
 from touchstone_ray.judging.checks import calibration_jobs
 from touchstone_ray.judging.client import AnswerJob, ReportJob
@@ -53,7 +59,7 @@ class JudgePlan:
     """(model, variant) → its cell keys."""
     remaining: Counter[Row] = field(default_factory=Counter)
     """(model, variant) → answers still without a current verdict."""
-    stored_reports: dict[Row, list[dict[str, Any]]] = field(default_factory=dict)
+    stored_reports: dict[Row, list[StoredReport]] = field(default_factory=dict)
     """(model, variant) → its stored reports in file order (current or not)."""
     restored: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     """``(family, record)`` of reused records that are not their key's last stored one, to be
@@ -87,13 +93,21 @@ class JudgePlan:
         return [self.verdicts[k] for k in self.row_keys[row] if k in self.verdicts]
 
     def reuse(
-        self, family: str, history: list[dict[str, Any]] | None, cache_key: str
+        self,
+        family: str,
+        history: Sequence[StoredVerdict] | Sequence[StoredReport] | None,
+        cache_key: str,
     ) -> dict[str, Any] | None:
         """The stored record of ``history`` (one key's records of ``family``, in file order)
-        that is current for ``cache_key``, noted in :attr:`restored` when a later record
-        follows it; ``None`` when none is current."""
-        record = current_of(history, cache_key)
-        if record is not None and history and record is not history[-1]:
+        that is current for ``cache_key`` (:func:`~touchstone_ray.bundle.current_of`), as the
+        mapping it was stored as, noted in :attr:`restored` when a later record follows it;
+        ``None`` when none is current."""
+        stored: list[StoredVerdict | StoredReport] = list(history or [])
+        found = current_of(stored, cache_key)
+        if found is None:
+            return None
+        record = found.to_record()
+        if history and found is not history[-1]:
             self.restored.append((family, record))
         return record
 

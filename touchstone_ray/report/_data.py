@@ -165,22 +165,15 @@ def _read_card(root: Path) -> Scorecard:
 
 def _load_judgements(data: ReportData) -> None:
     """Fill verdicts, reports and judge models from ``judgements/<judge>/`` (last record wins,
-    as the judge store writes them)."""
+    as the judge store writes them; records that are not valid are left out)."""
     for judge in data.judges:
         files = JudgeFiles(Layout(data.root), judge)
-        for record in files.verdicts().values():
-            if isinstance(record.get("judge_model"), str):
-                data.judge_models.setdefault(judge, record["judge_model"])
-            try:
-                data.verdicts.setdefault(record["key"], []).append(Verdict.model_validate(record))
-            except ValidationError:
-                continue
-        for (model, variant), record in files.reports().items():
-            try:
-                report = HolisticReport.model_validate(record)
-            except ValidationError:
-                continue
-            data.reports.setdefault((str(model), str(variant)), {})[judge] = report
+        for verdict in files.verdicts().values():
+            if verdict.judge_model is not None:
+                data.judge_models.setdefault(judge, verdict.judge_model)
+            data.verdicts.setdefault(verdict.key, []).append(verdict.contract())
+        for row, report in files.reports().items():
+            data.reports.setdefault(row, {})[judge] = report.contract()
 
 
 def _with_card_figures(stats: RowStats, card_row: ScorecardRow | None) -> RowStats:

@@ -52,12 +52,12 @@ def verdict_rows(bundle: Bundle) -> tuple[list[str], list[dict[str, Any]]]:
     """Columns and rows of every judge's verdicts (judges sorted, records in file order)."""
     rows = []
     for judge in judge_ids(bundle.layout):
-        for record in JudgeFiles(bundle.layout, judge).verdicts().values():
-            try:
-                row = Verdict.model_validate(record).model_dump(mode="json")
-            except ValidationError:
-                continue
-            row.update({k: record.get(k) for k in VERDICT_EXTRAS})
+        for stored in JudgeFiles(bundle.layout, judge).verdicts().values():
+            row = stored.contract().model_dump(mode="json")
+            stored_keys = stored.model_fields_set  # absent ones export as null
+            row.update(
+                {k: getattr(stored, k) if k in stored_keys else None for k in VERDICT_EXTRAS}
+            )
             rows.append(row)
     return [*Verdict.model_fields, *VERDICT_EXTRAS], rows
 

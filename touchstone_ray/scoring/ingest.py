@@ -38,12 +38,20 @@ import json
 import re
 import statistics
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from touchstone_ray.bundle import JUDGE_ID_PATTERN, Bundle, JudgeFiles, Layout, judge_ids
+from touchstone_ray.bundle import (
+    JUDGE_ID_PATTERN,
+    Bundle,
+    JudgeFiles,
+    Layout,
+    StoredReport,
+    judge_ids,
+)
 from touchstone_ray.errors import BundleError
 from touchstone_ray.pack import Pack
 from touchstone_ray.records import HolisticReport
@@ -175,12 +183,12 @@ def _row_quality(pack: Pack, scores: dict[str, float]) -> float | None:
 
 
 def rater_agreement(
-    pack: Pack, rater_reports: list[dict[str, Any]], card: Scorecard
+    pack: Pack, rater_reports: Sequence[StoredReport], card: Scorecard
 ) -> dict[str, dict[str, Any]]:
     """Local judge id → ``{n_rows, mean_abs_delta: {dim: float|None}, ko_concordance,
-    quality_pct_diff}`` of the outside rater's ``rater_reports`` (its stored report records,
-    with ``red_flagged``) against each judge of ``card`` (its ``judges`` and per-judge views
-    in ``details``). Figures are ``None`` without a common row."""
+    quality_pct_diff}`` of the outside rater's ``rater_reports`` (its stored reports, with
+    ``red_flagged``) against each judge of ``card`` (its ``judges`` and per-judge views in
+    ``details``). Figures are ``None`` without a common row."""
     views = {(d.model, d.variant): d.judges for d in card.details}
     dims = [d.id for d in pack.dimensions]
     out: dict[str, dict[str, Any]] = {}
@@ -189,15 +197,15 @@ def rater_agreement(
         same_ko: list[bool] = []
         q_diff: list[float] = []
         for rated in rater_reports:
-            view = views.get((str(rated["model"]), str(rated["variant"])), {}).get(judge)
+            view = views.get((rated.model, rated.variant), {}).get(judge)
             if view is None:
                 continue
-            scores = {k: float(v) for k, v in rated["dim_scores"].items()}
+            scores = {k: float(v) for k, v in rated.dim_scores.items()}
             for dim in dims:
                 theirs = view.dim_scores.get(dim)
                 if theirs is not None:
                     deltas[dim].append(abs(scores[dim] - theirs))
-            passed, _ = passes_ko(scores, list(rated.get("red_flagged") or []), pack)
+            passed, _ = passes_ko(scores, list(rated.red_flagged or []), pack)
             same_ko.append(passed == view.ko_passed)
             mine, theirs_q = _row_quality(pack, scores), view.quality_pct
             if mine is not None and theirs_q is not None:
@@ -211,10 +219,10 @@ def rater_agreement(
     return out
 
 
-def outside_raters(root: Path) -> dict[str, list[dict[str, Any]]]:
-    """Outside rater name → its stored report records, for every ``judgements/<NAME>/`` of the
+def outside_raters(root: Path) -> dict[str, list[StoredReport]]:
+    """Outside rater name → its stored reports, for every ``judgements/<NAME>/`` of the
     bundle at ``root`` that carries :data:`INGESTED_MARKER` (sorted by name)."""
-    out: dict[str, list[dict[str, Any]]] = {}
+    out: dict[str, list[StoredReport]] = {}
     layout = Layout(root)
     for judge in judge_ids(layout):
         if layout.judge_marker(judge, INGESTED_MARKER).exists():
@@ -253,7 +261,7 @@ def ingest_reply(bundle_dir: str | Path, reply_path: str | Path, name: str) -> d
                 "source": "ingest",
             }
             store.write_report(record)
-            records.append(record)
+            records.append(StoredReport.model_validate(record))
     finally:
         store.close()
     atomic_write_json(
