@@ -154,7 +154,7 @@ def build_bundle(root: Path, records: int, answer_chars: int) -> dict[str, Any]:
             continue
         fh = writers.get(cell.model)
         if fh is None:
-            fh = writers[cell.model] = open(bundle.shard_path(cell.model), "w", encoding="utf-8")  # noqa: SIM115
+            fh = writers[cell.model] = open(bundle.layout.shard(cell.model), "w", encoding="utf-8")  # noqa: SIM115
         rec = dict(bases[cell.model])
         ttft = 0.05 + rng.random() * 0.2
         e2e = ttft + 2.0 + rng.random() * 3
@@ -199,8 +199,8 @@ def build_bundle(root: Path, records: int, answer_chars: int) -> dict[str, Any]:
         t += step
     for model, fh in writers.items():
         fh.close()
-        clean_sizes[model] = bundle.shard_path(model).stat().st_size
-    with open(bundle.events_path, "w", encoding="utf-8") as fh:
+        clean_sizes[model] = bundle.layout.shard(model).stat().st_size
+    with open(bundle.layout.events, "w", encoding="utf-8") as fh:
         fh.write(json.dumps({"event": "run_start", "ts": t - 1e4, "pack": pack.id}) + "\n")
     bundle.update_manifest(status="failed")
     return {
@@ -217,7 +217,7 @@ def tear(bundle: Path, clean_sizes: dict[str, int]) -> None:
     """Cut every shard back to its clean size and append half a record (a crash mid-write)."""
     b = Bundle(bundle)
     for model, size in clean_sizes.items():
-        path = b.shard_path(model)
+        path = b.layout.shard(model)
         with open(path, "rb+") as fh:
             fh.truncate(size)
             fh.seek(size)
@@ -263,7 +263,7 @@ def scan_and_start(pack_path: Path, cfg_path: Path, bundle_root: Path) -> dict[s
 def resume_cli(built: dict[str, Any], bundle_root: Path, tmp: Path) -> dict[str, Any]:
     """A real ``touchstone-ray eval --resume`` of ``bundle_root``; when its first record lands."""
     b = Bundle(bundle_root)
-    shards = {m: b.shard_path(m) for m in MODELS}
+    shards = {m: b.layout.shard(m) for m in MODELS}
     clean = built["clean_sizes"]
     with SimProcess(**SIM) as sim:
         cfg = write_yaml(
@@ -355,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
         built = build_bundle(tmp / "master", args.records, args.answer_chars)
         build_s = time.perf_counter() - t0
         master = Path(built["bundle"])
-        built["lines_written"] = sum(count_lines(Bundle(master).shard_path(m)) for m in MODELS)
+        built["lines_written"] = sum(count_lines(Bundle(master).layout.shard(m)) for m in MODELS)
         bundle_mb = sum(p.stat().st_size for p in master.rglob("*") if p.is_file()) / 2**20
         log(f"  {bundle_mb:.0f} MB in {build_s:.1f} s")
         for rep in range(reps):

@@ -66,6 +66,7 @@ PINNED: dict[str, list[str]] = {
         "RayInfo",
         "ResponseScan",
         "ResponseShards",
+        "ShardFolder",
         "StoredReport",
         "StoredVerdict",
         "current_of",
@@ -198,8 +199,6 @@ PINNED: dict[str, list[str]] = {
         "write_report",
     ],
     "touchstone_ray.scoring": [
-        "SCORECARD_JSON",
-        "SCORECARD_MD",
         "AggregatedReport",
         "AgreementStat",
         "MissingDimensionsError",

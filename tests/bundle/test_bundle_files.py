@@ -12,6 +12,7 @@ from touchstone_ray.bundle import (
     JudgeFiles,
     Layout,
     ResponseShards,
+    ShardFolder,
     StoredReport,
     StoredVerdict,
     is_current,
@@ -46,7 +47,7 @@ def test_shards_scan_repairs_a_torn_tail_and_dedupes(tmp_path: Path) -> None:
 
 
 def test_shard_writer_appends_one_line_per_record(tmp_path: Path) -> None:
-    shards = ResponseShards(Layout(tmp_path), "points")
+    shards = ResponseShards(Layout(tmp_path), ShardFolder.POINTS)
     with shards.writer("qwen3:8b") as w:
         w.write({"key": "k1", "ok": True})
         w.write({"key": "k2", "ok": True})

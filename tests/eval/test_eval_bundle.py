@@ -50,7 +50,7 @@ def test_frozen_config_redacts_secrets_but_keeps_token_counts(tmp_path: Path) ->
         "options": {"num_predict": 32, "num_ctx": 4096},
     }
     bundle, _ = _bundle(tmp_path, body)
-    text = (bundle.root / "config.yaml").read_text() + bundle.manifest_path.read_text()
+    text = (bundle.root / "config.yaml").read_text() + bundle.layout.manifest.read_text()
     for secret in ("sk-very-secret", "Bearer abc", "k2", "t3"):
         assert secret not in text
     frozen = yaml.safe_load((bundle.root / "config.yaml").read_text())
@@ -128,7 +128,7 @@ def test_dedupe_ok_wins_first_ok_wins(tmp_path: Path) -> None:
     ]
     assert {k: r["n"] for k, r in dedupe_by_key(records).items()} == {"k1": 2, "k2": 6}
     bundle, _ = _bundle(tmp_path, {})
-    shard = bundle.shard_path("m1")
+    shard = bundle.layout.shard("m1")
     shard.write_text("".join(json.dumps(r) + "\n" for r in records))
     scan = bundle.scan_responses()
     assert scan.ok_keys == {"k1"} and scan.error_keys == {"k2"}

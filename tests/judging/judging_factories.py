@@ -161,7 +161,7 @@ def write_bundle(
         }
     )
     for model in models:
-        with JsonlWriter(bundle.shard_path(model)) as writer:
+        with JsonlWriter(bundle.layout.shard(model)) as writer:
             for r in responses:
                 if r.model == model:
                     writer.write(r)

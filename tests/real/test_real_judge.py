@@ -97,7 +97,7 @@ def write_bundle(root: Path) -> Path:
             "status": "done",
         }
     )
-    with JsonlWriter(bundle.shard_path("m")) as writer:
+    with JsonlWriter(bundle.layout.shard("m")) as writer:
         for pid, text in ANSWERS.items():
             writer.write(
                 EvalResponse(

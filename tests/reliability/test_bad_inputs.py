@@ -71,7 +71,7 @@ def _good_world(tmp: Path) -> World:
     bundle = Bundle.create(tmp / "runs", pack, pack_path, config, {"version": "test"})
     plans = [p for host_plans in plan_models(pack, config).values() for p in host_plans]
     cells = [c for p in plans for c in p.cells(pack)]
-    with JsonlWriter(bundle.shard_path("m1")) as writer:
+    with JsonlWriter(bundle.layout.shard("m1")) as writer:
         for cell in cells[:-1]:
             writer.write(
                 EvalResponse(
@@ -90,7 +90,7 @@ def _good_world(tmp: Path) -> World:
                 )
             )
     # torn tails: a run that got past validation would cut them (eval resume, judge repair)
-    with open(bundle.shard_path("m1"), "ab") as fh:
+    with open(bundle.layout.shard("m1"), "ab") as fh:
         fh.write(b'{"key": "m1|none|E1|1", "o')
     verdicts = bundle.root / "judgements" / "j1" / "verdicts.jsonl"
     verdicts.parent.mkdir(parents=True)

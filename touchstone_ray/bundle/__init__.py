@@ -1,6 +1,6 @@
 """The bundle (SPEC §7 eval, §7b perf): one package owns its paths, manifest and files.
 
-* :class:`Layout` — every path of a bundle folder;
+* :class:`Layout` — every path of a bundle folder (:class:`ShardFolder`: the shard folders);
 * :class:`Manifest` — ``bundle.json`` typed (its parts :class:`HostFacts`, :class:`ModelEntry`,
   :class:`PointEntry`, :class:`PerfSettings` …), with :meth:`Bundle.edit_manifest` the one way
   to change it (read, modify, atomic write);
@@ -42,7 +42,7 @@ from touchstone_ray.bundle._judgements import (
     read_stored,
     record_extras,
 )
-from touchstone_ray.bundle._layout import JUDGE_ID_PATTERN, LIVE_FILES, Layout
+from touchstone_ray.bundle._layout import JUDGE_ID_PATTERN, LIVE_FILES, Layout, ShardFolder
 from touchstone_ray.bundle._manifest import (
     EmbedSettings,
     EngineFound,
@@ -85,6 +85,7 @@ __all__ = [
     "RayInfo",
     "ResponseScan",
     "ResponseShards",
+    "ShardFolder",
     "StoredReport",
     "StoredVerdict",
     "current_of",

@@ -130,35 +130,6 @@ class Bundle:
         self.shards = ResponseShards(self.layout)
         """The response shards (``responses/``)."""
 
-    # layout (kept for callers that read these names) --------------------------------------
-    @property
-    def manifest_path(self) -> Path:
-        """``bundle.json``."""
-        return self.layout.manifest
-
-    @property
-    def responses_dir(self) -> Path:
-        """``responses/``."""
-        return self.layout.responses_dir
-
-    @property
-    def hosts_dir(self) -> Path:
-        """``hosts/``."""
-        return self.layout.hosts_dir
-
-    @property
-    def events_path(self) -> Path:
-        """``events.jsonl``."""
-        return self.layout.events
-
-    def shard_path(self, model_label: str) -> Path:
-        """``responses/<slug(model)>.jsonl``."""
-        return self.layout.shard(model_label)
-
-    def host_path(self, host: str) -> Path:
-        """``hosts/<slug(host)>.jsonl``."""
-        return self.layout.host(host)
-
     # create / open ------------------------------------------------------------------------
     @classmethod
     def create(

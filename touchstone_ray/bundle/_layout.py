@@ -17,17 +17,30 @@ Shard and host file names are :func:`~touchstone_ray.storage.slug`-ged (``qwen3:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from touchstone_ray.storage import slug
 
-__all__ = ["JUDGE_ID_PATTERN", "LIVE_FILES", "Layout"]
+__all__ = ["JUDGE_ID_PATTERN", "LIVE_FILES", "Layout", "ShardFolder"]
 
 JUDGE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 """A judge id becomes the folder ``judgements/<id>/``: letters, digits, ``._-``, ≤ 64 chars."""
 
 LIVE_FILES = ("bundle.json", "events.jsonl", "responses/*.jsonl", "hosts/*.jsonl", "points/*.jsonl")
 """The files a live driver writes (eval and perf bundles); their newest mtime is its heartbeat."""
+
+
+class ShardFolder(StrEnum):
+    """A folder of one JSONL shard per model (``<folder>/<slug(model)>.jsonl``); the value is
+    the folder's name."""
+
+    RESPONSES = "responses"
+    """Eval: one :class:`~touchstone_ray.records.EvalResponse` per line."""
+    POINTS = "points"
+    """Perf: one request per line (:class:`~touchstone_ray.perf.records.PerfResponse`)."""
+    EMBED = "embed"
+    """Perf ``--embed``: one embedding request per line."""
 
 
 @dataclass(frozen=True)
@@ -84,15 +97,19 @@ class Layout:
     @property
     def responses_dir(self) -> Path:
         """``responses/``."""
-        return self.root / "responses"
+        return self.shard_dir(ShardFolder.RESPONSES)
 
-    def shard(self, model: str, folder: str = "responses") -> Path:
-        """``<folder>/<slug(model)>.jsonl`` (``responses``, ``points`` or ``embed``)."""
-        return self.root / folder / f"{slug(model)}.jsonl"
+    def shard_dir(self, folder: ShardFolder) -> Path:
+        """``<folder>/`` (``responses/``, ``points/``, ``embed/``)."""
+        return self.root / folder.value
 
-    def shards(self, folder: str = "responses") -> list[Path]:
+    def shard(self, model: str, folder: ShardFolder = ShardFolder.RESPONSES) -> Path:
+        """``<folder>/<slug(model)>.jsonl``."""
+        return self.shard_dir(folder) / f"{slug(model)}.jsonl"
+
+    def shards(self, folder: ShardFolder = ShardFolder.RESPONSES) -> list[Path]:
         """The existing ``<folder>/*.jsonl``, sorted by name."""
-        return sorted((self.root / folder).glob("*.jsonl"))
+        return sorted(self.shard_dir(folder).glob("*.jsonl"))
 
     @property
     def hosts_dir(self) -> Path:
@@ -140,16 +157,6 @@ class Layout:
         return sorted(p for p in self.judgements_dir.iterdir() if p.is_dir())
 
     # perf ---------------------------------------------------------------------------------
-    @property
-    def points_dir(self) -> Path:
-        """``points/`` (perf request shards)."""
-        return self.root / "points"
-
-    @property
-    def embed_dir(self) -> Path:
-        """``embed/`` (perf embedding-request shards)."""
-        return self.root / "embed"
-
     @property
     def summary(self) -> Path:
         """``summary.json`` (perf)."""

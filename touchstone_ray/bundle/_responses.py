@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, MutableSet
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
-from touchstone_ray.bundle._layout import Layout
+from touchstone_ray.bundle._layout import Layout, ShardFolder
 from touchstone_ray.storage import (
     JsonlWriter,
     atomic_rewrite,
@@ -142,9 +142,9 @@ class ResponseScan:
 
 
 class ResponseShards:
-    """The JSONL shards of one folder of a bundle (``responses`` by default)."""
+    """The JSONL shards of one :class:`ShardFolder` of a bundle (``responses/`` by default)."""
 
-    def __init__(self, layout: Layout, folder: str = "responses") -> None:
+    def __init__(self, layout: Layout, folder: ShardFolder = ShardFolder.RESPONSES) -> None:
         self.layout = layout
         self.folder = folder
 

@@ -18,6 +18,7 @@ from touchstone_ray.bundle import (
     Layout,
     Manifest,
     ResponseShards,
+    ShardFolder,
     new_bundle_root,
     running_manifest,
 )
@@ -37,20 +38,6 @@ class PerfBundle(Bundle):
             raise BundleError(f"{self.root}: not a perf bundle (bundle.json has no kind: perf)")
 
 
-POINTS_DIR = "points"
-"""Folder of the request shards."""
-
-
-def points_dir(root: Path) -> Path:
-    """``<bundle>/points``."""
-    return Layout(root).points_dir
-
-
-def shard_path(root: Path, label: str) -> Path:
-    """``<bundle>/points/<slug(model)>.jsonl``."""
-    return Layout(root).shard(label, POINTS_DIR)
-
-
 def create_perf_bundle(
     out: Path,
     config: FleetConfig,
@@ -61,7 +48,7 @@ def create_perf_bundle(
 ) -> PerfBundle:
     """A new perf bundle with a ``running`` manifest (``-2``, ``-3`` … on a name clash)."""
     root = new_bundle_root(out, f"perf_{slug(config_name)}", config)
-    points_dir(root).mkdir()
+    Layout(root).shard_dir(ShardFolder.POINTS).mkdir()
     bundle = PerfBundle(root)
     common = running_manifest(config, ray_info)
     bundle.write_manifest(
@@ -90,7 +77,7 @@ def open_perf_bundle(root: Path) -> PerfBundle:
 def read_points(root: Path, repair: bool = False) -> list[PerfResponse]:
     """Every request of the bundle, de-duplicated by key (SPEC §7 rules); ``repair`` first
     cuts each shard back to its last newline (the fragment kept in ``<shard>.torn``)."""
-    shards = ResponseShards(Layout(root), POINTS_DIR)
+    shards = ResponseShards(Layout(root), ShardFolder.POINTS)
     if repair:
         shards.repair()
     out: list[PerfResponse] = []

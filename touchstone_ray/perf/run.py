@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from touchstone_ray.bundle import Bundle, Footprint, Layout
+from touchstone_ray.bundle import Bundle, Footprint, Layout, ShardFolder
 from touchstone_ray.config import FleetConfig, load_config
 from touchstone_ray.errors import (
     BundleWriteError,
@@ -34,7 +34,6 @@ from touchstone_ray.perf.bundle import (
     create_perf_bundle,
     open_perf_bundle,
     read_points,
-    shard_path,
 )
 from touchstone_ray.perf.capacity import capacity_line, capacity_points, search_capacity
 from touchstone_ray.perf.plan import ModelPoints, Point, plan_points, runs_at
@@ -100,7 +99,7 @@ class _Writer:
         self.bundle = bundle
         self.lock = threading.Lock()
         self.shards: dict[str, JsonlWriter] = {}
-        self.events = JsonlWriter(bundle.events_path)
+        self.events = JsonlWriter(bundle.layout.events)
         self.n_ok = 0
         self.n_failed = 0
 
@@ -108,7 +107,9 @@ class _Writer:
         with self.lock, writes_into(self.bundle.root, "run"):
             writer = self.shards.get(label)
             if writer is None:
-                writer = self.shards[label] = JsonlWriter(shard_path(self.bundle.root, label))
+                writer = self.shards[label] = JsonlWriter(
+                    self.bundle.layout.shard(label, ShardFolder.POINTS)
+                )
             for rec in records:
                 writer.write(rec)
                 if rec.get("ok"):
@@ -119,7 +120,7 @@ class _Writer:
 
     def embeds(self, label: str, records: list[dict[str, Any]]) -> None:
         with self.lock, writes_into(self.bundle.root, "run"):
-            path = self.bundle.layout.shard(label, "embed")
+            path = self.bundle.layout.shard(label, ShardFolder.EMBED)
             path.parent.mkdir(exist_ok=True)
             with JsonlWriter(path) as writer:
                 for rec in records:
@@ -160,8 +161,8 @@ def _finalize(root: Path) -> None:
     :func:`~touchstone_ray.telemetry.finalize.finalize_bundle`)."""
     from touchstone_ray.telemetry.finalize import finalize_bundle
 
-    finalize_bundle(root, shards="points")
-    finalize_bundle(root, shards="embed")
+    finalize_bundle(root, shards=ShardFolder.POINTS)
+    finalize_bundle(root, shards=ShardFolder.EMBED)
 
 
 def run_perf(opts: PerfOptions, out: TextIO = sys.stdout) -> PerfOutcome:
@@ -307,7 +308,7 @@ def _embed_summary(root: Path, summary: dict[str, Any]) -> list[str]:
     from touchstone_ray.storage import iter_jsonl
 
     lines = []
-    for shard in Layout(root).shards("embed"):
+    for shard in Layout(root).shards(ShardFolder.EMBED):
         by: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for rec in iter_jsonl(shard):
             by.setdefault((str(rec["model"]), str(rec["host"])), []).append(rec)

@@ -201,7 +201,9 @@ def load_report_data(root: Path, *, judged: bool) -> ReportData:
         raise BundleError(f"{root}: frozen pack.yaml unusable ({exc})") from None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        responses = _load_responses(bundle, pack, manifest) if bundle.responses_dir.is_dir() else []
+        responses = (
+            _load_responses(bundle, pack, manifest) if bundle.layout.responses_dir.is_dir() else []
+        )
         samples = read_host_samples(bundle.layout)
         phases = _load_phases(bundle.layout)
     by_row: dict[RowKey, list[EvalResponse]] = defaultdict(list)

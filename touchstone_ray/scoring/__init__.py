@@ -42,8 +42,6 @@ from touchstone_ray.scoring.formulas import (
 from touchstone_ray.scoring.ingest import agreement_json, ingest_reply
 from touchstone_ray.scoring.render import ranking_table
 from touchstone_ray.scoring.scorecard import (
-    SCORECARD_JSON,
-    SCORECARD_MD,
     build_scorecard,
     load_scorecard,
     write_scorecard,
@@ -59,8 +57,6 @@ from touchstone_ray.scoring.stats import (
 )
 
 __all__ = [
-    "SCORECARD_JSON",
-    "SCORECARD_MD",
     "AggregatedReport",
     "AgreementStat",
     "MissingDimensionsError",

@@ -87,8 +87,6 @@ from touchstone_ray.scoring.stats import (
 from touchstone_ray.storage import atomic_write_json, atomic_write_text
 
 __all__ = [
-    "SCORECARD_JSON",
-    "SCORECARD_MD",
     "Scorecard",
     "ScorecardRow",
     "build_scorecard",
@@ -96,9 +94,6 @@ __all__ = [
     "row_id",
     "write_scorecard",
 ]
-
-SCORECARD_JSON = "scorecard.json"
-SCORECARD_MD = "scorecard.md"
 
 
 def row_id(model: str, variant: str) -> str:

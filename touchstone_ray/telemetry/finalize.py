@@ -54,7 +54,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from touchstone_ray.bundle import HostFacts, Layout, ResponseShards, read_host_samples
+from touchstone_ray.bundle import HostFacts, Layout, ResponseShards, ShardFolder, read_host_samples
 from touchstone_ray.records import HostSample, MemPressure
 from touchstone_ray.telemetry.linux import PRESSURE_RANK
 
@@ -264,7 +264,7 @@ def pick_baseline(ticks: list[HostSample], t_start: float | None) -> HostSample 
 def finalize_bundle(
     bundle_dir: Path,
     only_keys: set[str] | None = None,
-    shards: str = "responses",
+    shards: ShardFolder = ShardFolder.RESPONSES,
     flagged: Counter[str] | None = None,
 ) -> int:
     """Apply :func:`resources_for` to every record of ``<shards>/*.jsonl`` that has no

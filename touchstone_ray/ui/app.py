@@ -67,7 +67,7 @@ PACKS = web.AppKey("packs", Path)
 def _bundle_root(request: web.Request) -> Path:
     runs = request.app[RUNS]
     root = confined(runs, request.match_info["rel"])
-    if root is None or root == runs.resolve() or not Bundle(root).manifest_path.is_file():
+    if root is None or root == runs.resolve() or not Bundle(root).layout.manifest.is_file():
         raise web.HTTPNotFound(text="no such bundle under --runs")
     return root
 
