@@ -238,10 +238,10 @@ def test_a_lazy_facade_refuses_an_unknown_name() -> None:
         _ = touchstone_ray.nope  # type: ignore[attr-defined]
 
 
-def _private_imports(path: Path, package: str) -> list[str]:
-    """``module:name`` of every import in ``path`` that reaches into ``package``'s privates."""
+def _private_imports(tree: ast.AST, package: str) -> list[str]:
+    """``module:name`` of every import in ``tree`` that reaches into ``package``'s privates."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module:
             parts = node.module.split(".")
             if parts[:2] != ["touchstone_ray", package]:
@@ -257,10 +257,14 @@ def test_no_module_outside_a_package_imports_its_private_names() -> None:
     offenders = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         rel = path.relative_to(PACKAGE)
-        for package in packages:
-            if rel.parts[0] == package:
-                continue
-            hits = _private_imports(path, package)
-            if hits:
-                offenders[str(rel)] = hits
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        hits = [h for pkg in packages if rel.parts[0] != pkg for h in _private_imports(tree, pkg)]
+        if hits:
+            offenders[str(rel)] = hits
     assert offenders == {}
+
+
+def test_the_private_import_check_catches_one() -> None:
+    tree = ast.parse("from touchstone_ray.engines._http import new_session")
+    assert _private_imports(tree, "engines") == ["touchstone_ray.engines._http:new_session"]
+    assert _private_imports(tree, "bundle") == []
