@@ -16,8 +16,8 @@
    1): its in-flight jobs are cancelled, every stored record is kept, a rerun continues. A
    judge whose node or actor is lost ends its pending jobs as judge errors with the reason
    and is aborted the same way; the other judges finish.
-4. **Score** (:mod:`.scorecard`): every judge of the config whose judgements are complete and
-   current (the judges run now that were not aborted, and any other judge of the config whose
+4. **Score** (:mod:`touchstone_ray.scoring.scorecard`): every judge of the config whose
+   judgements are complete and current (the judges run now that were not aborted, and any other judge of the config whose
    stored records already cover the bundle) is aggregated into ``scorecard.json`` and
    ``scorecard.md``.
 """
