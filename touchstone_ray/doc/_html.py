@@ -126,7 +126,8 @@ def _e(text: str) -> str:
 
 class HtmlWriter:
     """Renders blocks of a :class:`~touchstone_ray.doc.Document` to HTML, numbering heading ids
-    so they stay unique on the page and collecting the table of contents (``toc``: level, text, id)."""
+    so they stay unique on the page and collecting the table of contents (``toc``: level, text,
+    id)."""
 
     def __init__(self) -> None:
         self.ids: dict[str, int] = {}

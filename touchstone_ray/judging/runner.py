@@ -17,8 +17,8 @@
    judge whose node or actor is lost ends its pending jobs as judge errors with the reason
    and is aborted the same way; the other judges finish.
 4. **Score** (:mod:`touchstone_ray.scoring.scorecard`): every judge of the config whose
-   judgements are complete and current (the judges run now that were not aborted, and any other judge of the config whose
-   stored records already cover the bundle) is aggregated into ``scorecard.json`` and
+   judgements are complete and current (the judges run now that were not aborted, and any other
+   judge of the config whose stored records already cover the bundle) is aggregated into ``scorecard.json`` and
    ``scorecard.md``.
 """
 
