@@ -18,8 +18,8 @@
    and is aborted the same way; the other judges finish.
 4. **Score** (:mod:`touchstone_ray.scoring.scorecard`): every judge of the config whose
    judgements are complete and current (the judges run now that were not aborted, and any other
-   judge of the config whose stored records already cover the bundle) is aggregated into ``scorecard.json`` and
-   ``scorecard.md``.
+   judge of the config whose stored records already cover the bundle) is aggregated into
+   ``scorecard.json`` and ``scorecard.md``.
 """
 
 from __future__ import annotations
