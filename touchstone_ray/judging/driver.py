@@ -193,6 +193,7 @@ class JudgeDriver:
         self._last_progress = time.monotonic()
         self.dispatcher = Dispatcher(on_tick=self._tick)
         self._lanes: dict[int, _JudgeLane] = {}
+        self._stopped = False
 
     def say(self, line: str) -> None:
         print(line, file=self.out, flush=True)
@@ -234,7 +235,10 @@ class JudgeDriver:
 
     def stop(self) -> None:
         """Close every judge actor, then kill it (:func:`~touchstone_ray.fleet.actors.
-        close_actors`)."""
+        close_actors`); once."""
+        if self._stopped:
+            return
+        self._stopped = True
         close_actors({r.spec.id: r.actor for r in self.runs if r.actor is not None})
 
     # --- the loop ----------------------------------------------------------------------------
