@@ -34,8 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import SimProcess, dump, machine
 
+from touchstone_ray.descriptive import percentile
 from touchstone_ray.engines import ChatRequest, EngineSettings, _http, base
-from touchstone_ray.engines.normalize import percentile
 from touchstone_ray.engines.openai import OpenAIEngine
 
 SENT: list[_http.SentAt] = []

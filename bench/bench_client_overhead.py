@@ -44,8 +44,8 @@ from typing import Any
 
 import httpx
 
+from touchstone_ray.descriptive import percentile
 from touchstone_ray.engines import ChatRequest, EngineSettings, StreamNormalizer
-from touchstone_ray.engines.normalize import percentile
 from touchstone_ray.engines.openai import OpenAIEngine, OpenAIStreamParser
 from touchstone_ray.fleet import split_streams
 

@@ -81,9 +81,9 @@ from _common import (
 from _server_timeline import Task, by_context, parse_tasks, timeline_summary
 from llama_server import MODEL_ALIAS, llama_server, model_path
 
+from touchstone_ray.descriptive import percentile
 from touchstone_ray.engines import EngineSettings
 from touchstone_ray.engines.llamacpp import LlamaCppEngine
-from touchstone_ray.engines.normalize import percentile
 from touchstone_ray.fleet import nonce_line
 from touchstone_ray.perf.corpus import passage
 from touchstone_ray.perf.workload import fit_prompt, prompt_messages

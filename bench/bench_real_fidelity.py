@@ -76,9 +76,9 @@ import _wire
 from _common import dump, log, machine, peer_env, pinned_apart, pooled_ms, scratch, spread
 from llama_server import MODEL_ALIAS, llama_server
 
+from touchstone_ray.descriptive import percentile
 from touchstone_ray.engines import ChatRequest, EngineSettings, _http, base
 from touchstone_ray.engines.llamacpp import LlamaCppEngine
-from touchstone_ray.engines.normalize import percentile
 
 SYSTEM = "Du bist ein hilfreicher Assistent. Antworte auf Deutsch."
 

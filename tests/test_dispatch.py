@@ -3,10 +3,12 @@ engine settings, cancel, and the loss of an actor mid-run."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +17,14 @@ from ray_env import isolated_ray_auth
 
 from touchstone_ray.config import ModelSpec
 from touchstone_ray.engines.base import EngineSettings
+from touchstone_ray.errors import ConfigError
+from touchstone_ray.fleet.actors import (
+    DEFAULT_READY_TIMEOUT_S,
+    READY_TIMEOUT_ENV,
+    StartLane,
+    actor_ready_timeout_s,
+    close_actors,
+)
 from touchstone_ray.fleet.dispatch import (
     DEADLINE_SLACK_S,
     Call,
@@ -48,7 +58,9 @@ def _worker_class() -> type:
     import asyncio
 
     class Worker:
-        def __init__(self) -> None:
+        def __init__(self, marker: str | None = None, refuse: bool = False) -> None:
+            self.marker = marker
+            self.refuse = refuse
             self.now = 0
             self.peak = 0
             self.cancelled = 0
@@ -72,6 +84,18 @@ def _worker_class() -> type:
 
         async def stats(self) -> dict[str, Any]:
             return {"peak": self.peak, "cancelled": self.cancelled, "started": self.started}
+
+        async def ready(self) -> dict[str, Any]:
+            if self.refuse:
+                raise ValueError("not today")
+            import os
+
+            return {"pid": os.getpid()}
+
+        async def close(self) -> None:
+            if self.marker is not None:
+                with open(self.marker, "w") as fh:
+                    fh.write("closed")
 
     return Worker
 
@@ -283,3 +307,111 @@ def test_an_actor_added_while_running_is_run_too(local_ray: str) -> None:
     assert first.results == [10, 20, 30] and first.closed_n == 1
     assert sorted(late.results) == [70, 80] and late.closed_n == 1
     assert [p.name for p in dispatcher.pinned] == ["test box", "late box"]
+
+
+class ReadyFirst(StartLane):
+    """A start lane that records what it was told; not started loses its actor."""
+
+    def __init__(self, actor: Any, node: str, ready_s: float) -> None:
+        super().__init__(actor, "test actor", node, ready_s)
+        self.facts: Any = None
+        self.reason: str | None = None
+        self.dispatcher: Dispatcher | None = None
+        self.pinned: Pinned | None = None
+        self.at: float | None = None
+
+    def ready(self, facts: Any) -> None:
+        self.facts, self.at = facts, time.monotonic()
+        self.finish()
+
+    def not_started(self, reason: str) -> None:
+        self.reason = reason
+        assert self.dispatcher is not None and self.pinned is not None
+        self.dispatcher.lose(self.pinned, reason)
+
+
+class AfterStart(ListLane):
+    """A :class:`ListLane` that waits for its actor's start lane; notes when it began."""
+
+    def __init__(self, start: ReadyFirst, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.start = start
+        self.first_at: float | None = None
+
+    def next_call(self) -> Call | None:
+        if not self.start.started:
+            return None
+        self.first_at = self.first_at or time.monotonic()
+        return super().next_call()
+
+
+def _started(node: str, ready_s: float, **worker: Any) -> tuple[ReadyFirst, AfterStart]:
+    actor = spawn_pinned(_worker_class(), node, max_concurrency=100, **worker)
+    start = ReadyFirst(actor, node, ready_s)
+    work = AfterStart(start, actor, items=[1, 2], sleep_s=0.01, window=2)
+    dispatcher = Dispatcher()
+    pinned = Pinned("test box", node, actor, role="test actor", lanes=[start, work])
+    start.dispatcher, start.pinned, work.dispatcher = dispatcher, pinned, dispatcher
+    dispatcher.add(pinned)
+    dispatcher.run()
+    ray.kill(actor, no_restart=True)
+    return start, work
+
+
+def test_a_start_lane_holds_the_other_lanes_until_ready(local_ray: str) -> None:
+    start, work = _started(local_ray, 30.0)
+    assert isinstance(start.facts["pid"], int) and start.reason is None
+    assert start.started and start.finished()
+    assert sorted(work.results) == [10, 20] and work.closed_n == 1
+    assert start.at is not None and work.first_at is not None and work.first_at >= start.at
+
+
+def test_an_actor_not_ready_in_time_is_not_started(local_ray: str) -> None:
+    began = time.monotonic()
+    start, work = _started(local_ray, 0.0)
+    assert time.monotonic() - began < 10
+    reason = f"test actor could not be scheduled on node {local_ray[:8]} within 0 s"
+    assert (start.reason, start.started, start.facts) == (reason, False, None)
+    assert work.results == [] and work.lost_reason == reason and work.lost_calls == [1, 2]
+
+
+def test_an_actor_whose_ready_raises_is_not_started(local_ray: str) -> None:
+    start, work = _started(local_ray, 30.0, refuse=True)
+    assert start.reason == "test actor failed to start: task failed: ValueError: not today"
+    assert not start.started and work.results == [] and work.lost_reason == start.reason
+
+
+def test_close_actors_asks_the_live_ones_then_kills_all(local_ray: str, tmp_path: Path) -> None:
+    from ray.exceptions import RayActorError
+
+    markers = {name: tmp_path / name for name in ("up", "gone")}
+    actors = {
+        name: spawn_pinned(_worker_class(), local_ray, str(path), max_concurrency=10)
+        for name, path in markers.items()
+    }
+    assert ray.get([a.ready.remote() for a in actors.values()], timeout=60)
+    close_actors(actors, lost={"gone"})
+    assert markers["up"].read_text() == "closed"  # asked to close …
+    assert not markers["gone"].exists()  # … except the one said to be gone
+    for actor in actors.values():  # and both killed
+        with pytest.raises(RayActorError):
+            ray.get(actor.stats.remote(), timeout=30)
+    close_actors({})  # nothing to do, no Ray call
+
+
+def test_the_ready_timeout_honours_its_environment_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(READY_TIMEOUT_ENV, raising=False)
+    assert actor_ready_timeout_s() == DEFAULT_READY_TIMEOUT_S == 60.0
+    for text, value in (("2.5", 2.5), ("0", 0.0), (" 90 ", 90.0), ("", 60.0)):
+        monkeypatch.setenv(READY_TIMEOUT_ENV, text)
+        assert actor_ready_timeout_s() == value
+    for text in ("soon", "-1", "nan"):
+        monkeypatch.setenv(READY_TIMEOUT_ENV, text)
+        with pytest.raises(ConfigError) as caught:
+            actor_ready_timeout_s()
+        assert str(caught.value) == (
+            f"TOUCHSTONE_ACTOR_READY_TIMEOUT_S: {text!r} is not a number of seconds ≥ 0"
+        )
+    assert os.environ[READY_TIMEOUT_ENV] == "nan"

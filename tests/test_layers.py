@@ -16,7 +16,7 @@ import touchstone_ray
 PACKAGE = Path(touchstone_ray.__file__).parent
 
 FLOORS: list[set[str]] = [
-    {"errors", "version"},
+    {"errors", "version", "descriptive"},
     {"records", "lang", "storage", "yamlio", "sim"},
     {"engines"},
     {"endpoint", "pack"},

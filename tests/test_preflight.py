@@ -13,7 +13,8 @@ from aiohttp import web
 from loopback_app import LoopbackApp
 from ray_env import isolated_ray_auth
 
-from touchstone_ray.fleet.preflight import run_hosts
+from touchstone_ray.fleet.hosts import NodeInfo
+from touchstone_ray.fleet.preflight import HostReport, preflight_problems, run_hosts
 from touchstone_ray.sim import SimConfig, SimServer
 
 
@@ -79,7 +80,7 @@ def test_hosts_reports_unreachable_and_unserved(
     out = io.StringIO()
     assert run_hosts(config, None, out) == 1
     problems = [line for line in out.getvalue().splitlines() if line.startswith("problem:")]
-    assert problems[0] == "problem: local: other-model: not served by the endpoint"
+    assert problems[0] == "problem: local: other-model: not served (server lists ['served-model'])"
     assert problems[1].startswith("problem: local: gone: endpoint unreachable (")
     assert len(problems) == 2
 
@@ -120,3 +121,26 @@ def test_hosts_sends_the_api_key(
         assert "sk-preflight" not in out.getvalue()
     finally:
         server.stop()
+
+
+def test_preflight_problems_say_each_problem_one_way() -> None:
+    """eval's, perf's and ``hosts``' lines of a preflight come from the one writer."""
+    result = {
+        "up": {"reachable": True, "model_served": True, "served": ["up"]},
+        "gone": {"reachable": False, "error": "ConnectError: refused", "served": []},
+        "other": {"reachable": True, "model_served": False, "served": ["a", "b"]},
+        "sim": {"reachable": True, "served": []},  # no model_served: a simulated endpoint
+    }
+    assert preflight_problems("gpu-a", result, "unused") == [
+        "gpu-a: gone: endpoint unreachable (ConnectError: refused)",
+        "gpu-a: other: not served (server lists ['a', 'b'])",
+    ]
+    assert preflight_problems("gpu-a", None, "no preflight answer within 60 s") == [
+        "gpu-a: no preflight answer within 60 s"
+    ]
+    assert preflight_problems("gpu-a", {}, "unused") == []
+    node = NodeInfo(node_id="n" * 56, ip="10.0.0.1", hostname="box", labels={}, alive=True)
+    report = HostReport(host="gpu-a", node=node, models=result)
+    assert report.problems == preflight_problems("gpu-a", result, "")
+    report.error = "no endpoints answer within 60 s"
+    assert report.problems == ["gpu-a: no endpoints answer within 60 s"]

@@ -14,12 +14,15 @@
     │   │   ├── EngineModelLoading 503 while the model loads: retried within load_timeout_s
     │   │   └── EngineContextError the prompt exceeds the context   -> "context", never retried
     │   └── StreamProtocolError bad bytes or an error event in a 200 stream -> "protocol"
-    ├── JudgeError            a judge that had to be aborted
     └── RunError              a run that failed or was aborted: CLI exits 1
         └── BundleWriteError  the bundle's disk failed (read-only, full): the run stopped
 
 The CLI turns any :class:`TouchstoneError` into one line and an exit code
 (:attr:`TouchstoneError.exit_code`); ``--debug`` shows the traceback.
+
+A judge that fails is not an exception: an aborted judge (``max_consecutive_failures`` in a
+row, or its node or actor lost) stops alone while the other judges finish and the scorecard
+is written; ``run_judge`` says so in its lines and its exit code 1.
 """
 
 from __future__ import annotations
@@ -121,10 +124,6 @@ class StreamProtocolError(EngineError):
     """Malformed stream bytes, or an ``{"error": ...}`` object inside a 200 stream."""
 
     error_kind: ErrorKind = "protocol"
-
-
-class JudgeError(TouchstoneError):
-    """A judge failed too often in a row and was aborted (its stored verdicts are kept)."""
 
 
 class RunError(TouchstoneError):

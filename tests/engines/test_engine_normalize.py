@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 from typing import Any
 
-import numpy as np
 import pytest
 from engine_helpers import REQ, delta, ndjson, odone, omsg, sse, usage
 from hypothesis import given, settings
@@ -15,7 +13,7 @@ from hypothesis import strategies as st
 
 from touchstone_ray.engines import ChatRequest, EngineSettings, create_engine
 from touchstone_ray.engines._stream import StreamParser
-from touchstone_ray.engines.normalize import StreamNormalizer, percentile, split_think
+from touchstone_ray.engines.normalize import StreamNormalizer, split_think
 from touchstone_ray.engines.ollama import OllamaEngine, OllamaStreamParser
 from touchstone_ray.engines.openai import OpenAIEngine, OpenAIStreamParser
 from touchstone_ray.errors import ConfigError, StreamProtocolError
@@ -42,11 +40,6 @@ def feed(
 def at(times: list[float], pieces: list[tuple[float, bytes]]) -> list[tuple[float, bytes]]:
     """Put absolute times on the byte pieces of :func:`sse`/:func:`ndjson`."""
     return [(t, data) for t, (_, data) in zip(times, pieces, strict=True)]
-
-
-@given(st.lists(st.floats(0, 10, allow_nan=False), min_size=1, max_size=40), st.integers(0, 100))
-def test_percentile_is_numpys_linear(values: list[float], q: int) -> None:
-    assert percentile(values, q) == pytest.approx(float(np.percentile(values, q)), abs=1e-12)
 
 
 @pytest.mark.parametrize(
@@ -276,9 +269,3 @@ def test_ollama_body_merges_options() -> None:
 def test_unknown_engine_kind_lists_the_known_ones() -> None:
     with pytest.raises(ConfigError, match="llamacpp, lmstudio, ollama, openai, simulated, vllm"):
         create_engine("vllm-direct", EngineSettings(base_url="http://x"))
-
-
-def test_percentile_empty_and_single() -> None:
-    assert percentile([], 50) is None
-    assert percentile([0.25], 95) == 0.25
-    assert math.isclose(percentile([1.0, 2.0], 50) or 0, 1.5)

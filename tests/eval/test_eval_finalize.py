@@ -157,6 +157,34 @@ def test_ctrl_c_finalizes_before_exit_and_resume_completes(rc: RayCluster, tmp_p
     assert [r["key"] for r in records if not _has_resources(r)] == []
 
 
+def test_sigterm_finalizes_before_exit_and_resume_completes(rc: RayCluster, tmp_path: Path) -> None:
+    """SIGTERM (what a job runner sends) takes the same abort path as Ctrl-C: every record
+    written is finalized, ``run_aborted`` says why, the manifest says ``failed``, and the
+    process exits 15 (the signal's number)."""
+    out = tmp_path / "runs"
+    log = tmp_path / "run1"
+    with SimServer(SIM) as sim:
+        assert sim.url is not None
+        args = _args(tmp_path, sim.url, rc.address)
+        proc = _start([*args, "--out", str(out)], log)
+        _stop_at(proc, out, signal.SIGTERM, log)
+        assert proc.returncode == 15, Path(f"{log}.err").read_text()
+        root = _bundle(out)
+        assert root is not None
+        stopped = shard_lines(root)
+        assert len(stopped) >= KILL_AT
+        assert [r["key"] for r in stopped if not _has_resources(r)] == []
+        events = [json.loads(line) for line in (root / "events.jsonl").read_text().splitlines()]
+        assert (events[-1]["event"], events[-1]["reason"]) == (
+            "run_aborted",
+            "terminated (SIGTERM)",
+        )
+        assert json.loads((root / "bundle.json").read_text())["status"] == "failed"
+        resumed = cli(*args, "--resume", str(root))
+    assert resumed.returncode == 0, resumed.stderr
+    assert len({r["key"] for r in shard_lines(root)}) == 32
+
+
 def test_busy_line_names_what_was_flagged() -> None:
     assert busy_line(Counter(finalized=32)) is None
     assert busy_line(Counter(finalized=32, contended=5, throttled=2)) == (

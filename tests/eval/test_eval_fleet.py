@@ -237,15 +237,14 @@ def test_node_removed_mid_run_then_resumed(rc: RayCluster, tmp_path: Path) -> No
 def test_unschedulable_client_actor_ends_as_node_lost_records(
     rc: RayCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A host whose client actor is not up within the deadline: its cells are recorded
-    ``node_lost`` (never waited on forever), the run exits 1, and a resume completes them."""
-    import touchstone_ray.eval.run as eval_run
-
+    """A host whose client actor is not up within the deadline (here the environment's
+    ready timeout, 0 s): its cells are recorded ``node_lost`` (never waited on forever), the
+    run exits 1, and a resume completes them."""
     pack_data = tiny_pack(2)
     pack = write_yaml(tmp_path / "pack.yaml", pack_data)
     models = [{"id": "su", "engine": "simulated", "host": "gpu-a", "sim": FAST}]
     config = write_yaml(tmp_path / "fleet.yaml", _fleet(models))
-    monkeypatch.setattr(eval_run, "ACTOR_READY_TIMEOUT_S", 0.0)
+    monkeypatch.setenv("TOUCHSTONE_ACTOR_READY_TIMEOUT_S", "0")
     outcome, printed = run(pack, config, out=tmp_path / "runs")
     assert outcome.exit_code == 1 and outcome.bundle is not None
     records = shard_lines(outcome.bundle)

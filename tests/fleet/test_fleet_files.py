@@ -1,4 +1,4 @@
-"""The files under ``cluster/`` and the exposure helpers of ``ray_session``, without a cluster:
+"""The files under ``cluster/`` and the exposure helpers of ``fleet.session``, without a cluster:
 shell scripts (``bash -n``, shellcheck, dry runs), the ``ray up`` config (Ray's own schema, the
 per-worker label map run with stub commands), the KubeRay manifest, the Grafana dashboard
 (every query names an exported metric; promtool parses them where installed)."""
@@ -261,7 +261,7 @@ def test_grafana_queries_parse_with_promtool(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-# --- ray_session exposure helpers ----------------------------------------------------------
+# --- fleet.session exposure helpers ----------------------------------------------------------
 @pytest.mark.parametrize(
     ("url", "host"),
     [

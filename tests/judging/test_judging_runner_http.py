@@ -390,6 +390,95 @@ def test_killed_run_resumes_with_only_the_missing(
         server.stop()
 
 
+def test_a_judge_whose_actor_is_not_up_in_time_is_aborted_and_asked_nothing(
+    tmp_path: Path, server: JudgeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The judge's start is the first lane of its actor, with the one ready timeout (here the
+    environment's, 0 s): the judge is aborted with the reason, nothing is asked or stored, and
+    a rerun asks everything."""
+    import ray
+
+    pack = make_pack()
+    bundle = write_bundle(tmp_path / "bundle", pack, plain_responses(pack, ("m",)))
+    config = judge_config(tmp_path, server)
+    monkeypatch.setenv("TOUCHSTONE_ACTOR_READY_TIMEOUT_S", "0")
+    out = io.StringIO()
+    assert run_judge(bundle, config, out=out) == 1
+    node = ray.get_runtime_context().get_node_id()
+    reason = f"judge actor could not be scheduled on node {node[:8]} within 0 s"
+    lines = out.getvalue().splitlines()
+    assert f"judge canned: aborted: {reason}; stored verdicts kept, rerun to resume" in lines
+    assert (
+        f"judge canned: aborted ({reason}): 0 scored, 0 unscored, 0 judge errors; 0 reports "
+        "(0 degraded); 0 calls" in lines
+    )
+    assert lines[-1].startswith("no new scorecard: no judge has complete judgements (")
+    assert server.bodies == []
+    assert verdict_lines(bundle) == []
+
+    monkeypatch.delenv("TOUCHSTONE_ACTOR_READY_TIMEOUT_S")
+    assert run_judge(bundle, config, out=io.StringIO()) == 0
+    assert len(server.answer_bodies()) == 10 and len(verdict_lines(bundle)) == 10
+
+
+@pytest.mark.slow
+def test_ctrl_c_keeps_every_verdict_and_says_so(tmp_path: Path, ray_local: dict[str, str]) -> None:
+    """Ctrl-C in the middle of a judge run: the abort guard closes the stores and the actor,
+    exit 1 with one line saying so; every verdict line written is whole, and a rerun asks only
+    what is missing."""
+    server = JudgeServer(canned, delay_s=0.15)
+    server.start()
+    try:
+        pack = make_pack()
+        bundle = write_bundle(tmp_path / "bundle", pack, plain_responses(pack, ("m", "m2")))
+        config = judge_config(tmp_path, server, concurrency=1)
+        env = {
+            **os.environ,
+            "HOME": ray_local["HOME"],
+            "RAY_TMPDIR": ray_local["RAY_TMPDIR"],
+            "RAY_AUTH_MODE": "token",
+        }
+        cmd = [sys.executable, "-m", "touchstone_ray.cli", "judge", "--bundle", str(bundle)]
+        cmd += ["--judge-config", str(config), "--address", ray_local["address"]]
+        verdicts = bundle / "judgements" / "canned" / "verdicts.jsonl"
+        with open(tmp_path / "judge.log", "wb") as log:
+            proc = subprocess.Popen(
+                cmd,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+            )
+            try:
+                deadline = time.monotonic() + 60
+                while time.monotonic() < deadline and proc.poll() is None:
+                    if verdicts.exists() and verdicts.read_bytes().count(b"\n") >= 4:
+                        break
+                    time.sleep(0.05)
+                assert proc.poll() is None, (tmp_path / "judge.log").read_text()
+                proc.send_signal(signal.SIGINT)
+                proc.wait(60)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait(10)
+        printed = (tmp_path / "judge.log").read_text()
+        assert proc.returncode == 1, printed
+        assert printed.splitlines()[-1] == (
+            "error: interrupted; stored verdicts kept, rerun to resume"
+        )
+        data = verdicts.read_bytes()
+        assert data.endswith(b"\n")  # closed whole: no torn last line
+        kept = [json.loads(line) for line in data.splitlines()]
+        assert 4 <= len(kept) < 20
+        server.reset()
+        assert run_judge(bundle, config, out=io.StringIO()) == 0
+        assert len(server.answer_bodies()) == 20 - len({v["key"] for v in kept})
+        assert len({v["key"] for v in verdict_lines(bundle)}) == 20
+    finally:
+        server.stop()
+
+
 def test_endpoint_without_structured_output(tmp_path: Path) -> None:
     def reply(body: dict[str, Any]) -> Reply:
         if "response_format" in body:

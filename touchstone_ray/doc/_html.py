@@ -1,4 +1,4 @@
-"""``report.html``: one self-contained file from a :class:`~._doc.Document`.
+"""``report.html``: one self-contained file from a :class:`~touchstone_ray.doc.Document`.
 
 It loads nothing from outside and works offline: all CSS inline, charts as inline SVG, a
 small inline script that sorts tables, and a Content-Security-Policy that forbids every
@@ -125,8 +125,9 @@ def _e(text: str) -> str:
 
 
 class HtmlWriter:
-    """Renders blocks of a :class:`~._doc.Document` to HTML, numbering heading ids so they stay
-    unique on the page and collecting the table of contents (``toc``: level, text, id)."""
+    """Renders blocks of a :class:`~touchstone_ray.doc.Document` to HTML, numbering heading ids
+    so they stay unique on the page and collecting the table of contents (``toc``: level, text,
+    id)."""
 
     def __init__(self) -> None:
         self.ids: dict[str, int] = {}

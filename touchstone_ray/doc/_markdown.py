@@ -1,4 +1,4 @@
-"""``report.md``: Obsidian-native Markdown from a :class:`~._doc.Document`.
+"""``report.md``: Obsidian-native Markdown from a :class:`~touchstone_ray.doc.Document`.
 
 - YAML frontmatter (Obsidian properties, Bases-friendly: flat keys, lists, ISO dates).
 - Heading links as wikilinks ``[[#A1 · Title|A1]]`` (``\\|`` inside tables).

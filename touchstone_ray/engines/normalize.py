@@ -48,22 +48,11 @@ import itertools
 import math
 from typing import Any
 
+from touchstone_ray.descriptive import percentile
 from touchstone_ray.records import ReasoningSource
 
 _OPEN = "<think>"
 _CLOSE = "</think>"
-
-
-def percentile(values: list[float], q: float) -> float | None:
-    """The ``q``-th percentile (0..100) of ``values`` with linear interpolation between the
-    closest ranks (numpy.percentile's default ``linear`` method); ``None`` when empty."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * q / 100.0
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
 def estimate_tokens(chars: int, chunks: int = 0) -> int:

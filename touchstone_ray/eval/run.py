@@ -18,24 +18,29 @@ from typing import Any, TextIO
 
 from touchstone_ray.bundle import Bundle, EngineFound, Footprint, ResponseScan
 from touchstone_ray.config import FleetConfig, load_config
-from touchstone_ray.errors import BundleError, RunError, is_disk_error, write_failed, writes_into
+from touchstone_ray.errors import writes_into
 from touchstone_ray.eval.driver import HostRun, MatrixRunner, Phase
 from touchstone_ray.eval.matrix import CellIndex, CellSet, ModelPlan, plan_models
 from touchstone_ray.eval.resume import Beside, beside
 from touchstone_ray.eval.sink import RecordSink
 from touchstone_ray.eval.startup import FleetStart
-from touchstone_ray.fleet import MonitorSet, current_nodes, ensure_ray, resolve_hosts, spawn_client
+from touchstone_ray.fleet import (
+    PREFLIGHT_TIMEOUT_S,
+    MonitorSet,
+    abort_guard,
+    actor_ready_timeout_s,
+    close_actors,
+    current_nodes,
+    ensure_ray,
+    resolve_hosts,
+    spawn_client,
+)
 from touchstone_ray.pack import Pack, load_pack
 from touchstone_ray.telemetry.engines import EngineTarget
 from touchstone_ray.telemetry.finalize import finalize_bundle
 
 # The client-actor, engine and monitor modules are imported here, with this module, so their
 # import time is spent before ``run_start`` rather than inside the measured run.
-
-ACTOR_READY_TIMEOUT_S = float(os.environ.get("TOUCHSTONE_ACTOR_READY_TIMEOUT_S", "60"))
-"""How long a host's client actor may take to be scheduled and start (s)."""
-PREFLIGHT_TIMEOUT_S = 60.0
-"""How long the preflight of one host may take once its client actor runs (s)."""
 
 
 @dataclass
@@ -146,7 +151,22 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
     started = time.monotonic()
     outcome = EvalOutcome(bundle=bundle.root, n_reused=len(done))
     fleet: Fleet | None = None
-    try:
+
+    def stop_fleet(reason: str) -> None:
+        if fleet is not None:
+            _stop_fleet(fleet, bundle)
+
+    def aborted(reason: str) -> None:
+        sink.event("run_aborted", reason=reason)
+        sink.close()
+
+    steps = [
+        stop_fleet,
+        aborted,
+        lambda _: finalize_bundle(bundle.root),  # every record written so far, also on Ctrl-C
+        lambda _: bundle.update_manifest(status="failed", finished_at=time.time()),
+    ]
+    with abort_guard(bundle.root, "run", steps, f"resume with --resume {bundle.root}"):
         sink.event("run_start", pack=pack.id, hosts={h: n.node_id for h, n in nodes.items()})
         fleet = _start_fleet(pack, config, plans, nodes, done, left, bundle, sink, opts)
         runner = MatrixRunner(
@@ -163,23 +183,6 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
         fleet = None
         flagged: Counter[str] = Counter()
         finalize_bundle(bundle.root, flagged=flagged)  # every unfinalized record, earlier too
-    except BaseException as exc:
-        if fleet is not None:
-            with contextlib.suppress(OSError):  # a read-only disk fails the manifest update
-                _stop_fleet(fleet, bundle)
-        reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc)
-        with contextlib.suppress(OSError):
-            sink.event("run_aborted", reason=reason)
-            sink.close()
-        with contextlib.suppress(OSError, BundleError):  # a disk gone read-only
-            finalize_bundle(bundle.root)  # every record written so far, also on Ctrl-C
-        with contextlib.suppress(OSError, BundleError):
-            bundle.update_manifest(status="failed", finished_at=time.time())
-        if isinstance(exc, KeyboardInterrupt):
-            raise RunError(f"interrupted; resume with --resume {bundle.root}") from None
-        if is_disk_error(exc):
-            raise write_failed(bundle.root, exc, "run") from exc
-        raise
     outcome.n_ok, outcome.n_failed = sink.n_ok, sink.n_failed
     outcome.failures_by_kind = dict(sink.failures_by_kind)
     outcome.hosts_stopped = dict(stopped)
@@ -287,7 +290,7 @@ def _start_fleet(
         monitors=monitors,
         strict_preflight=opts.strict_preflight,
         allow_cut=opts.allow_cut,
-        ready_timeout_s=ACTOR_READY_TIMEOUT_S,
+        ready_timeout_s=actor_ready_timeout_s(),
         preflight_timeout_s=PREFLIGHT_TIMEOUT_S,
     )
     runs: list[HostRun] = []
@@ -311,11 +314,7 @@ def _stop_fleet(fleet: Fleet, bundle: Bundle) -> None:
                 fleet.monitors.register_pids(host, ray.get(ref))
     footprint = fleet.monitors.footprint()
     engines = fleet.monitors.engines()
-    closing = [a.close.remote() for h, a in fleet.actors.items() if h not in lost]
-    ray.wait(closing, num_returns=len(closing), timeout=10)
-    for actor in fleet.actors.values():
-        with contextlib.suppress(Exception):
-            ray.kill(actor, no_restart=True)
+    close_actors(fleet.actors, lost)
     fleet.monitors.stop()
     with bundle.edit_manifest() as manifest:
         for host, entry in manifest.hosts.items():

@@ -24,9 +24,6 @@ processes reach the manifest when its monitor answers (:meth:`FleetStart.tick`).
 
 from __future__ import annotations
 
-import sys
-import time
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,22 +38,8 @@ from touchstone_ray.eval.context import (
 from touchstone_ray.eval.driver import HostRun, MatrixRunner
 from touchstone_ray.eval.matrix import ModelPlan
 from touchstone_ray.eval.sink import RecordSink
-from touchstone_ray.fleet import Call, Lane, MonitorSet
+from touchstone_ray.fleet import Call, MonitorSet, PreflightStart
 from touchstone_ray.pack import Pack
-
-
-def preflight_problems(host: str, result: dict[str, Any] | None, missing: str) -> list[str]:
-    """The problems of one host's preflight answer, one line each (``missing``: the line for
-    no answer at all)."""
-    if result is None:
-        return [f"{host}: {missing}"]
-    problems: list[str] = []
-    for label, entry in result.items():
-        if not entry["reachable"]:
-            problems.append(f"{host}: {label}: endpoint unreachable ({entry['error']})")
-        elif not entry.get("model_served", True):
-            problems.append(f"{host}: {label}: not served (server lists {entry['served']})")
-    return problems
 
 
 @dataclass
@@ -98,92 +81,58 @@ class FleetStart:
                 entry.engines = got["engines"]
 
 
-class HostStart(Lane):
+class HostStart(PreflightStart):
     """One host's start-up (see the module docstring); ``run.started`` turns true at its end."""
 
     def __init__(self, start: FleetStart, runner: MatrixRunner, run: HostRun) -> None:
+        ready_s, preflight_s = start.ready_timeout_s, start.preflight_timeout_s
+        super().__init__(run.actor, run.host, run.node_id, ready_s, preflight_s)
         self.start = start
         self.runner = runner
         self.run = run
         self.models = start.plans.get(run.host, [])
         run.started = False
-        actor = run.actor
-        ready_s, preflight_s = start.ready_timeout_s, start.preflight_timeout_s
-        self._calls: deque[Call] = deque(
-            [
-                Call(actor.ready, (), "ready", None, "ready", ready_s),
-                Call(actor.preflight, (), "preflight", None, "preflight", ready_s + preflight_s),
-            ]
-        )
         self._context: dict[str, dict[str, Any]] = {}
-        self._done = False
 
     @property
     def window(self) -> int:
         return max(2, len(self.models))
 
-    def next_call(self) -> Call | None:
-        return self._calls.popleft() if self._calls else None
+    def finish(self, *, started: bool = True) -> None:
+        super().finish(started=started)
+        self.run.started = started
 
-    def finished(self) -> bool:
-        return self._done
+    def answered(self, call: Call, value: Any) -> None:
+        if call.kind != "count":
+            super().answered(call, value)
+            return
+        plan, cells, limits = call.job
+        entry = context_entry(plan, cells, value, limits, self.start.allow_cut)
+        self._context[plan.label] = entry
+        if len(self._context) == len(self.models):
+            self.start.sink.event("context", host=self.run.host, models=self._context)
+            self.finish()
 
-    def landed(self, call: Call, value: Any) -> None:
-        if call.kind == "ready":
-            if time.monotonic() > call.deadline:  # it landed, but after its deadline
-                self.failed(call, "late", timed_out=True)
-            else:
-                self._ready(value)
-        elif call.kind == "preflight":
-            self._preflight(value if isinstance(value, dict) else None, "no preflight answer")
-        elif call.kind == "count":
-            plan, cells, limits = call.job
-            entry = context_entry(plan, cells, value, limits, self.start.allow_cut)
-            self._context[plan.label] = entry
-            if len(self._context) == len(self.models):
-                self.start.sink.event("context", host=self.run.host, models=self._context)
-                self.run.started = True
-                self._done = True
+    def call_failed(self, call: Call, error: str, *, timed_out: bool) -> None:
+        if call.kind != "count":
+            super().call_failed(call, error, timed_out=timed_out)
+            return
+        label = call.job[0].label
+        raise RunError(f"{self.run.host}: counting the prompts of {label} failed: {error}")
 
-    def failed(self, call: Call, error: str, *, timed_out: bool) -> None:
-        host = self.run.host
-        if call.kind == "ready":
-            if timed_out:
-                reason = (
-                    f"client actor could not be scheduled on node {self.run.node_id[:8]} "
-                    f"within {call.budget_s:.0f} s"
-                )
-            else:
-                reason = f"client actor failed to start: {error}"
-            self.runner.host_lost(self.run, reason)
-        elif call.kind == "preflight":
-            missing = (
-                f"no preflight answer within {self.start.preflight_timeout_s:.0f} s"
-                if timed_out
-                else f"preflight failed: {error}"
-            )
-            self._preflight(None, missing)
-        else:
-            label = call.job[0].label
-            raise RunError(f"{host}: counting the prompts of {label} failed: {error}")
+    def not_started(self, reason: str) -> None:
+        self.runner.host_lost(self.run, reason)
 
-    def lost(self, calls: list[Call], reason: str) -> None:
-        self._calls.clear()
-        self._done = True
-
-    def _ready(self, facts: dict[str, Any]) -> None:
+    def ready(self, facts: dict[str, Any]) -> None:
         host, start = self.run.host, self.start
         with start.bundle.edit_manifest() as manifest:
             manifest.host(host).update(facts)
         start.monitors.register_pids_soon(host, [facts["client_pid"]])  # the driver's: at launch
 
-    def _preflight(self, result: dict[str, Any] | None, missing: str) -> None:
+    def preflighted(self, result: dict[str, Any] | None, problems: list[str]) -> None:
         host, start = self.run.host, self.start
         start.sink.event("preflight", host=host, result=result)
         start.preflight[host] = result or {}
-        problems = preflight_problems(host, result, missing)
-        for problem in problems:
-            print(f"preflight: {problem}", file=sys.stderr, flush=True)
         servers = {
             label: {k: entry[k] for k in ("engine_kind", "server_facts") if entry.get(k)}
             for label, entry in (result or {}).items()
@@ -196,12 +145,12 @@ class HostStart(Lane):
             self._stop(f"preflight failed ({len(problems)} problems): " + "; ".join(problems))
             return
         if not self.models:
-            self.run.started = self._done = True
+            self.finish()
             return
         for plan in self.models:
             limits = model_limit(plan, start.preflight[host].get(plan.label) or {})
             cells = distinct_prompts(plan, start.pack)
-            self._calls.append(
+            self.queue(
                 Call(
                     self.run.actor.count_prompts,
                     (plan.label, cells, limits[0]),
@@ -221,4 +170,4 @@ class HostStart(Lane):
             manifest.host(host).stopped_reason = reason
         for phase in self.run.queue:
             phase.stage = "done"
-        self._done = True
+        self.finish(started=False)

@@ -3,10 +3,13 @@
 * :mod:`.session` — joining or starting Ray (embedded default, ``--address`` joins a cluster);
 * :mod:`.hosts` — host → Ray node resolution;
 * :mod:`.dispatch` — the one dispatcher: every pinned actor's work as lanes;
+* :mod:`.actors` — a pinned actor's start (its first lane, the one ready timeout) and close;
+* :mod:`.abort` — the one finalize-on-abort path of a run (eval, perf, judge);
 * :mod:`.client_actor` — the per-host client actor, with the :class:`Cell` it runs
   (:mod:`.cells`), the prompt it sends (:mod:`.prompts`) and its Ray metrics (:mod:`.metrics`);
 * :mod:`.monitors` — the driver's side of the host monitors (:mod:`touchstone_ray.telemetry`);
-* :mod:`.preflight` — ``touchstone-ray hosts``: every endpoint reached from its host.
+* :mod:`.preflight` — ``touchstone-ray hosts``, a run's preflight start lane, and the one
+  wording of a preflight's problems: every endpoint reached from its host.
 
 ``eval``, ``perf`` and ``judging`` are siblings on top of this package; nothing here imports a
 stage. The names below load their module on first use (Ray, psutil and the engines are not
@@ -20,6 +23,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from touchstone_ray.fleet.abort import (
+        abort_guard,
+    )
+    from touchstone_ray.fleet.actors import (
+        StartLane,
+        actor_ready_timeout_s,
+        close_actors,
+    )
     from touchstone_ray.fleet.cells import (
         TASK_NAMES_PER_MODEL,
         Cell,
@@ -60,6 +71,9 @@ if TYPE_CHECKING:
         monitor_name,
     )
     from touchstone_ray.fleet.preflight import (
+        PREFLIGHT_TIMEOUT_S,
+        PreflightStart,
+        preflight_problems,
         run_hosts,
     )
     from touchstone_ray.fleet.prompts import (
@@ -83,6 +97,10 @@ if TYPE_CHECKING:
     )
 
 _MODULE_OF: dict[str, str] = {
+    "abort_guard": "abort",
+    "StartLane": "actors",
+    "actor_ready_timeout_s": "actors",
+    "close_actors": "actors",
     "TASK_NAMES_PER_MODEL": "cells",
     "Cell": "cells",
     "STREAMS_PER_PROCESS": "client_actor",
@@ -110,6 +128,9 @@ _MODULE_OF: dict[str, str] = {
     "PROMETHEUS_HOST_METRICS": "metrics",
     "MonitorSet": "monitors",
     "monitor_name": "monitors",
+    "PREFLIGHT_TIMEOUT_S": "preflight",
+    "PreflightStart": "preflight",
+    "preflight_problems": "preflight",
     "run_hosts": "preflight",
     "PromptCount": "prompts",
     "cell_messages": "prompts",
@@ -132,6 +153,7 @@ __all__ = [
     "DEADLINE_SLACK_S",
     "HOST_LABEL",
     "LIVENESS_INTERVAL_S",
+    "PREFLIGHT_TIMEOUT_S",
     "PROMETHEUS_CELL_METRICS",
     "PROMETHEUS_HOST_METRICS",
     "STREAMS_PER_PROCESS",
@@ -145,9 +167,14 @@ __all__ = [
     "MonitorSet",
     "NodeInfo",
     "Pinned",
+    "PreflightStart",
     "PromptCount",
+    "StartLane",
+    "abort_guard",
+    "actor_ready_timeout_s",
     "call_deadline_s",
     "cell_messages",
+    "close_actors",
     "cpu_model",
     "current_nodes",
     "dashboard_exposure_warning",
@@ -161,6 +188,7 @@ __all__ = [
     "max_stream_workers",
     "monitor_name",
     "nonce_line",
+    "preflight_problems",
     "ray_logging_level",
     "resolve_address",
     "resolve_hosts",

@@ -1,25 +1,101 @@
-"""``touchstone-ray hosts``: resolve hosts to nodes and reach every endpoint from its host.
+"""The preflight: every endpoint reached from its host, and what is wrong with it.
 
-Each host gets a pinned client actor (the same one eval uses), which calls the endpoint from
-*that* node, and a pinned probe of the telemetry capabilities (GPU via NVML, Linux PSI).
+- ``touchstone-ray hosts`` (:func:`run_hosts`): resolve hosts to nodes; each host gets a pinned
+  client actor (the same one eval uses), which calls the endpoint from *that* node, and a
+  pinned probe of the telemetry capabilities (GPU via NVML, Linux PSI).
+- :class:`PreflightStart`: a run's (eval, perf) start of one host's client actor, ``ready``
+  and ``preflight``, as the first lane of that actor.
+- :func:`preflight_problems`: the one wording of a preflight's problems, for all of them.
 """
 
 from __future__ import annotations
 
 import sys
+from abc import abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from rich.console import Console
-from rich.table import Table
-
 from touchstone_ray.config import FleetConfig, load_config
+from touchstone_ray.fleet.actors import StartLane, close_actors
+from touchstone_ray.fleet.dispatch import Call
 from touchstone_ray.fleet.hosts import NodeInfo, current_nodes, resolve_hosts
 from touchstone_ray.fleet.session import dashboard_exposure_warning, ensure_ray
 
 CALL_TIMEOUT_S = 60.0
-"""How long one host may take to start its actor and answer (s)."""
+"""How long one host may take to start its actor and answer (s), for ``hosts``."""
+PREFLIGHT_TIMEOUT_S = 60.0
+"""How long a run's preflight of one host may take once its client actor runs (s)."""
+
+
+def preflight_problems(
+    host: str, result: Mapping[str, Mapping[str, Any]] | None, missing: str
+) -> list[str]:
+    """The problems of one host's preflight answer (model label → the entry of
+    :meth:`~touchstone_ray.fleet.client_actor.HostClient.preflight`), one line each:
+    ``<host>: <label>: endpoint unreachable (<error>)`` or ``<host>: <label>: not served
+    (server lists [<names>])``; ``result`` ``None`` (no answer at all) gives the one line
+    ``<host>: <missing>``."""
+    if result is None:
+        return [f"{host}: {missing}"]
+    problems: list[str] = []
+    for label, entry in result.items():
+        if not entry.get("reachable"):
+            problems.append(f"{host}: {label}: endpoint unreachable ({entry.get('error')})")
+        elif not entry.get("model_served", True):
+            problems.append(f"{host}: {label}: not served (server lists {entry.get('served')})")
+    return problems
+
+
+class PreflightStart(StartLane):
+    """A host's client actor's start: ``ready`` and ``preflight`` submitted together (Ray
+    queues the preflight until the actor runs, which may take the ready deadline; the
+    preflight then has ``preflight_timeout_s``, s). Each problem of the answer
+    (:func:`preflight_problems`) is printed as ``preflight: <problem>`` on stderr, then
+    :meth:`preflighted` gets the answer. Subclasses implement :meth:`ready`,
+    :meth:`not_started` and :meth:`preflighted`."""
+
+    def __init__(
+        self,
+        actor: Any,
+        host: str,
+        node_id: str,
+        ready_timeout_s: float,
+        preflight_timeout_s: float = PREFLIGHT_TIMEOUT_S,
+    ) -> None:
+        super().__init__(actor, "client actor", node_id, ready_timeout_s)
+        self.host = host
+        self.preflight_timeout_s = preflight_timeout_s
+        budget = ready_timeout_s + preflight_timeout_s
+        self.queue(Call(actor.preflight, (), "preflight", None, "preflight", budget))
+
+    def answered(self, call: Call, value: Any) -> None:
+        if call.kind != "preflight":
+            super().answered(call, value)
+            return
+        self._preflight(value if isinstance(value, dict) else None, "no preflight answer")
+
+    def call_failed(self, call: Call, error: str, *, timed_out: bool) -> None:
+        if call.kind != "preflight":
+            super().call_failed(call, error, timed_out=timed_out)
+            return
+        missing = (
+            f"no preflight answer within {self.preflight_timeout_s:.0f} s"
+            if timed_out
+            else f"preflight failed: {error}"
+        )
+        self._preflight(None, missing)
+
+    def _preflight(self, result: dict[str, dict[str, Any]] | None, missing: str) -> None:
+        problems = preflight_problems(self.host, result, missing)
+        for problem in problems:
+            print(f"preflight: {problem}", file=sys.stderr, flush=True)
+        self.preflighted(result, problems)
+
+    @abstractmethod
+    def preflighted(self, result: dict[str, dict[str, Any]] | None, problems: list[str]) -> None:
+        """The host's preflight answer (``None``: none came) and its problems, as printed."""
 
 
 @dataclass
@@ -37,16 +113,9 @@ class HostReport:
 
     @property
     def problems(self) -> list[str]:
-        """One line per unreachable endpoint or model that is not served."""
-        if self.error:
-            return [f"{self.host}: {self.error}"]
-        out = []
-        for label, entry in self.models.items():
-            if not entry.get("reachable"):
-                out.append(f"{self.host}: {label}: endpoint unreachable ({entry.get('error')})")
-            elif not entry.get("model_served", True):
-                out.append(f"{self.host}: {label}: not served by the endpoint")
-        return out
+        """One line per unreachable endpoint or model that is not served
+        (:func:`preflight_problems`), or the one line of :attr:`error`."""
+        return preflight_problems(self.host, None if self.error else self.models, self.error or "")
 
 
 def _probe_capabilities(host: str, node_id: str, gpu_mode: str) -> dict[str, Any]:
@@ -78,15 +147,14 @@ def check_hosts(config: FleetConfig, address: str | None) -> list[HostReport]:
     probe = ray.remote(num_cpus=0)(_probe_capabilities)
     reports: dict[str, HostReport] = {}
     calls: dict[Any, tuple[str, str]] = {}
-    actors = []
+    actors: dict[str, Any] = {}
     by_host: dict[str, dict[str, Any]] = {}
     for model in config.models:
         by_host.setdefault(model.host_name, {})[config.model_label(model)] = model
     for host, models in by_host.items():
         node = nodes[host]
         reports[host] = HostReport(host=host, node=node)
-        actor = spawn_client(host, node.node_id, models)
-        actors.append(actor)
+        actor = actors[host] = spawn_client(host, node.node_id, models)
         calls[actor.preflight.remote()] = (host, "endpoints")
         pinned = probe.options(scheduling_strategy=pin(node.node_id))
         ref = pinned.remote(host, node.node_id, config.monitor.gpu)
@@ -107,13 +175,15 @@ def check_hosts(config: FleetConfig, address: str | None) -> list[HostReport]:
     for ref in pending:
         host, what = calls[ref]
         reports[host].error = f"no {what} answer within {CALL_TIMEOUT_S:.0f} s"
-    for actor in actors:
-        ray.kill(actor, no_restart=True)
+    close_actors(actors, lost={h for h, r in reports.items() if r.error})
     return list(reports.values())
 
 
 def print_reports(reports: list[HostReport], out: TextIO = sys.stdout) -> None:
     """One table per host: node, IP, models, endpoint reached, served models, GPU, PSI."""
+    from rich.console import Console
+    from rich.table import Table
+
     console = Console(file=out, width=120)
     for report in reports:
         table = Table(title=f"host {report.host}", show_header=True, title_justify="left")

@@ -1,9 +1,14 @@
 """The judges on the shared dispatcher (:mod:`touchstone_ray.fleet.dispatch`): one pinned actor
-and one lane per judge.
+per judge, with two lanes: its start and its jobs.
 
-The lane keeps ``2 × concurrency`` jobs in flight (calibration answers first, then holistic
-reports as soon as a row's last verdict is in, then answers) and appends each record to the
-judge's store at once. Its policy: ``max_consecutive_failures`` judge errors or failed calls
+The start lane (:class:`~touchstone_ray.fleet.actors.StartLane`) asks the actor's ``ready``
+and prints where the judge runs; a judge whose actor is not up within
+:func:`~touchstone_ray.fleet.actors.actor_ready_timeout_s` is aborted with the reason and asked
+nothing, while the other judges start as soon as their own actor is ready.
+
+The jobs' lane keeps ``2 × concurrency`` jobs in flight (calibration answers first, then
+holistic reports as soon as a row's last verdict is in, then answers) and appends each record
+to the judge's store at once. Its policy: ``max_consecutive_failures`` judge errors or failed calls
 in a row abort that judge (its in-flight jobs are cancelled, every stored record is kept, a
 rerun continues). A job's deadline is :func:`~touchstone_ray.fleet.dispatch.call_deadline_s` of the
 judge's engine settings with two requests (the format retry). From the dispatcher, for free:
@@ -14,14 +19,23 @@ as a ``judge_error`` (``call_failed``, asked again on the next run) with the rea
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 import uuid
 from dataclasses import dataclass
 from typing import Any, Literal, TextIO
 
-from touchstone_ray.fleet import Call, Dispatcher, Lane, Pinned, call_deadline_s, spawn_pinned
+from touchstone_ray.fleet import (
+    Call,
+    Dispatcher,
+    Lane,
+    Pinned,
+    StartLane,
+    actor_ready_timeout_s,
+    call_deadline_s,
+    close_actors,
+    spawn_pinned,
+)
 from touchstone_ray.judging.client import AnswerJob, ReportJob, failed_outcome
 from touchstone_ray.judging.config import JudgeSpec
 from touchstone_ray.judging.worklist import JudgePlan
@@ -29,8 +43,6 @@ from touchstone_ray.pack import Pack
 
 __all__ = ["JudgeDriver", "JudgeRun"]
 
-ACTOR_READY_TIMEOUT_S = float(os.environ.get("TOUCHSTONE_ACTOR_READY_TIMEOUT_S", "60"))
-"""How long a judge actor may take to be scheduled and start (s)."""
 PROGRESS_INTERVAL_S = 5.0
 """How often a progress line per judge is printed (s)."""
 REQUESTS_PER_JOB = 2
@@ -57,6 +69,8 @@ class JudgeRun:
     n_calls: int = 0
     n_errors: int = 0
     schema_noted: bool = False
+    started: bool = False
+    """The judge's actor answered ``ready`` in time: its jobs may be asked."""
 
     @property
     def spec(self) -> JudgeSpec:
@@ -100,7 +114,7 @@ class _JudgeLane(Lane):
 
     def next_call(self) -> Call | None:
         run, plan = self.run, self.run.plan
-        if run.aborted is not None:
+        if run.aborted is not None or not run.started:
             return None
         kind: JobKind
         job: AnswerJob | ReportJob
@@ -127,8 +141,13 @@ class _JudgeLane(Lane):
         return failed_outcome(job, self.run.spec, self.driver.pack, error)
 
     def lost(self, calls: list[Call], reason: str) -> None:
-        """Every pending job becomes a failed call with ``reason``; none is asked again now."""
+        """Every pending job becomes a failed call with ``reason``; none is asked again now.
+        A judge lost before it started is aborted with ``reason`` and asked nothing, as one
+        that did not start in time."""
         run, plan = self.run, self.run.plan
+        if not run.started:
+            self.driver.abort(run, reason)
+            return
         queued: list[tuple[str, AnswerJob | ReportJob]] = [(c.kind, c.job) for c in calls]
         queued += [("calibration", j) for j in plan.calibration_jobs]
         queued += [("report", j) for j in plan.report_jobs]
@@ -142,6 +161,27 @@ class _JudgeLane(Lane):
         self.driver.abort(run, reason)
 
 
+class _JudgeStart(StartLane):
+    """A judge actor's start: its ``ready``; the judge's lane waits for it."""
+
+    def __init__(self, driver: JudgeDriver, run: JudgeRun, node_id: str, ready_s: float) -> None:
+        super().__init__(run.actor, "judge actor", node_id, ready_s)
+        self.driver = driver
+        self.run = run
+
+    def ready(self, facts: dict[str, Any]) -> None:
+        spec = self.run.spec
+        self.driver.say(
+            f"judge {spec.id}: {spec.engine} {spec.model} on node "
+            f"{str(facts['node_id'])[:8]} ({facts['hostname']})"
+        )
+        self.run.started = True
+        self.finish()
+
+    def not_started(self, reason: str) -> None:
+        self.driver.abort(self.run, reason)
+
+
 class JudgeDriver:
     """Starts one pinned actor per judge and runs their lanes on a :class:`Dispatcher` until
     every job is done or its judge aborted."""
@@ -153,20 +193,21 @@ class JudgeDriver:
         self._last_progress = time.monotonic()
         self.dispatcher = Dispatcher(on_tick=self._tick)
         self._lanes: dict[int, _JudgeLane] = {}
+        self._stopped = False
 
     def say(self, line: str) -> None:
         print(line, file=self.out, flush=True)
 
     # --- actors ------------------------------------------------------------------------------
     def start(self, nodes: dict[str, str], run_name: str) -> None:
-        """Start each judge's actor on its node (``nodes``: judge id → Ray node id) and wait
-        for it (at most :data:`ACTOR_READY_TIMEOUT_S`); a judge whose actor is not up is
-        aborted with the reason. ``run_name`` names the actors (the bundle's folder)."""
-        import ray
-
+        """Start each judge's actor on its node (``nodes``: judge id → Ray node id) without
+        waiting for it: its ``ready`` is the first lane of the judge (:class:`_JudgeStart`,
+        deadline :func:`~touchstone_ray.fleet.actors.actor_ready_timeout_s`), run with the
+        others by :meth:`run`; a judge whose actor is not up in time is aborted with the
+        reason. ``run_name`` names the actors (the bundle's folder)."""
         from touchstone_ray.judging.client import JudgeClient
 
-        ready: dict[Any, JudgeRun] = {}
+        ready_timeout_s = actor_ready_timeout_s()
         for run in self.runs:
             spec = run.spec
             key = os.environ.get(spec.api_key_env) if spec.api_key_env else None
@@ -182,42 +223,23 @@ class JudgeDriver:
             )
             lane = _JudgeLane(self, run)
             self._lanes[id(run)] = lane
+            start = _JudgeStart(self, run, nodes[spec.id], ready_timeout_s)
             pinned = Pinned(
-                f"judge {spec.id}", nodes[spec.id], run.actor, role="judge actor", lanes=[lane]
+                f"judge {spec.id}",
+                nodes[spec.id],
+                run.actor,
+                role="judge actor",
+                lanes=[start, lane],
             )
             self.dispatcher.add(pinned)
-            ready[run.actor.ready.remote()] = run
-        done, _ = ray.wait(list(ready), num_returns=len(ready), timeout=ACTOR_READY_TIMEOUT_S)
-        for ref, run in ready.items():
-            node = nodes[run.spec.id][:8]
-            if ref not in done:
-                self.abort(
-                    run,
-                    f"judge actor not scheduled on node {node} within "
-                    f"{ACTOR_READY_TIMEOUT_S:.0f} s",
-                )
-                continue
-            try:
-                facts = ray.get(ref, timeout=10)
-            except Exception as exc:
-                self.abort(run, f"judge actor failed to start: {type(exc).__name__}: {exc}")
-                continue
-            self.say(
-                f"judge {run.spec.id}: {run.spec.engine} {run.spec.model} on node "
-                f"{str(facts['node_id'])[:8]} ({facts['hostname']})"
-            )
 
     def stop(self) -> None:
-        """Close every judge actor (10 s at most), then kill it."""
-        import ray
-
-        actors = [r.actor for r in self.runs if r.actor is not None]
-        closing = [a.close.remote() for a in actors]
-        if closing:
-            ray.wait(closing, num_returns=len(closing), timeout=10)
-        for actor in actors:
-            with contextlib.suppress(Exception):
-                ray.kill(actor, no_restart=True)
+        """Close every judge actor, then kill it (:func:`~touchstone_ray.fleet.actors.
+        close_actors`); once."""
+        if self._stopped:
+            return
+        self._stopped = True
+        close_actors({r.spec.id: r.actor for r in self.runs if r.actor is not None})
 
     # --- the loop ----------------------------------------------------------------------------
     def run(self) -> None:

@@ -16,10 +16,10 @@
    1): its in-flight jobs are cancelled, every stored record is kept, a rerun continues. A
    judge whose node or actor is lost ends its pending jobs as judge errors with the reason
    and is aborted the same way; the other judges finish.
-4. **Score** (:mod:`.scorecard`): every judge of the config whose judgements are complete and
-   current (the judges run now that were not aborted, and any other judge of the config whose
-   stored records already cover the bundle) is aggregated into ``scorecard.json`` and
-   ``scorecard.md``.
+4. **Score** (:mod:`touchstone_ray.scoring.scorecard`): every judge of the config whose
+   judgements are complete and current (the judges run now that were not aborted, and any other
+   judge of the config whose stored records already cover the bundle) is aggregated into
+   ``scorecard.json`` and ``scorecard.md``.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from touchstone_ray.errors import (
     UsageError,
     writes_into,
 )
+from touchstone_ray.fleet import abort_guard
 from touchstone_ray.judging.checks import check_line, judge_check
 from touchstone_ray.judging.config import JudgeConfig, JudgeSpec, load_judge_config
 from touchstone_ray.judging.driver import JudgeDriver, JudgeRun
@@ -237,20 +238,22 @@ def _run_judge(
         )
 
     driver = JudgeDriver(runs, pack, out)
-    try:
+
+    def close_stores(reason: str = "") -> None:
+        for run in runs:
+            _write_restored(run.plan)  # reports reused once their row's verdicts were in
+            run.plan.store.close()
+
+    steps = [lambda _: driver.stop(), close_stores]
+    with abort_guard(bundle.root, "judge", steps, "stored verdicts kept, rerun to resume"):
         if any(r.plan.jobs or r.plan.report_jobs or r.plan.calibration_jobs for r in runs):
             from touchstone_ray.fleet import ensure_ray
 
             ensure_ray(address, fleet.ray if fleet else RaySettings())
-            try:
-                driver.start(_resolve_nodes([r.spec for r in runs], fleet), bundle.root.name)
-                driver.run()
-            finally:
-                driver.stop()
-    finally:
-        for run in runs:
-            _write_restored(run.plan)  # reports reused once their row's verdicts were in
-            run.plan.store.close()
+            driver.start(_resolve_nodes([r.spec for r in runs], fleet), bundle.root.name)
+            driver.run()
+            driver.stop()
+        close_stores()
 
     for run in runs:
         print(_summary(run), file=out)

@@ -8,7 +8,7 @@ queue only gets longer).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import Any
 
 SLO_SHARE = 0.9
@@ -23,37 +23,67 @@ def meets(share: float | None, threshold: float = SLO_SHARE) -> bool:
     return share is not None and share >= threshold
 
 
+class CapacitySearch:
+    """The search one step at a time, for a driver that runs each point when it likes:
+    :attr:`next` is the concurrency to try (``None`` once the search is over), :meth:`record`
+    takes its share; then :attr:`capacity` is the highest concurrency that passed
+    (:func:`meets`; 0 when even 1 fails) and :attr:`tried` every concurrency tried → its
+    share, in the order tried."""
+
+    def __init__(self, threshold: float = SLO_SHARE, max_concurrency: int = MAX_CONCURRENCY):
+        self.threshold = threshold
+        self.max_concurrency = max_concurrency
+        self.tried: dict[int, float | None] = {}
+        self.capacity: int | None = None
+        """The answer, once :attr:`next` is ``None``."""
+        self._steps = self._search()
+        self.next: int | None = next(self._steps)
+
+    def record(self, share: float | None) -> None:
+        """The share (0..1, ``None``: no request counts) of concurrency :attr:`next`."""
+        if self.next is None:
+            raise RuntimeError("the capacity search is over")
+        self.tried[self.next] = share
+        try:
+            self.next = self._steps.send(share)
+        except StopIteration as stop:
+            self.next, self.capacity = None, stop.value
+
+    def _search(self) -> Generator[int, float | None, int]:
+        """Yields each concurrency to try and is sent its share; returns the capacity."""
+        if not meets((yield 1), self.threshold):
+            return 0
+        lo, hi = 1, None
+        while hi is None:
+            nxt = min(lo * 2, self.max_concurrency)
+            if nxt == lo:
+                return lo
+            if meets((yield nxt), self.threshold):
+                lo = nxt
+            else:
+                hi = nxt
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if meets((yield mid), self.threshold):
+                lo = mid
+            else:
+                hi = mid
+        return lo
+
+
 def search_capacity(
     share_at: Callable[[int], float | None],
     threshold: float = SLO_SHARE,
     max_concurrency: int = MAX_CONCURRENCY,
 ) -> tuple[int, dict[int, float | None]]:
     """``(capacity, tried)``: the highest concurrency whose ``share_at(c)`` passes
-    (:func:`meets`; 0 when even 1 fails) and every concurrency tried → its share."""
-    tried: dict[int, float | None] = {}
-
-    def good(c: int) -> bool:
-        tried[c] = share_at(c)
-        return meets(tried[c], threshold)
-
-    if not good(1):
-        return 0, tried
-    lo, hi = 1, None
-    while hi is None:
-        nxt = min(lo * 2, max_concurrency)
-        if nxt == lo:
-            return lo, tried
-        if good(nxt):
-            lo = nxt
-        else:
-            hi = nxt
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if good(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo, tried
+    (:func:`meets`; 0 when even 1 fails) and every concurrency tried → its share
+    (:class:`CapacitySearch`, each share asked at once)."""
+    search = CapacitySearch(threshold, max_concurrency)
+    while search.next is not None:
+        search.record(share_at(search.next))
+    assert search.capacity is not None
+    return search.capacity, search.tried
 
 
 def capacity_line(model: str, host: str, capacity: int, slo: dict[str, float]) -> str:

@@ -17,8 +17,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import numpy as np
-
+from touchstone_ray.descriptive import percentile
 from touchstone_ray.engines.base import Engine
 from touchstone_ray.perf.corpus import passage
 
@@ -96,7 +95,7 @@ def embed_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
         "chunk_tokens": records[0].get("chunk_tokens"),
         "embeddings_per_s": sum(r["n_inputs"] for r in ok) / wall if wall > 0 else None,
         "tokens_per_s": sum(tokens) / wall if tokens and wall > 0 else None,
-        "batch_latency_p95_s": float(np.percentile([r["latency_s"] for r in ok], 95)),
+        "batch_latency_p95_s": percentile([r["latency_s"] for r in ok], 95),
         "peak_sys_used_mb": max(peaks) if peaks else None,
         "peak_engine_rss_mb": max(engine) if engine else None,
     }

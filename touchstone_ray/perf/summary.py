@@ -18,8 +18,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import numpy as np
-
+from touchstone_ray.descriptive import median, percentile
 from touchstone_ray.perf.records import PerfResponse
 from touchstone_ray.scoring.aggregates import counts_for_decode, counts_for_prompt, speed_exclusions
 
@@ -27,13 +26,7 @@ from touchstone_ray.scoring.aggregates import counts_for_decode, counts_for_prom
 def _pctls(values: Sequence[float]) -> dict[str, float | None]:
     if not values:
         return {"p50": None, "p95": None, "p99": None}
-    arr = np.asarray(values, dtype=float)
-    return {f"p{q}": float(np.percentile(arr, q)) for q in (50, 95, 99)}
-
-
-def _median(values: Iterable[float | None]) -> float | None:
-    vals = [v for v in values if v is not None]
-    return statistics.median(vals) if vals else None
+    return {f"p{q}": percentile(values, q) for q in (50, 95, 99)}
 
 
 def meets_slo(r: PerfResponse, slo: dict[str, float]) -> bool:
@@ -93,22 +86,22 @@ def point_summary(records: Sequence[PerfResponse], slo: dict[str, float]) -> dic
             if len(ttft) > 1 and statistics.mean(ttft) > 0
             else None
         ),
-        "prefill_tps_median": _median(r.prefill_tps for r in prompt_side),
-        "decode_tps_median": _median(r.decode_tps for r in decode_side),
+        "prefill_tps_median": median(r.prefill_tps for r in prompt_side),
+        "decode_tps_median": median(r.decode_tps for r in decode_side),
         "total_tps": tokens / wall if wall else None,
         "wall_s": wall,
         "goodput_rps": meeting / wall if wall and slo else None,
         "slo_share": slo_share(records, slo) if slo else None,
-        "prompt_tokens_median": _median(
+        "prompt_tokens_median": median(
             r.prompt_tokens for r in ok if r.token_count_source == "server"
         ),
         "prompt_tokens_counted": first.prompt_tokens_counted if first else None,
-        "completion_tokens_median": _median(r.completion_tokens for r in ok),
+        "completion_tokens_median": median(r.completion_tokens for r in ok),
         "output_forced": first.output_forced if first else None,
         "n_cached": sum(1 for r in records if r.prompt_cached),
         "send_lateness_s": {
-            "p50": float(np.percentile(lateness, 50)) if lateness else None,
-            "p99": float(np.percentile(lateness, 99)) if lateness else None,
+            "p50": percentile(lateness, 50),
+            "p99": percentile(lateness, 99),
             "max": max(lateness) if lateness else None,
         },
     }

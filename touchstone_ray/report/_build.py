@@ -1,4 +1,5 @@
-"""Assemble a report :class:`~._doc.Document` from a loaded bundle and write its files."""
+"""Assemble a report :class:`~touchstone_ray.doc.Document` from a loaded bundle and write its
+files."""
 
 from __future__ import annotations
 

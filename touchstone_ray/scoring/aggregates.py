@@ -34,8 +34,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-import numpy as np
-
+from touchstone_ray.descriptive import median, percentile
 from touchstone_ray.records import EvalResponse
 
 __all__ = [
@@ -151,15 +150,6 @@ class RowStats:
     """Mean of the cells' ``engine_cpu_pct`` (% of one core)."""
 
 
-def _pctl(values: Sequence[float], q: float) -> float | None:
-    return float(np.percentile(values, q)) if values else None
-
-
-def _median(values: Iterable[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return float(statistics.median(present)) if present else None
-
-
 def _max(values: Iterable[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return max(present) if present else None
@@ -197,19 +187,20 @@ def row_stats(responses: Sequence[EvalResponse]) -> RowStats:
         n_cold=sum(r.is_cold_start for r in responses),
         n_truncated=sum(r.truncated for r in responses),
         n_reasoning_only=sum(r.reasoning_only for r in responses),
-        ttft_p50_s=_pctl(ttft, 50),
-        ttft_p95_s=_pctl(ttft, 95),
-        ttfa_p50_s=_pctl(ttfa, 50),
-        ttfa_p95_s=_pctl(ttfa, 95),
-        e2e_p50_s=_pctl(e2e, 50),
-        e2e_p95_s=_pctl(e2e, 95),
-        tpot_median_s=_median(r.tpot_s for r in decode_side),
-        itl_p50_median_s=_median(r.itl_p50_s for r in decode_side),
-        decode_tps_median=_median(r.decode_tps for r in decode_side),
-        prefill_tps_median=_median(r.prefill_tps for r in prompt_side),
+        ttft_p50_s=percentile(ttft, 50),
+        ttft_p95_s=percentile(ttft, 95),
+        ttfa_p50_s=percentile(ttfa, 50),
+        ttfa_p95_s=percentile(ttfa, 95),
+        e2e_p50_s=percentile(e2e, 50),
+        e2e_p95_s=percentile(e2e, 95),
+        tpot_median_s=median((r.tpot_s for r in decode_side), as_float=True),
+        itl_p50_median_s=median((r.itl_p50_s for r in decode_side), as_float=True),
+        decode_tps_median=median((r.decode_tps for r in decode_side), as_float=True),
+        prefill_tps_median=median((r.prefill_tps for r in prompt_side), as_float=True),
         ttft_cv_pct=cv,
-        completion_tokens_median=_median(
-            float(r.completion_tokens) for r in responses if r.ok and r.completion_tokens
+        completion_tokens_median=median(
+            (float(r.completion_tokens) for r in responses if r.ok and r.completion_tokens),
+            as_float=True,
         ),
         peak_ram_mb=_max(r.sys_used_mb for r in ok),
         model_delta_mb=_max(r.sys_used_delta_mb for r in ok),
@@ -219,7 +210,7 @@ def row_stats(responses: Sequence[EvalResponse]) -> RowStats:
         mem_pressure_max=max(levels, key=lambda lv: _PRESSURE_RANK.get(lv, 0)) if levels else None,
         hosts=tuple(sorted({r.host for r in responses})),
         engines=tuple(sorted(engines)),
-        ttft_cold_p50_s=_pctl(cold, 50),
+        ttft_cold_p50_s=percentile(cold, 50),
         n_cached=sum(r.prompt_cached for r in responses),
         excluded={reason: excluded[reason] for reason in sorted(excluded)},
         n_contended=sum(1 for r in responses if r.host_contended),

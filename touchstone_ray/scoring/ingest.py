@@ -27,7 +27,7 @@ judge of the scorecard, per row both rated:
 
 - ``mean_abs_delta``: per dimension, mean |rater score − judge score|;
 - ``ko_concordance``: share of rows where both reach the same K.-o. outcome (the rater's from
-  :func:`~.scoring.passes_ko` on its scores and ``red_flagged``, the judge's from the
+  :func:`~.formulas.passes_ko` on its scores and ``red_flagged``, the judge's from the
   scorecard's per-judge view);
 - ``quality_pct_diff``: mean of (rater quality % − judge quality %).
 """

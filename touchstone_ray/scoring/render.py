@@ -280,6 +280,6 @@ def scorecard_document(card: Scorecard) -> Document:
 
 def render_markdown(card: Scorecard) -> str:
     """``scorecard.md``: :func:`scorecard_document` through the writer of ``report.md``
-    (:func:`touchstone_ray.report.render_markdown`: YAML frontmatter, Obsidian
+    (:func:`touchstone_ray.doc.render_markdown`: YAML frontmatter, Obsidian
     tables, every text escaped)."""
     return write_markdown(scorecard_document(card))

@@ -6,14 +6,14 @@ agreement}`` (the Contract) plus sections for the reports: ``language``, ``pack_
 category), ``prompts`` (per prompt mean with a 95 % bootstrap CI over repeats and judges),
 ``variant_ab``, ``details`` (per row: every judge's own view, missing dimensions),
 ``aborted_judges``, ``judge_checks`` (SPEC §7 *new*: per judge qualification and warnings,
-:mod:`.checks`) and ``unqualified_judges``.
+:mod:`touchstone_ray.judging.checks`) and ``unqualified_judges``.
 
 Per (model, variant) row (:class:`ScorecardRow`):
 
 - ``dim_scores``: median over the judges' holistic reports; ``quality_pct`` and
   ``rubric_level`` from them, ``None`` when a dimension is missing (named in ``details``).
 - ``red_flagged``: prompt ids with a red flag on any repeat after ``red_flag_vote``.
-- ``ko_passed``/``ko_reason``: :func:`~.scoring.passes_ko`; without a score for the K.-o.
+- ``ko_passed``/``ko_reason``: :func:`~.formulas.passes_ko`; without a score for the K.-o.
   dimension (and no fatal red flag) the row fails with ``"<dim> nicht bewertet"``.
 - ``mean_answer_score``: mean of every scored verdict of every judge. ``n_scored``,
   ``n_unscored`` and ``n_judge_errors`` count verdicts (answers × judges).
@@ -185,8 +185,8 @@ def build_scorecard(
     ``responses`` fix the rows (every (model, variant) that has one, in their order).
     ``concurrency``: model label → configured in-flight limit
     (:meth:`touchstone_ray.bundle.Manifest.model_concurrency`).
-    ``judge_checks`` (judge id → :func:`~.checks.judge_check`) goes to the top-level
-    ``judge_checks``, for counted and uncounted judges alike; ``unqualified_judges`` lists
+    ``judge_checks`` (judge id → :func:`~touchstone_ray.judging.checks.judge_check`) goes to the
+    top-level ``judge_checks``, for counted and uncounted judges alike; ``unqualified_judges`` lists
     those of them that are not qualified. ``spreads``: (model, variant) → the score spread
     (max − min over ``judge --repeats``) of each verdict of the counted judges; it becomes the
     row's ``details[].judge_spread`` ``{n, mean, max}`` (``None`` without repeats).

@@ -151,7 +151,8 @@ class CalibrationItem(_Part):
 
 
 class JudgeCheck(_Part):
-    """One judge's qualification (SPEC §7 ``judge_checks``, :func:`~.checks.judge_check`)."""
+    """One judge's qualification (SPEC §7 ``judge_checks``,
+    :func:`~touchstone_ray.judging.checks.judge_check`)."""
 
     qualified: bool
     """Band accuracy ≥ 0.8 and every expected red flag caught (true without calibration)."""

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from touchstone_ray.descriptive import median
 from touchstone_ray.pack import Pack
 from touchstone_ray.records import EvalResponse, Verdict
 from touchstone_ray.scoring.aggregates import counts_for_prompt
@@ -163,11 +164,6 @@ def _per_prompt_means(verdicts: Iterable[Verdict]) -> dict[str, float]:
     return {pid: statistics.fmean(s) for pid, s in by_prompt.items() if s}
 
 
-def _median(values: Iterable[float]) -> float | None:
-    data = list(values)
-    return statistics.median(data) if data else None
-
-
 def _diff(b: float | None, a: float | None) -> float | None:
     return None if a is None or b is None else b - a
 
@@ -216,13 +212,13 @@ def compare_variants(
     b_resp = [r for r in ok if r.variant == variant_b]
 
     def e2e(rs: list[EvalResponse]) -> float | None:
-        return _median(r.e2e_s for r in rs if r.e2e_s is not None and counts_for_prompt(r))
+        return median(r.e2e_s for r in rs if r.e2e_s is not None and counts_for_prompt(r))
 
     def tokens(rs: list[EvalResponse]) -> float | None:
-        return _median(float(r.completion_tokens) for r in rs if r.completion_tokens is not None)
+        return median(float(r.completion_tokens) for r in rs if r.completion_tokens is not None)
 
-    len_a = _median(float(len(r.response_text)) for r in a_resp)
-    len_b = _median(float(len(r.response_text)) for r in b_resp)
+    len_a = median(float(len(r.response_text)) for r in a_resp)
+    len_b = median(float(len(r.response_text)) for r in b_resp)
     confound, warning = False, None
     if mean_diff and len_a is not None and len_b is not None:
         better, better_len, other_len = (

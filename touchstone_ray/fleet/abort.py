@@ -1,0 +1,82 @@
+"""The one finalize-on-abort path of a run (eval, perf, judge): :func:`abort_guard`.
+
+A run that ends early — Ctrl-C, SIGTERM, a disk that fails, a bug — keeps what it wrote: the
+guard runs the stage's steps (close the actors, write ``run_aborted``, finalize the records
+written so far, mark the manifest ``failed``), each on its own, then says what happened:
+
+- Ctrl-C (``KeyboardInterrupt``) → :class:`~touchstone_ray.errors.RunError`
+  ``interrupted; <resume>`` (the CLI prints ``error: …`` and exits 1);
+- SIGTERM → ``SystemExit`` with code 15 (``SIGTERM``), as Ray's own driver handler does: the
+  process exits 15;
+- a file system's ``OSError`` → :func:`~touchstone_ray.errors.write_failed` (exit 1);
+- anything else goes on as it was raised.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from types import FrameType
+
+from touchstone_ray.errors import RunError, is_disk_error, one_line, write_failed
+
+__all__ = ["Terminated", "abort_guard", "abort_reason"]
+
+
+class Terminated(SystemExit):
+    """The run got SIGTERM (inside :func:`abort_guard`); its code is the signal's number."""
+
+    def __init__(self) -> None:
+        super().__init__(signal.SIGTERM)
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    raise Terminated()
+
+
+def abort_reason(exc: BaseException) -> str:
+    """The one line an abort is recorded with (``run_aborted``'s ``reason``): ``interrupted``
+    for Ctrl-C, ``terminated (SIGTERM)`` for SIGTERM, else the exception's message (its type's
+    name when it has none)."""
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted"
+    if isinstance(exc, Terminated):
+        return "terminated (SIGTERM)"
+    return one_line(str(exc)) or type(exc).__name__
+
+
+@contextlib.contextmanager
+def abort_guard(
+    root: Path | str,
+    command: str,
+    steps: Sequence[Callable[[str], object]],
+    resume: str,
+) -> Iterator[None]:
+    """Run the block; if it raises anything (``BaseException``), call each of ``steps`` in
+    order with :func:`abort_reason` — an exception of one step does not skip the next — then
+    raise as the module docstring says. ``root`` and ``command`` name the bundle and the
+    command in a disk error's line; ``resume`` ends the Ctrl-C line
+    (``resume with --resume <bundle>``).
+
+    Inside the block SIGTERM raises :class:`Terminated` in the main thread (outside the main
+    thread the handler that is set stays); the previous handler is back afterwards."""
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if main else None
+    try:
+        yield
+    except BaseException as exc:
+        reason = abort_reason(exc)
+        for step in steps:
+            with contextlib.suppress(Exception):  # a disk gone read-only fails them all
+                step(reason)
+        if isinstance(exc, KeyboardInterrupt):
+            raise RunError(f"interrupted; {resume}") from None
+        if is_disk_error(exc):
+            raise write_failed(root, exc, command) from exc
+        raise
+    finally:
+        if main:  # None: a handler not set from Python, which Python cannot set back
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
