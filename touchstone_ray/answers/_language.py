@@ -19,10 +19,10 @@ DETECT_LANGUAGES: tuple[str, ...] = ("de", "en", "fr", "es", "it", "nl", "pt", "
 neighbours a German or English answer could be mistaken for, and the ones small models drift
 into (Chinese for Qwen-family models)."""
 
-LANGUAGE_PREFIX_CHARS = 400
+LANGUAGE_PREFIX_CHARS = 300
 """Characters of the answer (after removing code blocks) that are classified: plenty for a
 verdict on the answers of tests/answers, and it bounds the cost on a 16 KB answer (about
-0.07 ms instead of 1.5 ms for all of it)."""
+0.05 ms instead of 1.5 ms for all of it)."""
 
 LANGUAGE_MIN_WORDS = 15
 """Answers with fewer words in that prefix are not judged (a subject line, ``OK``)."""

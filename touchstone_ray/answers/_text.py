@@ -1,7 +1,7 @@
 """``prompt_echo`` and ``repetition_loop``: answers that repeat the prompt, or themselves.
 
-Both compare words: the text lower-cased and split at ASCII whitespace (punctuation stays on
-the word, as an echo or a loop repeats it too). Each word becomes one 64-bit hash, computed for
+Both compare words as written: the text split at ASCII whitespace (case and punctuation stay
+on the word, as an echo or a loop repeats them too). Each word becomes one 64-bit hash, computed for
 all words at once with numpy (a polynomial hash over the UTF-8 bytes, from one prefix sum), and
 each n-gram of :data:`NGRAM_WORDS` words one mix of those, so a 16 KB answer costs a fraction
 of a millisecond (``bench/bench_answer_flags.py``); no Python loop runs per word.
@@ -48,8 +48,6 @@ _P = 0x100000001B3
 _BASE = np.uint64(_P)
 _BASE_INV = np.uint64(pow(_P, -1, 1 << 64))
 _MIX = np.uint64(0x9E3779B97F4A7C15)
-_WHITESPACE = np.zeros(256, dtype=bool)
-_WHITESPACE[[9, 10, 11, 12, 13, 32]] = True
 _NONE: Hashes = np.empty(0, dtype=np.uint64)
 _powers: tuple[Hashes, Hashes] = (np.ones(1, dtype=np.uint64), np.ones(1, dtype=np.uint64))
 
@@ -70,20 +68,22 @@ def _powers_for(n: int) -> tuple[Hashes, Hashes]:
 
 
 def word_hashes(text: str) -> Hashes:
-    """One hash per word of ``text`` (lower-cased, split at ASCII whitespace), in order;
-    equal words hash equal wherever they stand."""
-    data = np.frombuffer(text.lower().encode("utf-8", "surrogatepass"), dtype=np.uint8)
+    """One hash per word of ``text`` (split at ASCII whitespace, compared as written), in
+    order; equal words hash equal wherever they stand."""
+    data = np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
     if not len(data):
         return _NONE
-    space = _WHITESPACE[data]
-    word = ~space
-    starts = np.flatnonzero(word & np.concatenate(([True], space[:-1])))
+    space = (data == 32) | ((data >= 9) & (data <= 13))  # space, \t \n \v \f \r
+    # -1 where a word starts, +1 just after one ends
+    edges = np.diff(space.view(np.int8), prepend=np.int8(1), append=np.int8(1))
+    starts = np.flatnonzero(edges == -1)
     if not len(starts):
         return _NONE
-    ends = np.flatnonzero(word & np.concatenate((space[1:], [True])))
+    ends = np.flatnonzero(edges == 1) - 1
     up, down = _powers_for(len(data))
-    prefix = np.cumsum(data.astype(np.uint64) * up, dtype=np.uint64)
-    before = np.where(starts > 0, prefix[starts - 1], np.uint64(0))
+    prefix = np.cumsum(data * up, dtype=np.uint64)
+    before = prefix[starts - 1]
+    before[starts == 0] = 0
     hashes: Hashes = (prefix[ends] - before) * down[starts]
     return hashes
 
