@@ -18,7 +18,7 @@ PACKAGE = Path(touchstone_ray.__file__).parent
 FLOORS: list[set[str]] = [
     {"errors", "version", "descriptive"},
     {"records", "lang", "storage", "yamlio", "sim"},
-    {"engines"},
+    {"engines", "answers"},
     {"endpoint", "pack"},
     {"config"},
     {"bundle", "doc"},
@@ -33,7 +33,8 @@ FLOORS: list[set[str]] = [
 """Bottom first. ``sim`` sits on the ground floor because the fleet config names simulated
 models (:class:`~touchstone_ray.sim.SimConfig`); ``scoring`` sits below the stages because
 ``judge`` and ``perf`` write their summaries (``scorecard.json``, ``summary.json``) at the end of
-a run."""
+a run; ``answers`` (the per-answer flags) sits just above the records and the language
+tables, so every stage from ``fleet`` up can flag an answer."""
 
 FLOOR_OF = {name: i for i, floor in enumerate(FLOORS) for name in floor}
 

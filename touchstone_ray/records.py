@@ -159,7 +159,8 @@ class ChatResult(_Record):
 
 
 class CellConditions(_Record):
-    """What the client knew about a cell around its call: queueing, cold start, context."""
+    """What the client knew about a cell around its call: queueing, cold start, context, and
+    what it saw in the answer (:attr:`answer_flags`)."""
 
     queue_wait_s: float | None = None
     """Time the cell waited on the client for a free request slot of its endpoint (s)."""
@@ -174,6 +175,12 @@ class CellConditions(_Record):
     """The server saw far fewer prompt tokens than were sent (< 0.8×), or exactly the context
     limit: the answer is to a cut prompt (:func:`touchstone_ray.fleet.prompts.input_truncated`).
     ``None`` = not checkable (no counts, or a failed call)."""
+    answer_flags: list[str] = []
+    """What the answer shows besides its quality, in :data:`touchstone_ray.answers.ANSWER_FLAGS`
+    order (``template_leak``, ``prompt_echo``, ``repetition_loop``, ``cut_at_limit``,
+    ``cut_in_reasoning``, ``empty``, ``reasoning_only``, ``wrong_language``;
+    :func:`touchstone_ray.answers.answer_flags`); ``[]`` when clean, for a failed call and in
+    records written before the field existed."""
 
 
 class CellResources(_Record):
@@ -249,6 +256,8 @@ EVAL_RESPONSE_FIELDS: tuple[str, ...] = (
     "sys_used_mb", "sys_used_baseline_mb", "sys_used_delta_mb", "swap_delta_mb",
     "mem_pressure_max", "throttled", "gpu_mem_used_mb", "gpu_mem_delta_mb", "gpu_util_pct",
     "gpu_temp_c_max", "gpu_power_w", "gpu_throttle_reasons", "n_samples",
+    # answer checks (last: the keys before it keep their places)
+    "answer_flags",
 )  # fmt: skip
 """Every :class:`EvalResponse` field in its on-disk order (SPEC §7, a Contract: the order of
 the keys in a response line)."""

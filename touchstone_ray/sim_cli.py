@@ -86,6 +86,10 @@ def sim_server(
     garbage_rate: Annotated[float | None, typer.Option(help=_h("garbage_rate"))] = None,
     comment_rate: Annotated[float | None, typer.Option(help=_h("comment_rate"))] = None,
     quality: Annotated[float | None, typer.Option(help=_h("quality"))] = None,
+    echo_prompt: Annotated[str | None, typer.Option(help=_h("echo_prompt"))] = None,
+    leak_markers: Annotated[str | None, typer.Option(help=_h("leak_markers"))] = None,
+    loop_period: Annotated[int | None, typer.Option(help=_h("loop_period"))] = None,
+    endless_reasoning: Annotated[bool | None, typer.Option(help=_h("endless_reasoning"))] = None,
     judge_constant_score: Annotated[
         int | None, typer.Option(help=_h("judge_constant_score"))
     ] = None,
@@ -116,6 +120,10 @@ def sim_server(
         "garbage_rate": garbage_rate,
         "comment_rate": comment_rate,
         "quality": quality,
+        "echo_prompt": echo_prompt,
+        "leak_markers": leak_markers,
+        "loop_period": loop_period,
+        "endless_reasoning": endless_reasoning,
         "judge_constant_score": judge_constant_score,
         "seed": seed,
         "trace_limit": trace_limit,

@@ -268,6 +268,7 @@ def _start_fleet(
             max_attempts=config.scheduling.max_attempts,
             scheduling=config.scheduling.model_dump(),
             run_id=bundle.root.name,
+            language=pack.language,
         )
         for host, models in plans.items()
     }

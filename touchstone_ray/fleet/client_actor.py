@@ -216,6 +216,8 @@ class HostClient:
     default :data:`STREAMS_PER_PROCESS`), at most ``max_workers`` of them (default
     :func:`max_stream_workers` of the host's cores: none below 8 cores). ``simulated``
     endpoints are never split (the simulator lives in the engine's own process).
+    ``language`` is the pack's (``de`` / ``en``), for each answer's ``wrong_language`` flag
+    (``None``: not checked).
     """
 
     prestart_workers: ClassVar[bool] = True
@@ -236,6 +238,7 @@ class HostClient:
         run_id: str = "",
         streams_per_process: int = STREAMS_PER_PROCESS,
         max_workers: int | None = None,
+        language: str | None = None,
     ) -> None:
         import ray
 
@@ -276,6 +279,8 @@ class HostClient:
         self._shares: dict[str, list[int]] = {}
         """Model label → each worker's :func:`split_streams` share."""
         self._starting: set[asyncio.Task[None]] = set()
+        self.language = language
+        """The pack's language, for :func:`~touchstone_ray.answers.answer_flags`."""
 
     def _engine(self, label: str) -> Engine:
         if label not in self._engines:
@@ -360,6 +365,10 @@ class HostClient:
     async def ready(self) -> dict[str, Any]:
         """Facts about this host (node id, hostname, CPU, RAM, OS) and this actor's pid."""
         self.niceness = restore_priority()  # again: the loop's thread may be new
+        if self.language is not None:
+            from touchstone_ray.answers import preload
+
+            preload()  # ~1 s in a thread, done before the first answer
         if self.prestart_workers:
             for label in self.specs:
                 self.workers(label)
@@ -512,10 +521,35 @@ class HostClient:
             is_cold_start=is_cold_start,
             context_tokens=limit,
             input_truncated=input_truncated(server_prompt, count, limit) if result.ok else None,
+            answer_flags=await self._answer_flags(cell, result) if result.ok else [],
         )
         out = record.model_dump(mode="json")
         self._metrics.cell_done(out)
         return out
+
+    async def _answer_flags(self, cell: Cell, result: ChatResult) -> list[str]:
+        """The answer's :func:`~touchstone_ray.answers.answer_flags`; waits (without blocking
+        the loop) for the language model still loading, and leaves ``wrong_language`` out
+        where it failed to load. The detectors (and numpy) load on first use: a client that
+        runs no cell never imports them."""
+        from touchstone_ray.answers import answer_flags, preload
+
+        language = self.language
+        if language is not None:
+            loading = preload()
+            if not loading.done():
+                with contextlib.suppress(Exception):
+                    await asyncio.wrap_future(loading)
+            if loading.exception() is not None:
+                language = None
+        return answer_flags(
+            result.response_text,
+            result.reasoning_text,
+            result.finish_reason,
+            cell.prompt,
+            cell.system_prompt,
+            language,
+        )
 
     async def unload(self, label: str) -> str | None:
         """Unload the model (Ollama ``keep_alive: 0``); returns an error line or ``None``."""
@@ -562,11 +596,12 @@ def spawn_client(
     actor_cls: type[HostClient] | None = None,
     streams_per_process: int = STREAMS_PER_PROCESS,
     max_workers: int | None = None,
+    language: str | None = None,
 ) -> Any:
     """Start a :class:`HostClient` actor (or the subclass ``actor_cls``) pinned hard to
     ``node_id`` (SPEC §8), no CPU, never restarted elsewhere; ``models`` maps label → spec;
-    ``scheduling``, ``run_id``, ``streams_per_process`` and ``max_workers`` as for
-    :class:`HostClient`. API keys
+    ``scheduling``, ``run_id``, ``streams_per_process``, ``max_workers`` and ``language`` as
+    for :class:`HostClient`. API keys
     are read from their env vars here, on the driver, and travel only in memory."""
     from touchstone_ray.fleet.dispatch import spawn_pinned
 
@@ -592,4 +627,5 @@ def spawn_client(
         max_concurrency=1000,
         streams_per_process=streams_per_process,
         max_workers=max_workers,
+        language=language,
     )

@@ -91,6 +91,26 @@ class SimModelKnobs(BaseModel):
     """Answer quality (0..1) written into each answer's marker ``⟦sim q=0.70⟧``, which the
     simulated judge turns into a score ≈ 1 + 4q; default 0.7."""
 
+    echo_prompt: Literal["user", "system"] | None = None
+    """Answer shape of a model behind the wrong chat template: the answer begins with this
+    prompt's text (the last user message, or the system message; nothing without one) before
+    its filler; default None (no echo)."""
+
+    leak_markers: str = ""
+    """Chat-template control text written into every answer after its echo (if any) and before
+    its filler, e.g. ``<|im_end|>\n<|im_start|>user``: a server whose template does not fit
+    the model; each whitespace-separated piece is one token; default "" (none)."""
+
+    loop_period: int | None = Field(default=None, ge=1)
+    """A repetition loop: the answer's filler repeats its first ``loop_period`` tokens until the
+    answer's budget ends (the quality marker still closes it); tokens; default None (no
+    loop)."""
+
+    endless_reasoning: bool = False
+    """A reasoning budget spent before the answer: when the request allows thinking, all
+    ``answer_tokens`` (or the request's ``max_tokens``, if fewer) go to the reasoning channel,
+    which never closes, no answer follows and ``finish_reason`` is ``length``; default False."""
+
     judge_constant_score: int | None = Field(default=None, ge=1, le=5)
     """Judge mode only: a degenerate judge that gives every answer this score (1..5), no red
     flag and the rationale ``"ok"``, whatever it reads; default None (scores follow the

@@ -13,13 +13,22 @@ import asyncio
 import contextlib
 import random
 import time
+from typing import Any
 
 from aiohttp import web
 
 from touchstone_ray.sim._config import SimModelKnobs
 from touchstone_ray.sim._judge import verdict_json
 from touchstone_ray.sim._state import Faults, SimState, Trace
-from touchstone_ray.sim._text import plan_completion, prompt_token_count, request_key, rng_for
+from touchstone_ray.sim._text import (
+    AnswerShape,
+    last_user_text,
+    plan_completion,
+    prompt_token_count,
+    request_key,
+    rng_for,
+    system_text,
+)
 from touchstone_ray.sim._wire import STATE_KEY, STOPPING_KEY, ChatRequest, Encoder, Result
 
 
@@ -99,6 +108,8 @@ async def _serve(
         quality=knobs.quality,
         think=req.think,
         answer_override=verdict,
+        shape=_shape(knobs, req.messages),
+        endless_reasoning=knobs.endless_reasoning,
     )
     reasoning, answer, truncated = plan.take(req.limit)
     faults = state.decide_faults(knobs, req.model, key, ordinal, len(reasoning) + len(answer))
@@ -140,7 +151,7 @@ async def _serve(
                     pacer,
                     reasoning,
                     answer,
-                    len(plan.reasoning),
+                    len(plan.reasoning) + plan.endless,  # endless: never the last one
                     result,
                 )
             else:
@@ -151,6 +162,16 @@ async def _serve(
             state.generating[req.model] -= 1
     state.touch(req.model, req.keep_alive_s, set_expiry=req.protocol == "ollama")
     return resp
+
+
+def _shape(knobs: SimModelKnobs, messages: list[Any]) -> AnswerShape:
+    """The answer shape the knobs ask for (:class:`AnswerShape`)."""
+    echo = ""
+    if knobs.echo_prompt == "user":
+        echo = last_user_text(messages)
+    elif knobs.echo_prompt == "system":
+        echo = system_text(messages)
+    return AnswerShape(echo=echo, leak=knobs.leak_markers, loop_period=knobs.loop_period)
 
 
 def _due(t0: float, knobs: SimModelKnobs, i: int) -> float:

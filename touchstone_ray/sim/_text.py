@@ -130,14 +130,59 @@ class Completion:
 
     reasoning: list[str]
     answer: list[str]
+    endless: bool = False
+    """The reasoning does not end by itself: the completion counts as cut at the limit even
+    where the limit is not reached (``SimModelKnobs.endless_reasoning``)."""
 
     def take(self, limit: int | None) -> tuple[list[str], list[str], bool]:
         """Reasoning and answer tokens within ``limit`` tokens, and whether it was cut."""
         total = len(self.reasoning) + len(self.answer)
         if limit is None or limit >= total:
-            return self.reasoning, self.answer, False
+            return self.reasoning, self.answer, self.endless
         reasoning = self.reasoning[:limit]
         return reasoning, self.answer[: limit - len(reasoning)], True
+
+
+@dataclass(frozen=True)
+class AnswerShape:
+    """How a misbehaving model's answer looks (the ``SimModelKnobs`` of the same names):
+    ``echo`` (text the answer begins with), ``leak`` (control text after it), ``loop_period``
+    (tokens the filler repeats)."""
+
+    echo: str = ""
+    leak: str = ""
+    loop_period: int | None = None
+
+
+def system_text(messages: list[Any]) -> str:
+    """Text of the first ``role: system`` message ('' when there is none)."""
+    for m in messages:
+        if isinstance(m, dict) and m.get("role") == "system":
+            return message_text(m.get("content"))
+    return ""
+
+
+def _spaced(tokens: list[str]) -> list[str]:
+    """``tokens`` with whitespace before the first, to follow other text."""
+    if tokens and not tokens[0][:1].isspace():
+        return [("\n\n" + tokens[0]), *tokens[1:]]
+    return tokens
+
+
+def shaped_body(rng: random.Random, n: int, shape: AnswerShape) -> list[str]:
+    """``n`` answer tokens before the quality marker: the echo, the leaked markers, then
+    filler (repeating its first ``loop_period`` tokens); cut to ``n``."""
+    head = split_tokens(shape.echo.strip())
+    if shape.leak.strip():
+        head += _spaced(split_tokens(shape.leak.strip()))
+    filler = filler_tokens(rng, max(0, n - len(head)), _WORDS)
+    if shape.loop_period is not None and filler:
+        period = _spaced(filler[: shape.loop_period]) if head else filler[: shape.loop_period]
+        again = [" " + t.lstrip() for t in period]
+        filler = [*period, *(again * (len(filler) // len(period)))][: len(filler)]
+    elif head:
+        filler = _spaced(filler)
+    return [*head, *filler][:n]
 
 
 def sampling_key(temperature: Any, seed: Any) -> Any:
@@ -159,11 +204,16 @@ def plan_completion(
     quality: float,
     think: bool,
     answer_override: str | None = None,
+    shape: AnswerShape | None = None,
+    endless_reasoning: bool = False,
 ) -> Completion:
     """Plan a completion of ``answer_tokens`` tokens, ``reasoning_share`` of them reasoning
-    (none when ``think`` is false). The answer ends with the quality marker line, unless
-    ``answer_override`` (a judge verdict document) replaces the answer text."""
+    (none when ``think`` is false; all of them, never closed, with ``endless_reasoning``). The
+    answer ends with the quality marker line, unless ``answer_override`` (a judge verdict
+    document) replaces the answer text; ``shape`` shapes the text before the marker."""
     rng = rng_for("answer", seed, model, messages, sampling)
+    if endless_reasoning and think and answer_override is None:
+        return Completion(filler_tokens(rng, answer_tokens, _THINK_WORDS), [], endless=True)
     n_reason = round(answer_tokens * reasoning_share)
     n_answer = answer_tokens - n_reason
     reasoning = filler_tokens(rng, n_reason, _THINK_WORDS) if think else []
@@ -172,5 +222,9 @@ def plan_completion(
     if n_answer == 0:
         return Completion(reasoning, [])
     marker = quality_marker(quality)
-    answer = [*filler_tokens(rng, n_answer - 1, _WORDS), ("\n\n" if n_answer > 1 else "") + marker]
+    if shape is None or shape == AnswerShape():
+        body = filler_tokens(rng, n_answer - 1, _WORDS)
+    else:
+        body = shaped_body(rng, n_answer - 1, shape)
+    answer = [*body, ("\n\n" if n_answer > 1 else "") + marker]
     return Completion(reasoning, answer)

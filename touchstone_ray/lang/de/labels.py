@@ -208,6 +208,14 @@ REPORT: dict[str, str] = {
     "per_judge": "Sicht je Judge",
     "one_judge": "Nur ein Judge: keine Übereinstimmung messbar.",
     "answers": "Prompts und Antworten",
+    "answer_flags": "Antwort-Flags",
+    "answer_flags_note": (
+        "Antworten je Modell mit dem jeweiligen Flag (answer_flags der Records): was eine "
+        "Antwort außer ihrer Qualität zeigt, etwa Chat-Template-Text (template_leak: das "
+        "Chat-Template des Servers passt nicht zum Modell), den wiederholten Prompt "
+        "(prompt_echo) oder ein im Reasoning verbrauchtes Budget (cut_in_reasoning)."
+    ),
+    "n_answers": "Antworten",
     "tests": "Prüft",
     "green": "Green Flags",
     "red": "Red Flags",

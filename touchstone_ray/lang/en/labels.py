@@ -203,6 +203,14 @@ REPORT: dict[str, str] = {
     "per_judge": "Per judge",
     "one_judge": "A single judge: agreement cannot be measured.",
     "answers": "Prompts and answers",
+    "answer_flags": "Answer flags",
+    "answer_flags_note": (
+        "Answers per model that carry each flag (the records' answer_flags): what an answer "
+        "shows besides its quality, such as chat-template text (template_leak: the server's "
+        "chat template does not fit the model), the prompt repeated (prompt_echo) or a budget "
+        "spent inside the reasoning (cut_in_reasoning)."
+    ),
+    "n_answers": "Answers",
     "tests": "Tests",
     "green": "Green flags",
     "red": "Red flags",

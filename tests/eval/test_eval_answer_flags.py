@@ -1,0 +1,84 @@
+"""``run_eval`` against simulated models with each answer shape's knob: every record carries
+the flags of its answer (SPEC §7 ``answer_flags``), a failed cell none. Real Ray, real HTTP."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from eval_helpers import RayCluster, ray_cluster, run, shard_lines, tiny_pack, write_yaml
+
+from touchstone_ray.records import EvalResponse
+
+pytestmark = pytest.mark.slow
+
+BASE = {"ttft_ms": 1, "tps": 4000, "answer_tokens": 60}
+MODELS: dict[str, dict[str, Any]] = {
+    "clean": {},
+    "leak": {"leak_markers": "<|im_end|>\n<|im_start|>user"},
+    "echo": {"echo_prompt": "user"},
+    "loop": {"loop_period": 6},
+    "think": {"endless_reasoning": True},
+    "down": {"fail_rate": 1.0},
+}
+
+
+@pytest.fixture(scope="module")
+def rc() -> Iterator[RayCluster]:
+    with ray_cluster([]) as handle:
+        yield handle
+
+
+def test_each_shape_lands_in_its_records_flags(rc: RayCluster, tmp_path: Path) -> None:
+    data = tiny_pack(3) | {"language": "de"}
+    pack = write_yaml(tmp_path / "pack.yaml", data)
+    models = [
+        {"id": name, "engine": "simulated", "concurrency": 2, "sim": BASE | knobs}
+        for name, knobs in MODELS.items()
+    ]
+    config = write_yaml(
+        tmp_path / "fleet.yaml",
+        {
+            "ray": {"include_dashboard": False},
+            "models": models,
+            "scheduling": {"warmup": False, "max_attempts": 1},
+            "monitor": {"interval_s": 0.2, "gpu": "off"},
+        },
+    )
+    outcome, printed = run(pack, config, out=tmp_path / "runs")
+    assert outcome.bundle is not None, printed
+    assert outcome.exit_code == 1  # the "down" model failed every cell
+    records = {r["key"]: r for r in shard_lines(outcome.bundle)}
+    # tiny_pack(3): A1, A2 ("Frage Nummer i: was ist zu tun?") and E1 ("Notfall!"), each under
+    # the variants baseline ("Sei hilfreich.") and none
+    prompts = ["A1", "A2", "E1"]
+    assert len(records) == len(MODELS) * 2 * len(prompts)
+    got = {
+        name: {
+            f"{v}|{p}": records[f"{name}|{v}|{p}|1"]["answer_flags"]
+            for v in ("baseline", "none")
+            for p in prompts
+        }
+        for name in MODELS
+    }
+    every = {f"{v}|{p}": [] for v in ("baseline", "none") for p in prompts}
+    assert got["clean"] == every
+    assert got["leak"] == {k: ["template_leak"] for k in every}
+    # "Notfall!" is one word: too short a prompt to look for
+    assert got["echo"] == {k: [] if k.endswith("E1") else ["prompt_echo"] for k in every}
+    assert got["loop"] == {k: ["repetition_loop"] for k in every}
+    assert got["think"] == {
+        k: ["cut_at_limit", "cut_in_reasoning", "reasoning_only"] for k in every
+    }
+    assert got["down"] == every
+    assert all(not r["ok"] for r in records.values() if r["model"] == "down")
+    # the key comes last on every line, and each line reads back with it
+    for shard in (outcome.bundle / "responses").glob("*.jsonl"):
+        for line in shard.read_text(encoding="utf-8").splitlines():
+            record = EvalResponse.model_validate_json(line)
+            flags = json.dumps(record.answer_flags, separators=(",", ":"))
+            assert line.endswith(f',"answer_flags":{flags}}}')
+            assert record.answer_flags == records[record.key]["answer_flags"]

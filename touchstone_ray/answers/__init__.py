@@ -1,0 +1,92 @@
+"""Per-answer flags: answers that show a misconfigured server or a spent budget rather than a
+model's quality (SPEC §7 ``answer_flags``).
+
+One small detector per flag, each with its threshold as a named constant, and
+:func:`answer_flags`, which runs them all on one answer in :data:`ANSWER_FLAGS` order:
+
+- ``template_leak`` (:mod:`._markers`): chat-template control text in the content;
+- ``prompt_echo``, ``repetition_loop`` (:mod:`._text`): the answer begins with or mostly
+  consists of the prompt; a repeated n-gram run covers most of it;
+- ``cut_at_limit``, ``cut_in_reasoning``, ``empty``, ``reasoning_only`` (:mod:`._flags`);
+- ``wrong_language`` (:mod:`._language`, py3langid): not in the pack's language.
+
+It imports only the standard library, numpy and py3langid, so every stage can use it.
+"""
+
+from __future__ import annotations
+
+from touchstone_ray.answers._flags import (
+    ANSWER_FLAGS,
+    LENGTH_FINISH,
+    AnswerFlag,
+    answer_flags,
+    cut_at_limit,
+    cut_in_reasoning,
+    empty,
+    reasoning_only,
+)
+from touchstone_ray.answers._language import (
+    DETECT_LANGUAGES,
+    LANGUAGE_MIN_CONFIDENCE,
+    LANGUAGE_MIN_WORDS,
+    LANGUAGE_PREFIX_CHARS,
+    detect_language,
+    preload,
+    wrong_language,
+)
+from touchstone_ray.answers._markers import (
+    HTML_LIKE_MARKERS,
+    TEMPLATE_LEAK_MIN_HITS,
+    TEMPLATE_MARKERS,
+    leaked_markers,
+    template_leak,
+)
+from touchstone_ray.answers._text import (
+    ECHO_MIN_WORDS,
+    ECHO_PREFIX_WORDS,
+    ECHO_SHARE,
+    ECHO_START_SLACK_WORDS,
+    LOOP_MIN_WORDS,
+    LOOP_SHARE,
+    NGRAM_WORDS,
+    loop_cover,
+    ngram_hashes,
+    prompt_echo,
+    repetition_loop,
+    word_hashes,
+)
+
+__all__ = [
+    "ANSWER_FLAGS",
+    "DETECT_LANGUAGES",
+    "ECHO_MIN_WORDS",
+    "ECHO_PREFIX_WORDS",
+    "ECHO_SHARE",
+    "ECHO_START_SLACK_WORDS",
+    "HTML_LIKE_MARKERS",
+    "LANGUAGE_MIN_CONFIDENCE",
+    "LANGUAGE_MIN_WORDS",
+    "LANGUAGE_PREFIX_CHARS",
+    "LENGTH_FINISH",
+    "LOOP_MIN_WORDS",
+    "LOOP_SHARE",
+    "NGRAM_WORDS",
+    "TEMPLATE_LEAK_MIN_HITS",
+    "TEMPLATE_MARKERS",
+    "AnswerFlag",
+    "answer_flags",
+    "cut_at_limit",
+    "cut_in_reasoning",
+    "detect_language",
+    "empty",
+    "leaked_markers",
+    "loop_cover",
+    "ngram_hashes",
+    "preload",
+    "prompt_echo",
+    "reasoning_only",
+    "repetition_loop",
+    "template_leak",
+    "word_hashes",
+    "wrong_language",
+]
