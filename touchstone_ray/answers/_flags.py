@@ -7,7 +7,7 @@ reasoning is ``cut_at_limit``, ``cut_in_reasoning`` and ``reasoning_only`` at on
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from touchstone_ray.answers._language import wrong_language
 from touchstone_ray.answers._markers import leaked_markers
@@ -24,16 +24,7 @@ AnswerFlag = Literal[
     "wrong_language",
 ]
 
-ANSWER_FLAGS: tuple[AnswerFlag, ...] = (
-    "template_leak",
-    "prompt_echo",
-    "repetition_loop",
-    "cut_at_limit",
-    "cut_in_reasoning",
-    "empty",
-    "reasoning_only",
-    "wrong_language",
-)
+ANSWER_FLAGS: tuple[AnswerFlag, ...] = get_args(AnswerFlag)
 """Every flag, in the order :func:`answer_flags` lists them."""
 
 LENGTH_FINISH = "length"
