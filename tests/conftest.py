@@ -1,14 +1,16 @@
-"""Shared fixtures: a minimal valid pack as data, and a writer for YAML files."""
+"""Shared fixtures: a minimal valid pack as data, a writer for YAML files, and the suite's Ray
+(``ray_local``, ``rc``)."""
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from ray_env import LocalRay, RayCluster, local_ray, ray_cluster
 
 MINIMAL_PACK: dict[str, Any] = {
     "id": "mini",
@@ -56,3 +58,19 @@ def write_yaml(tmp_path: Path) -> Callable[[Any, str], Path]:
         return path
 
     return _write
+
+
+@pytest.fixture(scope="module")
+def ray_local(request: pytest.FixtureRequest) -> Iterator[LocalRay]:
+    """One local Ray per test module that asks for it (``RAY_CPUS`` in the module, default 2);
+    see ``ray_env.local_ray``."""
+    with local_ray(getattr(request.module, "RAY_CPUS", 2)) as ray:
+        yield ray
+
+
+@pytest.fixture(scope="module")
+def rc(request: pytest.FixtureRequest) -> Iterator[RayCluster]:
+    """One Ray cluster per test module that asks for it: a head and a worker per host label in
+    the module's ``RAY_HOSTS`` (default none); see ``ray_env.ray_cluster``."""
+    with ray_cluster(list(getattr(request.module, "RAY_HOSTS", ()))) as handle:
+        yield handle
