@@ -1,14 +1,23 @@
-"""Shared fixtures: a minimal valid pack as data, and a writer for YAML files."""
+"""Shared fixtures: a minimal valid pack as data, a writer for YAML files, the suite's Ray
+(``ray_local``, ``rc``), the tiers (``real`` and ``ui`` by folder) and the check that the
+run leaves no process behind."""
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from procs import RunProcesses, describe, kill_all, tag_run
+from ray_env import LocalRay, RayCluster, local_ray, ray_cluster
+
+TESTS = Path(__file__).resolve().parent
+FOLDER_MARKS = {"real": "real", "ui": "ui"}
+"""Folder under tests/ → the marker every test in it gets (pyproject.toml registers them)."""
+RUN = pytest.StashKey[RunProcesses]()
 
 MINIMAL_PACK: dict[str, Any] = {
     "id": "mini",
@@ -56,3 +65,55 @@ def write_yaml(tmp_path: Path) -> Callable[[Any, str], Path]:
         return path
 
     return _write
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[RUN] = RunProcesses(tag_run())
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        path = item.path.resolve()
+        if path.is_relative_to(TESTS) and (
+            mark := FOLDER_MARKS.get(path.relative_to(TESTS).parts[0])
+        ):
+            item.add_marker(mark)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    item.config.stash[RUN].note_descendants()  # a child orphaned later is still the run's
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_process_left_behind(pytestconfig: pytest.Config) -> Iterator[None]:
+    """Fail the run if a process it started (a descendant of pytest, or anything carrying
+    the run's tag: Ray workers, jobs, ``ray start`` nodes) is still running once the tests
+    ended and their fixtures stopped; those are killed after the report."""
+    yield
+    left = pytestconfig.stash[RUN].left_behind()
+    if left:
+        lines = describe(left)
+        kill_all(left)
+        pytest.fail(
+            "processes the tests started still ran after the last test (now killed):\n  "
+            + "\n  ".join(lines),
+            pytrace=False,
+        )
+
+
+@pytest.fixture(scope="module")
+def ray_local(request: pytest.FixtureRequest) -> Iterator[LocalRay]:
+    """One local Ray per test module that asks for it (``RAY_CPUS`` in the module, default 2);
+    see ``ray_env.local_ray``."""
+    with local_ray(getattr(request.module, "RAY_CPUS", 2)) as ray:
+        yield ray
+
+
+@pytest.fixture(scope="module")
+def rc(request: pytest.FixtureRequest) -> Iterator[RayCluster]:
+    """One Ray cluster per test module that asks for it: a head and a worker per host label in
+    the module's ``RAY_HOSTS`` (default none); see ``ray_env.ray_cluster``."""
+    with ray_cluster(list(getattr(request.module, "RAY_HOSTS", ()))) as handle:
+        yield handle

@@ -4,16 +4,13 @@ engine settings, cancel, and the loss of an actor mid-run."""
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import ray
-from ray_env import isolated_ray_auth
+from ray_env import LocalRay
 
 from touchstone_ray.config import ModelSpec
 from touchstone_ray.engines.base import EngineSettings
@@ -38,18 +35,9 @@ from touchstone_ray.judging.config import JudgeSpec
 
 
 @pytest.fixture(scope="module")
-def local_ray() -> Iterator[str]:
-    """One local Ray for the module; yields the driver's node id."""
-    tmp = tempfile.mkdtemp(prefix="tsd-")
-    with pytest.MonkeyPatch.context() as mp, isolated_ray_auth():
-        mp.setenv("HOME", tmp)
-        mp.setenv("RAY_TMPDIR", tmp)
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-        try:
-            yield ray.get_runtime_context().get_node_id()
-        finally:
-            ray.shutdown()
-    shutil.rmtree(tmp, ignore_errors=True)
+def local_ray(ray_local: LocalRay) -> str:
+    """The module's local Ray (``ray_local``, tests/conftest.py): the driver's node id."""
+    return ray_local.node_id
 
 
 def _worker_class() -> type:

@@ -11,26 +11,11 @@ import pytest
 import yaml
 from aiohttp import web
 from loopback_app import LoopbackApp
-from ray_env import isolated_ray_auth
+from ray_env import LocalRay
 
 from touchstone_ray.fleet.hosts import NodeInfo
 from touchstone_ray.fleet.preflight import HostReport, preflight_problems, run_hosts
 from touchstone_ray.sim import SimConfig, SimServer
-
-
-@pytest.fixture(scope="module")
-def local_ray(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    import ray
-
-    home = tmp_path_factory.mktemp("rayhome")
-    mp = pytest.MonkeyPatch()
-    mp.setenv("HOME", str(home))
-    mp.setenv("RAY_TMPDIR", str(home))
-    with isolated_ray_auth():
-        ray.init(num_cpus=2, include_dashboard=False)
-        yield
-        ray.shutdown()
-    mp.undo()
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +37,7 @@ def _config(tmp_path: Path, models: list[dict[str, object]]) -> Path:
 
 
 @pytest.mark.slow
-def test_hosts_ok(local_ray: None, sim_url: str, tmp_path: Path) -> None:
+def test_hosts_ok(ray_local: LocalRay, sim_url: str, tmp_path: Path) -> None:
     config = _config(
         tmp_path,
         [{"id": "served-model", "engine": "ollama", "base_url": sim_url}],
@@ -67,7 +52,7 @@ def test_hosts_ok(local_ray: None, sim_url: str, tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_hosts_reports_unreachable_and_unserved(
-    local_ray: None, sim_url: str, tmp_path: Path
+    ray_local: LocalRay, sim_url: str, tmp_path: Path
 ) -> None:
     port = _closed_port()
     config = _config(
@@ -99,7 +84,7 @@ class _KeyedServer(LoopbackApp):
 
 @pytest.mark.slow
 def test_hosts_sends_the_api_key(
-    local_ray: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ray_local: LocalRay, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server = _KeyedServer()
     server.start()

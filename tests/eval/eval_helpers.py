@@ -1,34 +1,27 @@
 """Helpers for the eval tests: a real multi-node Ray cluster, tiny packs and configs on disk,
 shard readers and the simulator's own counters.
 
-Each Ray-using module builds one :class:`RayCluster` in a module-scoped fixture with
-:func:`ray_cluster`; ``HOME`` and ``RAY_TMPDIR`` point at a short temp folder before Ray
-starts (ray-notes.md) and are restored at teardown. Nothing here mocks Ray, HTTP or files.
+A Ray-using module asks for the suite's ``rc`` fixture (``tests/conftest.py``): one
+:class:`RayCluster` for the module, with a worker per host label in its ``RAY_HOSTS``. Nothing
+here mocks Ray, HTTP or files.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import io
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 import yaml
-from ray_env import isolated_ray_auth
 
 from touchstone_ray.eval.run import EvalOptions, EvalOutcome, run_eval
 from touchstone_ray.fleet.client_actor import WARMUP_PROMPT
-from touchstone_ray.fleet.hosts import HOST_LABEL
 from touchstone_ray.sim._text import request_key
 
 REPO = Path(__file__).resolve().parents[2]
@@ -169,71 +162,3 @@ def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         env=dict(os.environ),
         cwd=REPO,
     )
-
-
-@dataclass
-class RayCluster:
-    """A started ``ray.cluster_utils.Cluster`` the test process is connected to."""
-
-    cluster: Any
-    address: str
-    tmp: Path
-    nodes: dict[str, Any] = field(default_factory=dict)
-    """Host label → ``ray._private.node.Node`` of its worker."""
-
-    def add_host(self, host: str) -> Any:
-        """Start a worker node labelled ``touchstone.host=<host>`` and wait for it."""
-        node = self.cluster.add_node(num_cpus=1, labels={HOST_LABEL: host})
-        self.cluster.wait_for_nodes()
-        self.nodes[host] = node
-        return node
-
-    @staticmethod
-    def node_ids_by_host() -> dict[str, str]:
-        """Alive nodes' host label → node id, from ``ray.nodes()``."""
-        import ray
-
-        return {
-            n["Labels"][HOST_LABEL]: n["NodeID"]
-            for n in ray.nodes()
-            if n.get("Alive") and HOST_LABEL in (n.get("Labels") or {})
-        }
-
-
-@contextlib.contextmanager
-def ray_cluster(hosts: list[str]) -> Iterator[RayCluster]:
-    """Head + one worker per host label; ``HOME``/``RAY_TMPDIR`` in a short temp folder;
-    ``ray.init(address=…)`` in this process; everything shut down and restored after."""
-    import ray
-    from ray.cluster_utils import Cluster
-
-    tmp = Path(tempfile.mkdtemp(prefix="tre", dir="/tmp"))  # short: socket path limit
-    saved = {k: os.environ.get(k) for k in ("HOME", "RAY_TMPDIR")}
-    os.environ["HOME"] = str(tmp / "home")
-    os.environ["RAY_TMPDIR"] = str(tmp / "ray")
-    (tmp / "home").mkdir()
-    cluster = None
-    auth = isolated_ray_auth()
-    auth.__enter__()
-    try:
-        cluster = Cluster(
-            initialize_head=True,
-            head_node_args={"num_cpus": 1, "include_dashboard": False},
-        )
-        handle = RayCluster(cluster=cluster, address=cluster.address, tmp=tmp)
-        for host in hosts:
-            handle.nodes[host] = cluster.add_node(num_cpus=1, labels={HOST_LABEL: host})
-        cluster.wait_for_nodes()
-        ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
-        yield handle
-    finally:
-        ray.shutdown()
-        if cluster is not None:
-            cluster.shutdown()
-        auth.__exit__(None, None, None)
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        shutil.rmtree(tmp, ignore_errors=True)

@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
-from ray_env import isolated_ray_auth
+from ray_env import LocalRay
 
 from touchstone_ray.config import ModelSpec
 from touchstone_ray.fleet import Cell
@@ -58,21 +58,6 @@ def test_workers_a_host_gives_a_split(cores: int | None, workers: int) -> None:
 
 def test_default_threshold_splits_64_streams() -> None:
     assert len(split_streams(64)) == 64 // STREAMS_PER_PROCESS
-
-
-@pytest.fixture(scope="module")
-def local_ray(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    import ray
-
-    home = tmp_path_factory.mktemp("rayhome")
-    mp = pytest.MonkeyPatch()
-    mp.setenv("HOME", str(home))
-    mp.setenv("RAY_TMPDIR", str(home))
-    with isolated_ray_auth():
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-        yield
-        ray.shutdown()
-    mp.undo()
 
 
 SCHEDULE = {"ttft_ms": 80, "tps": 100, "answer_tokens": 40}
@@ -139,7 +124,9 @@ def _truth(sim: SimServer) -> dict[str, dict[str, Any]]:
     return {t["key"]: t for t in traces}
 
 
-def test_64_streams_split_over_workers_with_true_stamps(local_ray: None, sim: SimServer) -> None:
+def test_64_streams_split_over_workers_with_true_stamps(
+    ray_local: LocalRay, sim: SimServer
+) -> None:
     procs, records = _run(sim, 64, "split")
     pids = [pid for pid, _ in procs["workers"]]
     assert len(pids) == 64 // STREAMS_PER_PROCESS
@@ -171,7 +158,7 @@ def rec_prompt(rec: dict[str, Any]) -> str:
     return f"{rec['key'].split('-')[0]} frage {rec['key'].split('-')[1]}"
 
 
-def test_records_have_the_same_shape_split_or_not(local_ray: None, sim: SimServer) -> None:
+def test_records_have_the_same_shape_split_or_not(ray_local: LocalRay, sim: SimServer) -> None:
     procs, records = _run(sim, 4, "single")
     assert procs["workers"] == []
     _, split_records = _run(sim, STREAMS_PER_PROCESS + 1, "two")

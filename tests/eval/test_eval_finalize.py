@@ -12,22 +12,13 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from eval_helpers import (
-    REPO,
-    RayCluster,
-    all_keys,
-    cli,
-    count_lines,
-    ray_cluster,
-    shard_lines,
-    tiny_pack,
-    write_yaml,
-)
+from eval_helpers import REPO, all_keys, cli, count_lines, shard_lines, tiny_pack, write_yaml
+from procs import sigint_default
+from ray_env import RayCluster
 
 from touchstone_ray.bundle import Bundle
 from touchstone_ray.eval.run import busy_line
@@ -38,12 +29,6 @@ pytestmark = pytest.mark.slow
 SIM = SimConfig(ttft_ms=100, tps=50, answer_tokens=10)  # ~0.3 s per cell
 N_PROMPTS = 16  # × 2 variants = 32 cells
 KILL_AT = 8
-
-
-@pytest.fixture(scope="module")
-def rc() -> Iterator[RayCluster]:
-    with ray_cluster([]) as handle:
-        yield handle
 
 
 def _args(tmp: Path, url: str, address: str) -> list[str]:
@@ -68,6 +53,7 @@ def _start(args: list[str], log: Path) -> subprocess.Popen[bytes]:
             env=dict(os.environ),
             cwd=REPO,
             start_new_session=True,
+            preexec_fn=sigint_default,  # Ctrl-C reaches it in a background run too
         )
 
 

@@ -10,7 +10,6 @@ import concurrent.futures
 import json
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +18,8 @@ import ray
 from eval_helpers import (
     BUERO_PACK,
     SIM_FLEET,
-    RayCluster,
     all_keys,
     count_lines,
-    ray_cluster,
     run,
     shard_lines,
     sim_keys,
@@ -31,6 +28,7 @@ from eval_helpers import (
     warmup_key,
     write_yaml,
 )
+from ray_env import RayCluster
 
 from touchstone_ray.bundle import Bundle
 from touchstone_ray.pack import load_pack
@@ -44,10 +42,8 @@ HOSTS = ["gpu-a", "gpu-b", "gpu-c"]
 FAST = {"ttft_ms": 5, "tps": 2000, "answer_tokens": 20}
 
 
-@pytest.fixture(scope="module")
-def rc() -> Iterator[RayCluster]:
-    with ray_cluster(HOSTS) as handle:
-        yield handle
+RAY_HOSTS = HOSTS
+"""A worker per host label in this module's ``rc`` (tests/conftest.py)."""
 
 
 def _fleet(models: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:

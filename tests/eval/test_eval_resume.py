@@ -15,7 +15,6 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,11 +22,9 @@ from typing import Any
 import pytest
 from eval_helpers import (
     REPO,
-    RayCluster,
     all_keys,
     cli,
     count_lines,
-    ray_cluster,
     run,
     shard_lines,
     sim_keys,
@@ -37,6 +34,7 @@ from eval_helpers import (
     warmup_key,
     write_yaml,
 )
+from ray_env import RayCluster
 
 from touchstone_ray.bundle import Bundle
 from touchstone_ray.bundle._responses import _prefix_key_and_ok
@@ -50,10 +48,8 @@ pytestmark = pytest.mark.slow
 FAST = {"ttft_ms": 5, "tps": 2000, "answer_tokens": 20}
 
 
-@pytest.fixture(scope="module")
-def rc() -> Iterator[RayCluster]:
-    with ray_cluster(["gpu-a", "gpu-b"]) as handle:
-        yield handle
+RAY_HOSTS = ["gpu-a", "gpu-b"]
+"""A worker per host label in this module's ``rc`` (tests/conftest.py)."""
 
 
 @dataclass

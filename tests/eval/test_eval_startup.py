@@ -9,14 +9,14 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp import web
-from eval_helpers import RayCluster, all_keys, ray_cluster, run, shard_lines, tiny_pack, write_yaml
+from eval_helpers import all_keys, run, shard_lines, tiny_pack, write_yaml
 from loopback_app import LoopbackApp
+from ray_env import RayCluster
 
 from touchstone_ray.storage import read_jsonl
 
@@ -57,10 +57,8 @@ class SlowPreflight(LoopbackApp):
         return resp
 
 
-@pytest.fixture(scope="module")
-def rc() -> Iterator[RayCluster]:
-    with ray_cluster(HOSTS) as handle:
-        yield handle
+RAY_HOSTS = HOSTS
+"""A worker per host label in this module's ``rc`` (tests/conftest.py)."""
 
 
 def _fleet(tmp: Path, models: list[dict[str, Any]]) -> Path:

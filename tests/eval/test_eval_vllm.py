@@ -5,14 +5,14 @@ before and after the model's cells into ``bundle.json`` ``server_checks``."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp import web
-from eval_helpers import RayCluster, ray_cluster, run, tiny_pack, write_yaml
+from eval_helpers import run, tiny_pack, write_yaml
 from loopback_app import LoopbackApp
+from ray_env import RayCluster
 
 from touchstone_ray.engines.vllm import TTFT_METRIC
 from touchstone_ray.errors import UsageError
@@ -77,12 +77,6 @@ class FakeVllm(LoopbackApp):
         await resp.write(b"data: [DONE]\n\n")
         await resp.write_eof()
         return resp
-
-
-@pytest.fixture(scope="module")
-def rc() -> Iterator[RayCluster]:
-    with ray_cluster([]) as handle:
-        yield handle
 
 
 def files(tmp: Path, url: str, warmup: bool) -> tuple[Path, Path]:

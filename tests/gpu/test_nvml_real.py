@@ -7,16 +7,15 @@ separate process (torch CUDA, else cupy), like a model server next to the monito
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 from pathlib import Path
 
 import pytest
+from procs import stop_group
+from ray_env import local_ray
 
 from touchstone_ray.records import HostSample
 from touchstone_ray.telemetry.finalize import resources_for
@@ -108,12 +107,15 @@ def test_matmul_window_shows_util_and_memory_delta() -> None:
         text=True,
     )
     deadline = time.monotonic() + LOAD_S + 60
-    while proc.poll() is None and time.monotonic() < deadline:
-        samples.append(sampler.sample())
-        time.sleep(0.5)
-    if proc.poll() is None:
-        proc.kill()
-    out = proc.communicate()[0]
+    try:
+        while proc.poll() is None and time.monotonic() < deadline:
+            samples.append(sampler.sample())
+            time.sleep(0.5)
+        if proc.poll() is None:
+            proc.kill()
+        out = proc.communicate()[0]
+    finally:
+        stop_group(proc)
     t_end = time.time()
     print(out)
     if proc.returncode == 3:
@@ -128,21 +130,13 @@ def test_matmul_window_shows_util_and_memory_delta() -> None:
 
 
 def test_monitor_actor_sees_the_gpus(tmp_path: Path) -> None:
-    import ray
-
     from touchstone_ray.fleet import MonitorSet
 
-    tmp = tempfile.mkdtemp(prefix="trg", dir="/tmp")
-    os.environ["RAY_TMPDIR"] = tmp
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
-    try:
+    with local_ray() as ray_here:
         ms = MonitorSet(tmp_path, interval_s=0.2)
-        caps = ms.start({"gpu-host": ray.get_runtime_context().get_node_id()})
+        caps = ms.start({"gpu-host": ray_here.node_id})
         assert caps["gpu-host"]["gpus"]["supported"], caps["gpu-host"]["gpus"]
         time.sleep(1.0)
         ms.stop()
         rows = [json.loads(x) for x in ms.path_for("gpu-host").read_text().splitlines()]
         assert rows and all(r["gpus"] for r in rows)
-    finally:
-        ray.shutdown()
-        shutil.rmtree(tmp, ignore_errors=True)

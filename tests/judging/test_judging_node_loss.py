@@ -7,8 +7,6 @@ from __future__ import annotations
 import concurrent.futures
 import io
 import json
-import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,9 +15,8 @@ from typing import Any
 import pytest
 import yaml
 from judging_factories import cells, make_pack, response, write_bundle
-from ray_env import isolated_ray_auth
+from ray_env import ray_cluster
 
-from touchstone_ray.fleet.hosts import HOST_LABEL
 from touchstone_ray.judging.runner import run_judge
 from touchstone_ray.storage import read_jsonl
 
@@ -29,25 +26,14 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[dict[str, Any]]:
     """Head + ``box`` worker; yields the Cluster, the box node handle and both node ids."""
-    import ray
-    from ray.cluster_utils import Cluster
-
-    tmp = tempfile.mkdtemp(prefix="tsl-")
-    with pytest.MonkeyPatch.context() as mp, isolated_ray_auth():
-        mp.setenv("HOME", tmp)
-        mp.setenv("RAY_TMPDIR", tmp)
-        c = Cluster(
-            initialize_head=True, head_node_args={"num_cpus": 2, "include_dashboard": False}
-        )
-        try:
-            box = c.add_node(num_cpus=1, labels={HOST_LABEL: "box"})
-            c.wait_for_nodes()
-            ray.init(address=c.address, log_to_driver=False)
-            yield {"cluster": c, "box": box, "box_id": box.node_id, "head_id": c.head_node.node_id}
-        finally:
-            ray.shutdown()
-            c.shutdown()
-    shutil.rmtree(tmp, ignore_errors=True)
+    with ray_cluster(["box"], head_cpus=2) as rc:
+        box = rc.nodes["box"]
+        yield {
+            "cluster": rc.cluster,
+            "box": box,
+            "box_id": box.node_id,
+            "head_id": rc.cluster.head_node.node_id,
+        }
 
 
 def _verdicts(bundle: Path, judge: str) -> list[dict[str, Any]]:

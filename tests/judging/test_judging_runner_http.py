@@ -29,6 +29,8 @@ from judge_server import (
     is_retry,
 )
 from judging_factories import cells, make_pack, response, write_bundle
+from procs import stop_group
+from ray_env import LocalRay
 
 from touchstone_ray.judging.runner import run_judge
 from touchstone_ray.pack import Pack
@@ -338,9 +340,7 @@ def test_a_failed_run_of_another_config_keeps_the_stored_verdicts(
 
 
 @pytest.mark.slow
-def test_killed_run_resumes_with_only_the_missing(
-    tmp_path: Path, ray_local: dict[str, str]
-) -> None:
+def test_killed_run_resumes_with_only_the_missing(tmp_path: Path, ray_local: LocalRay) -> None:
     server = JudgeServer(canned, delay_s=0.15)
     server.start()
     try:
@@ -349,12 +349,12 @@ def test_killed_run_resumes_with_only_the_missing(
         config = judge_config(tmp_path, server, concurrency=1)
         env = {
             **os.environ,
-            "HOME": ray_local["HOME"],
-            "RAY_TMPDIR": ray_local["RAY_TMPDIR"],
+            "HOME": str(ray_local.home),
+            "RAY_TMPDIR": str(ray_local.home),
             "RAY_AUTH_MODE": "token",
         }
         cmd = [sys.executable, "-m", "touchstone_ray.cli", "judge", "--bundle", str(bundle)]
-        cmd += ["--judge-config", str(config), "--address", ray_local["address"]]
+        cmd += ["--judge-config", str(config), "--address", ray_local.address]
         verdicts = bundle / "judgements" / "canned" / "verdicts.jsonl"
         with open(tmp_path / "judge.log", "wb") as log:
             proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -367,7 +367,7 @@ def test_killed_run_resumes_with_only_the_missing(
                 assert proc.poll() is None, (tmp_path / "judge.log").read_text()
                 proc.send_signal(signal.SIGKILL)
             finally:
-                proc.wait(10)
+                stop_group(proc)
         # wait until the killed driver's actor is gone (no new requests for a second)
         seen, quiet_since = -1, time.monotonic()
         while time.monotonic() - quiet_since < 1.0:

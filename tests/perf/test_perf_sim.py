@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
+from procs import sigint_default
 
 REPO = Path(__file__).resolve().parents[2]
 TPS = 100.0
@@ -232,9 +233,11 @@ def start_perf(tmp: Path, args: list[str]) -> subprocess.Popen[bytes]:
         env=env(tmp),
         cwd=REPO,
         start_new_session=True,
+        preexec_fn=sigint_default,  # Ctrl-C reaches it in a background run too
     )
 
 
+@pytest.mark.slow
 def test_sigkill_then_resume_reuses_finished_points(tmp_path: Path) -> None:
     config = fleet(tmp_path, {"sim-a": 0.0}, tps=40.0)  # ~0.4 s a request
     args = [
@@ -298,6 +301,7 @@ def test_sigkill_then_resume_reuses_finished_points(tmp_path: Path) -> None:
     assert [r["key"] for r in lines(shard)] == keys  # nothing was written
 
 
+@pytest.mark.slow
 def test_ctrl_c_finalizes_the_requests_written_so_far(tmp_path: Path) -> None:
     config = fleet(tmp_path, {"sim-a": 0.0}, tps=40.0)  # ~0.4 s a request
     args = ["--config", str(config), "--contexts", "64", "--concurrency", "1,2,3,4"]
@@ -354,6 +358,7 @@ def test_report_on_a_perf_bundle(capacity_run: tuple[Path, str, str]) -> None:
     assert ("SLO TTFT" in svg) if fair else ("no fair measurement" in svg)
 
 
+@pytest.mark.slow
 def test_compare_joins_perf_capacity_onto_eval_rows(capacity_run: tuple[Path, str, str]) -> None:
     """An eval of one model of the same fleet, then ``compare EVAL PERF``: the eval row gets
     the users at once its (model, host) reached in the perf bundle; the other model, only in
@@ -472,6 +477,7 @@ def test_compare_joins_perf_capacity_onto_eval_rows(capacity_run: tuple[Path, st
     assert {r["bundle"] for r in only} == {perf_bundle.name}
 
 
+@pytest.mark.slow
 def test_embed_throughput_against_the_simulator(tmp_path: Path) -> None:
     """``--embed``: 64 corpus chunks in batches of 8; the simulator answers a batch after
     ttft + words / embed_tps, and counts words as tokens."""
@@ -550,6 +556,7 @@ def test_closed_loop_schedule(capacity_run: tuple[Path, str, str]) -> None:
     assert all(r["sent_at"] >= r["scheduled_at"] for r in recs)
 
 
+@pytest.mark.slow
 def test_lockstep_sends_rounds_together(tmp_path: Path) -> None:
     """``--lockstep``: runs 1..7 at c = 3 go out in rounds [1, 2, 3], [4, 5, 6], [7]; a round
     is due (one ``scheduled_at`` for all) only after every request of the round before ended;

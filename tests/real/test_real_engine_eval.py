@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 from llama_server import MODEL_ALIAS, LlamaServer, llama_server
+from ray_env import LocalRay
 
 from touchstone_ray.errors import UsageError
 from touchstone_ray.eval.run import EvalOptions, run_eval
@@ -72,7 +73,7 @@ def server_count(server: LlamaServer, text: str, nonce: str) -> int:
 
 
 RAY_CPUS = 1
-"""One CPU for this module's local Ray (``local_ray`` in conftest)."""
+"""One CPU for this module's local Ray (``ray_local``, tests/conftest.py)."""
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +102,9 @@ def files(tmp: Path, server: LlamaServer) -> tuple[Path, Path]:
     return pack_path, config_path
 
 
-def test_context_check_then_allow_cut(small: LlamaServer, local_ray: None, tmp_path: Path) -> None:
+def test_context_check_then_allow_cut(
+    small: LlamaServer, ray_local: LocalRay, tmp_path: Path
+) -> None:
     from touchstone_ray.fleet.prompts import nonce_line
 
     pack_path, config_path = files(tmp_path, small)
@@ -144,7 +147,7 @@ def test_context_check_then_allow_cut(small: LlamaServer, local_ray: None, tmp_p
 
 
 def test_hosts_names_the_engine_and_suggests_llamacpp(
-    small: LlamaServer, local_ray: None, tmp_path: Path
+    small: LlamaServer, ray_local: LocalRay, tmp_path: Path
 ) -> None:
     from touchstone_ray.fleet.preflight import run_hosts
 

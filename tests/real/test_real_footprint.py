@@ -19,11 +19,9 @@ import contextlib
 import io
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections import Counter
@@ -34,10 +32,9 @@ from typing import Any
 
 import psutil
 import pytest
-import ray
 import yaml
 from llama_server import LlamaServer, free_port, llama_server
-from ray_env import isolated_ray_auth
+from ray_env import local_ray
 
 from touchstone_ray.eval.run import EvalOptions, busy_line, run_eval
 from touchstone_ray.records import EvalResponse, HostSample
@@ -204,31 +201,17 @@ def _listener(server: LlamaServer) -> int:
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
-    tmp = Path(tempfile.mkdtemp(prefix="trf", dir="/tmp"))  # short: Ray's socket paths
-    saved = {k: os.environ.get(k) for k in ("HOME", "RAY_TMPDIR")}
     logs = tmp_path_factory.mktemp("llama")
     with (
         llama_server(logs, ctx_size=2048, parallel=1) as small,
         llama_server(logs, ctx_size=16384, parallel=1) as big,
     ):
         proxy = TcpProxy(small.port)
-        os.environ["HOME"], os.environ["RAY_TMPDIR"] = str(tmp / "home"), str(tmp / "ray")
-        (tmp / "home").mkdir()
         try:
-            with isolated_ray_auth():
-                ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
-                try:
-                    yield _run_eval(tmp_path_factory.mktemp("eval"), small, big, proxy)
-                finally:
-                    ray.shutdown()
+            with local_ray():
+                yield _run_eval(tmp_path_factory.mktemp("eval"), small, big, proxy)
         finally:
             proxy.close()
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _run_eval(work: Path, small: LlamaServer, big: LlamaServer, proxy: TcpProxy) -> Run:

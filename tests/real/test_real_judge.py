@@ -118,7 +118,7 @@ def write_bundle(root: Path) -> Path:
     return root
 
 
-@pytest.mark.usefixtures("local_ray")
+@pytest.mark.usefixtures("ray_local")
 def test_gemma_judge_is_not_qualified(real_server: LlamaServer, tmp_path: Path) -> None:
     bundle = write_bundle(tmp_path / "bundle")
     judge = {

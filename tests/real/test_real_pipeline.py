@@ -20,7 +20,6 @@ import json
 import sys
 import urllib.request
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,8 @@ for _folder in (_EVAL_HELPERS, _REL_HELPERS):
     if _folder not in sys.path:
         sys.path.insert(0, _folder)
 
-from eval_helpers import RayCluster, cli, ray_cluster, shard_lines, write_yaml  # noqa: E402
+from eval_helpers import cli, shard_lines, write_yaml  # noqa: E402
+from ray_env import RayCluster  # noqa: E402
 from rel_helpers import kill_when, line_count, read_log, start_cli  # noqa: E402
 
 from touchstone_ray.engines.normalize import is_prompt_cached  # noqa: E402
@@ -99,12 +99,6 @@ class Pipeline:
 
     def records(self) -> list[dict[str, Any]]:
         return shard_lines(self.bundle)
-
-
-@pytest.fixture(scope="module")
-def rc() -> Iterator[RayCluster]:
-    with ray_cluster([]) as handle:
-        yield handle
 
 
 def _tokenize(server: LlamaServer, text: str) -> list[int]:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from eval_helpers import REPO, sim_stats
+from procs import sigint_default
 
 
 def start_cli(args: list[str], log: Path) -> subprocess.Popen[str]:
@@ -34,6 +35,7 @@ def start_cli(args: list[str], log: Path) -> subprocess.Popen[str]:
             env=dict(os.environ),
             cwd=REPO,
             start_new_session=True,
+            preexec_fn=sigint_default,  # Ctrl-C reaches it in a background run too
         )
 
 

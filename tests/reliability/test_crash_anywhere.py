@@ -17,17 +17,15 @@ import random
 import re
 import signal
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from eval_helpers import (
-    RayCluster,
     all_keys,
     cli,
-    ray_cluster,
     run,
     shard_lines,
     sim_keys,
@@ -35,6 +33,7 @@ from eval_helpers import (
     warmup_key,
     write_yaml,
 )
+from ray_env import RayCluster
 from rel_helpers import (
     fault_when,
     kill_when,
@@ -116,12 +115,6 @@ def crash_cycles(crash: Crash, points: list[int], logs: Path, sim_url: str) -> l
         stats = wait_sim_idle(sim_url)
         stages.append(Stage(point, seen, crash.done(), stats, read_log(log)[0]))
     return stages
-
-
-@pytest.fixture(scope="module")
-def rc() -> Iterator[RayCluster]:
-    with ray_cluster([]) as handle:
-        yield handle
 
 
 @dataclass

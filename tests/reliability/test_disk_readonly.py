@@ -14,16 +14,8 @@ from pathlib import Path
 
 import pytest
 from disk_image import ext4_mount, turn_read_only
-from eval_helpers import (
-    RayCluster,
-    all_keys,
-    cli,
-    ray_cluster,
-    shard_lines,
-    snapshot,
-    tiny_pack,
-    write_yaml,
-)
+from eval_helpers import all_keys, cli, shard_lines, snapshot, tiny_pack, write_yaml
+from ray_env import RayCluster
 from rel_helpers import fault_when, line_count, read_log, start_cli
 
 from touchstone_ray.sim import SimConfig, SimServer
@@ -32,12 +24,6 @@ pytestmark = pytest.mark.slow
 
 MODELS = ("da", "db")
 JUDGE_MODEL = "judge-d"
-
-
-@pytest.fixture(scope="module")
-def rc() -> Iterator[RayCluster]:
-    with ray_cluster([]) as handle:
-        yield handle
 
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -37,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from eval_helpers import RayCluster, all_keys, cli, shard_lines, tiny_pack, write_yaml
-from ray_env import isolated_ray_auth
+from eval_helpers import all_keys, cli, shard_lines, tiny_pack, write_yaml
+from ray_env import RayCluster, ray_cluster
 from rel_helpers import fault_when, line_count, read_log, start_cli, wait_for
 
 from touchstone_ray.engines.base import EngineSettings
@@ -120,9 +119,6 @@ def partition_cluster() -> Iterator[Partition]:
     head_ip, worker_ip = f"10.201.{k}.1", f"10.201.{k}.2"
     if _ip("netns", "add", ns, check=False).returncode != 0:
         pytest.skip("cannot create a network namespace here")
-    tmp = Path(tempfile.mkdtemp(prefix="trp", dir="/tmp"))  # short: socket path limit
-    saved = {name: os.environ.get(name) for name in ("HOME", "RAY_TMPDIR", *HEALTH_CHECK)}
-    cluster = None
     part: Partition | None = None
     try:
         _ip("link", "add", host_end, "type", "veth", "peer", "name", ns_end)
@@ -132,45 +128,18 @@ def partition_cluster() -> Iterator[Partition]:
         _ip("netns", "exec", ns, "ip", "addr", "add", f"{worker_ip}/30", "dev", ns_end)
         _ip("netns", "exec", ns, "ip", "link", "set", ns_end, "up")
         _ip("netns", "exec", ns, "ip", "link", "set", "lo", "up")
-        (tmp / "home").mkdir()
-        os.environ.update(HOME=str(tmp / "home"), RAY_TMPDIR=str(tmp / "ray"), **HEALTH_CHECK)
-        with isolated_ray_auth():
-            import ray
-            from ray.cluster_utils import Cluster
-
-            cluster = Cluster(
-                initialize_head=True,
-                head_node_args={
-                    "num_cpus": 1,
-                    "include_dashboard": False,
-                    "node_ip_address": head_ip,
-                },
-            )
-            cluster.add_node(num_cpus=1, labels={HOST_LABEL: "solid"}, node_ip_address=head_ip)
-            cluster.wait_for_nodes()
-            ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
-            rc = RayCluster(cluster=cluster, address=cluster.address, tmp=tmp)
+        on_veth = {"node_ip_address": head_ip}
+        with ray_cluster(["solid"], head_args=on_veth, node_args=on_veth, env=HEALTH_CHECK) as rc:
             part = Partition(ns, host_end, head_ip, worker_ip, dict(os.environ), rc)
             try:
                 yield part
             finally:
-                ray.shutdown()
                 part.link_up()
                 part.kill_namespace()
-                cluster.shutdown()
     finally:
-        if part is None:  # failed while starting: nothing above cleaned up
-            _kill_namespace(ns)
-            if cluster is not None:
-                cluster.shutdown()
+        _kill_namespace(ns)  # a start that failed half-way
         _ip("link", "del", host_end, check=False)
         _ip("netns", "del", ns, check=False)
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def test_partitioned_host_ends_node_lost_and_resumes(tmp_path: Path) -> None:

@@ -11,13 +11,13 @@ from __future__ import annotations
 import io
 import json
 import secrets
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from eval_helpers import RayCluster, cli, ray_cluster, shard_lines, tiny_pack, write_yaml
+from eval_helpers import cli, shard_lines, tiny_pack, write_yaml
 from judging_factories import cells, make_pack, response, write_bundle
+from ray_env import RayCluster
 from rel_helpers import find_secret
 
 from touchstone_ray.cli import main
@@ -28,12 +28,6 @@ from touchstone_ray.storage import read_jsonl
 pytestmark = pytest.mark.slow
 
 KEY_VAR = "TOUCHSTONE_TEST_KEY"
-
-
-@pytest.fixture(scope="module")
-def rc() -> Iterator[RayCluster]:
-    with ray_cluster([]) as handle:
-        yield handle
 
 
 # --- secrets -----------------------------------------------------------------------------

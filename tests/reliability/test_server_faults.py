@@ -11,12 +11,12 @@ real model's 30 s: the same code path (HTTP 503 "model is loading", retried with
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from eval_helpers import RayCluster, ray_cluster, run, shard_lines, sim_stats, tiny_pack, write_yaml
+from eval_helpers import run, shard_lines, sim_stats, tiny_pack, write_yaml
+from ray_env import RayCluster
 
 from touchstone_ray.sim import SimConfig, SimModelKnobs, SimServer
 from touchstone_ray.sim._text import request_key
@@ -48,12 +48,6 @@ EXPECTED: dict[str, list[tuple[bool, str | None, int]]] = {
     "errev": [(False, "protocol", 1)] * 2,
     "garbage": [(False, "protocol", 1)] * 2,
 }
-
-
-@pytest.fixture(scope="module")
-def rc() -> Iterator[RayCluster]:
-    with ray_cluster([]) as handle:
-        yield handle
 
 
 def _model(api: str, fault: str) -> str:

@@ -9,6 +9,7 @@ import sys
 
 import httpx
 import typer
+from procs import sigint_default, stop_group
 from typer.testing import CliRunner
 
 from touchstone_ray.sim import SimConfig
@@ -59,6 +60,8 @@ def test_serves_until_ctrl_c(tmp_path: os.PathLike[str]) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=True,
+        preexec_fn=sigint_default,  # Ctrl-C reaches it when the suite runs in the background too
     )
     try:
         assert proc.stdout is not None
@@ -72,6 +75,9 @@ def test_serves_until_ctrl_c(tmp_path: os.PathLike[str]) -> None:
         assert reply["usage"]["completion_tokens"] == 4
     finally:
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=10) == 0
+        try:
+            assert proc.wait(timeout=10) == 0
+        finally:
+            stop_group(proc)
     assert proc.stderr is not None
     assert "Traceback" not in proc.stderr.read()

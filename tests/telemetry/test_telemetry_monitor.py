@@ -1,24 +1,21 @@
-"""HostMonitor and MonitorSet on a real local Ray (one ray.init for the module)."""
+"""HostMonitor and MonitorSet on a real local Ray (one for the module)."""
 
 from __future__ import annotations
 
 import errno
 import itertools
 import os
-import shutil
 import statistics
-import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
 import ray
 from disk_image import ext4_mount, turn_read_only
-from ray_env import isolated_ray_auth
+from ray_env import LocalRay
 
 from touchstone_ray.fleet import MonitorSet, monitor_name
 from touchstone_ray.storage import read_jsonl
@@ -27,27 +24,9 @@ INTERVAL_S = 0.1
 
 
 @pytest.fixture(scope="module")
-def node_id() -> Iterator[str]:
-    """A local Ray with HOME and RAY_TMPDIR in a short temp folder (ray-notes.md)."""
-    tmp = tempfile.mkdtemp(prefix="trt", dir="/tmp")  # short: Ray's socket paths are limited
-    saved = {k: os.environ.get(k) for k in ("HOME", "RAY_TMPDIR")}
-    os.environ["HOME"] = os.path.join(tmp, "home")
-    os.environ["RAY_TMPDIR"] = os.path.join(tmp, "ray")
-    os.makedirs(os.environ["HOME"])
-    try:
-        with isolated_ray_auth():
-            ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
-            try:
-                yield ray.get_runtime_context().get_node_id()
-            finally:
-                ray.shutdown()
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        shutil.rmtree(tmp, ignore_errors=True)
+def node_id(ray_local: LocalRay) -> str:
+    """The module's local Ray (``ray_local``, tests/conftest.py): its node id."""
+    return ray_local.node_id
 
 
 def test_monitor_samples_at_interval(node_id: str, tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from procs import stop_group
 from ui_helpers import REPO, first_bundle_rel, packs_folder, shot, ui_server
 
 PROMPTS = 4
@@ -121,6 +122,4 @@ def test_live_page_follows_a_running_eval(tmp_path: Path, page: Any) -> None:
             assert page.locator("#ray-dashboard").count() == 0
             assert "Ray dashboard" not in page.content()
         finally:
-            if run.poll() is None:
-                run.terminate()
-                run.wait(timeout=30)
+            stop_group(run, timeout_s=30)  # SIGKILL if SIGTERM did not end it

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 import yaml
+from procs import stop_group
 from ui_helpers import REPO, UiServer, first_bundle_rel, packs_folder, shot, ui_server
 
 from touchstone_ray.bundle import STALE_AFTER_S, Bundle
@@ -89,9 +90,7 @@ def perf_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[UiServe
         try:
             yield server, run, fleet
         finally:
-            if run.poll() is None:
-                run.terminate()
-                run.wait(timeout=30)
+            stop_group(run, timeout_s=30)  # SIGKILL if SIGTERM did not end it
 
 
 def extra_requests(bundle: Path) -> int:

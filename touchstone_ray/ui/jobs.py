@@ -62,6 +62,10 @@ READY_TIMEOUT_S = 180.0
 """Longest wait for a started local head to accept a job (s)."""
 AUTH_MODE = "RAY_AUTH_MODE"
 """Ray's switch for token authentication (``token`` | ``disabled``)."""
+EXEC = "exec "
+"""Entrypoint prefix: Ray runs an entrypoint with ``/bin/sh -c``; ``exec`` makes the process Ray
+signals on stop (and kills with its supervisor) the CLI itself, not a shell that would die and
+leave the CLI running."""
 
 
 def _free_port() -> int:
@@ -250,7 +254,7 @@ class Jobs:
                     meta["touchstone_kind"],
                     str(job.status.value if hasattr(job.status, "value") else job.status),
                     hosts,
-                    job.entrypoint,
+                    job.entrypoint.removeprefix(EXEC),
                     start,
                     job.message,
                 )
@@ -297,7 +301,7 @@ class Jobs:
             try:
                 with self._refusals():
                     job = client.submit_job(
-                        entrypoint=shlex.join(argv),
+                        entrypoint=EXEC + shlex.join(argv),
                         submission_id=job_id,
                         metadata={"touchstone_kind": kind, "touchstone_hosts": ",".join(hosts)},
                     )

@@ -1,0 +1,75 @@
+"""A job stopped from the page leaves no process behind. Ray stops a job by signalling the
+entrypoint's process and the children it sees at that moment, and on the supervisor's exit
+kills only the supervisor's own children; a shell between them and the CLI (``/bin/sh -c
+touchstone-ray …``) left the CLI running, orphaned, whenever the shell forked it just after
+that look. The shell now ``exec``s the CLI: the process Ray signals is the run itself."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from pathlib import Path
+
+import psutil
+import yaml
+from test_ui_jobs import FLEET
+from test_ui_live import PACK
+
+from touchstone_ray.ui.jobs import Jobs
+
+DONE = ("SUCCEEDED", "FAILED", "STOPPED")
+
+
+def _runs_of(runs: Path) -> list[psutil.Process]:
+    """The processes whose command line names ``runs`` (the job's CLI, and a shell around it)."""
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if str(runs) in " ".join(proc.cmdline()):
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+def _is_cli(proc: psutil.Process) -> bool:
+    """``python …/touchstone-ray eval …``: the console script itself."""
+    with contextlib.suppress(psutil.Error):
+        return proc.cmdline()[1:3] == [
+            str(Path(proc.cmdline()[0]).with_name("touchstone-ray")),
+            "eval",
+        ]
+    return False
+
+
+def test_a_stopped_job_was_the_cli_itself_and_is_gone(tmp_path: Path) -> None:
+    runs, packs = (tmp_path / "runs").resolve(), (tmp_path / "packs").resolve()
+    runs.mkdir()
+    packs.mkdir()
+    (packs / "live.yaml").write_text(yaml.safe_dump(PACK, allow_unicode=True), encoding="utf-8")
+    (packs / "fleet.yaml").write_text(yaml.safe_dump(FLEET), encoding="utf-8")
+    jobs = Jobs(None, runs, packs)
+    try:
+        job_id = jobs.submit("eval", {"pack": "live.yaml", "config": "fleet.yaml"})
+        deadline = time.monotonic() + 120
+        while not (procs := _runs_of(runs)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        [cli] = procs
+        assert cli.cmdline()[1:3] == [
+            str(Path(cli.cmdline()[0]).with_name("touchstone-ray")),
+            "eval",
+        ]
+        assert cli.parent().cmdline()[0] == "ray::JobSupervisor"
+        [job] = [j for j in jobs.jobs() if j.job_id == job_id]
+        assert job.entrypoint == (
+            f"touchstone-ray eval --pack {packs / 'live.yaml'} --config {packs / 'fleet.yaml'} "
+            f"--out {runs}"
+        )
+        assert jobs.stop(job_id) is True
+        while jobs.logs(job_id)[0] not in DONE and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert jobs.logs(job_id)[0] == "STOPPED"
+        _, alive = psutil.wait_procs([cli], timeout=10)
+        assert alive == [] and _runs_of(runs) == []
+    finally:
+        jobs.close()
