@@ -4,12 +4,12 @@ the flags of its answer (SPEC §7 ``answer_flags``), a failed cell none. Real Ra
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from eval_helpers import RayCluster, ray_cluster, run, shard_lines, tiny_pack, write_yaml
+from eval_helpers import run, shard_lines, tiny_pack, write_yaml
+from ray_env import RayCluster
 
 from touchstone_ray.records import EvalResponse
 
@@ -24,12 +24,6 @@ MODELS: dict[str, dict[str, Any]] = {
     "think": {"endless_reasoning": True},
     "down": {"fail_rate": 1.0},
 }
-
-
-@pytest.fixture(scope="module")
-def rc() -> Iterator[RayCluster]:
-    with ray_cluster([]) as handle:
-        yield handle
 
 
 def test_each_shape_lands_in_its_records_flags(rc: RayCluster, tmp_path: Path) -> None:

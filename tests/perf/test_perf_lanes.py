@@ -12,14 +12,14 @@ import itertools
 import json
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))
-from eval_helpers import RayCluster, ray_cluster, write_yaml
+from eval_helpers import write_yaml
+from ray_env import RayCluster
 
 from touchstone_ray.perf.options import PerfOptions
 from touchstone_ray.perf.run import PerfOutcome, run_perf
@@ -33,10 +33,8 @@ PLAN = ["64-cached|1", "64|1", "64|2", "64|3"]
 """Each model's points in plan order (context and concurrency of the key)."""
 
 
-@pytest.fixture(scope="module")
-def rc() -> Iterator[RayCluster]:
-    with ray_cluster(HOSTS) as handle:
-        yield handle
+RAY_HOSTS = HOSTS
+"""The module's cluster (the ``rc`` fixture of tests/conftest.py): a worker per host."""
 
 
 def _fleet(tmp: Path, models: dict[str, str]) -> Path:
