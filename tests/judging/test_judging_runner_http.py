@@ -422,7 +422,7 @@ def test_a_judge_whose_actor_is_not_up_in_time_is_aborted_and_asked_nothing(
 
 
 @pytest.mark.slow
-def test_ctrl_c_keeps_every_verdict_and_says_so(tmp_path: Path, ray_local: dict[str, str]) -> None:
+def test_ctrl_c_keeps_every_verdict_and_says_so(tmp_path: Path, ray_local: LocalRay) -> None:
     """Ctrl-C in the middle of a judge run: the abort guard closes the stores and the actor,
     exit 1 with one line saying so; every verdict line written is whole, and a rerun asks only
     what is missing."""
@@ -434,12 +434,12 @@ def test_ctrl_c_keeps_every_verdict_and_says_so(tmp_path: Path, ray_local: dict[
         config = judge_config(tmp_path, server, concurrency=1)
         env = {
             **os.environ,
-            "HOME": ray_local["HOME"],
-            "RAY_TMPDIR": ray_local["RAY_TMPDIR"],
+            "HOME": str(ray_local.home),
+            "RAY_TMPDIR": str(ray_local.home),
             "RAY_AUTH_MODE": "token",
         }
         cmd = [sys.executable, "-m", "touchstone_ray.cli", "judge", "--bundle", str(bundle)]
-        cmd += ["--judge-config", str(config), "--address", ray_local["address"]]
+        cmd += ["--judge-config", str(config), "--address", ray_local.address]
         verdicts = bundle / "judgements" / "canned" / "verdicts.jsonl"
         with open(tmp_path / "judge.log", "wb") as log:
             proc = subprocess.Popen(
