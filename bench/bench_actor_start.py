@@ -11,7 +11,7 @@ actor's creation:
 * ``client+monitor``: the same while the host's monitor starts beside it, as ``eval`` does;
 * ``steps``: a pinned actor that, inside its worker, times its own start (creation → its
   ``__init__``), the client actor's imports, and the host facts ``ready`` gathers
-  (:func:`~touchstone_ray.fleet.client_actor.host_facts`).
+  (:func:`~touchstone_ray.fleet.host_facts.host_facts`).
 
 Also, in fresh interpreters: ``import ray`` and ``import touchstone_ray.fleet.client_actor``
 (what the client actor's worker imports beyond Ray). Prints one JSON summary (seconds,

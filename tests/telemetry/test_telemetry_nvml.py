@@ -201,7 +201,7 @@ def test_decode_throttle_reasons(mask: int, names: list[str]) -> None:
 
 
 def test_gpu_inventory_for_the_manifest(monkeypatch: pytest.MonkeyPatch) -> None:
-    from touchstone_ray.fleet.client_actor import gpu_inventory
+    from touchstone_ray.fleet.host_facts import gpu_inventory
 
     install(monkeypatch, fake_pynvml(n_gpus=2))
     assert gpu_inventory() == [

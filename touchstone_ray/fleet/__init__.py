@@ -39,9 +39,6 @@ if TYPE_CHECKING:
         STREAMS_PER_PROCESS,
         WARMUP_PROMPT,
         HostClient,
-        cpu_model,
-        gpu_inventory,
-        host_facts,
         max_stream_workers,
         spawn_client,
         split_streams,
@@ -56,6 +53,7 @@ if TYPE_CHECKING:
         call_deadline_s,
         spawn_pinned,
     )
+    from touchstone_ray.fleet.host_facts import cpu_model, gpu_inventory, host_facts
     from touchstone_ray.fleet.hosts import (
         HOST_LABEL,
         NodeInfo,
@@ -106,9 +104,9 @@ _MODULE_OF: dict[str, str] = {
     "STREAMS_PER_PROCESS": "client_actor",
     "WARMUP_PROMPT": "client_actor",
     "HostClient": "client_actor",
-    "cpu_model": "client_actor",
-    "gpu_inventory": "client_actor",
-    "host_facts": "client_actor",
+    "cpu_model": "host_facts",
+    "gpu_inventory": "host_facts",
+    "host_facts": "host_facts",
     "max_stream_workers": "client_actor",
     "spawn_client": "client_actor",
     "split_streams": "client_actor",
