@@ -5,6 +5,7 @@ asking only what is missing."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -339,35 +341,63 @@ def test_a_failed_run_of_another_config_keeps_the_stored_verdicts(
     assert json.loads((bundle / "scorecard.json").read_text())["rows"] == card
 
 
+@dataclass
+class MidwayJudge:
+    """A ``judge`` command in a subprocess, stopped after its fourth verdict line."""
+
+    proc: subprocess.Popen[bytes]
+    bundle: Path
+    config: Path
+    verdicts: Path
+    log: Path
+
+
+@contextlib.contextmanager
+def judge_midway(
+    tmp_path: Path, ray_local: LocalRay, server: JudgeServer, *, sigint_default: bool = False
+) -> Iterator[MidwayJudge]:
+    """Start ``touchstone-ray judge`` on a 20-answer bundle against ``server`` (one call at a
+    time, on the suite's cluster) and yield once it has written four verdicts; the process is
+    still running then. ``sigint_default`` restores SIGINT's default action in the child (a
+    background child ignores it otherwise). The process is killed on the way out."""
+    pack = make_pack()
+    bundle = write_bundle(tmp_path / "bundle", pack, plain_responses(pack, ("m", "m2")))
+    config = judge_config(tmp_path, server, concurrency=1)
+    env = {
+        **os.environ,
+        "HOME": str(ray_local.home),
+        "RAY_TMPDIR": str(ray_local.home),
+        "RAY_AUTH_MODE": "token",
+    }
+    cmd = [sys.executable, "-m", "touchstone_ray.cli", "judge", "--bundle", str(bundle)]
+    cmd += ["--judge-config", str(config), "--address", ray_local.address]
+    verdicts = bundle / "judgements" / "canned" / "verdicts.jsonl"
+    log_path = tmp_path / "judge.log"
+    preexec = (lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)) if sigint_default else None
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            cmd, env=env, stdout=log, stderr=subprocess.STDOUT, preexec_fn=preexec
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and proc.poll() is None:
+                if verdicts.exists() and verdicts.read_bytes().count(b"\n") >= 4:
+                    break
+                time.sleep(0.05)
+            assert proc.poll() is None, log_path.read_text()
+            yield MidwayJudge(proc, bundle, config, verdicts, log_path)
+        finally:
+            stop_group(proc)
+
+
 @pytest.mark.slow
 def test_killed_run_resumes_with_only_the_missing(tmp_path: Path, ray_local: LocalRay) -> None:
     server = JudgeServer(canned, delay_s=0.15)
     server.start()
     try:
-        pack = make_pack()
-        bundle = write_bundle(tmp_path / "bundle", pack, plain_responses(pack, ("m", "m2")))
-        config = judge_config(tmp_path, server, concurrency=1)
-        env = {
-            **os.environ,
-            "HOME": str(ray_local.home),
-            "RAY_TMPDIR": str(ray_local.home),
-            "RAY_AUTH_MODE": "token",
-        }
-        cmd = [sys.executable, "-m", "touchstone_ray.cli", "judge", "--bundle", str(bundle)]
-        cmd += ["--judge-config", str(config), "--address", ray_local.address]
-        verdicts = bundle / "judgements" / "canned" / "verdicts.jsonl"
-        with open(tmp_path / "judge.log", "wb") as log:
-            proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
-            try:
-                deadline = time.monotonic() + 60
-                while time.monotonic() < deadline and proc.poll() is None:
-                    if verdicts.exists() and verdicts.read_bytes().count(b"\n") >= 4:
-                        break
-                    time.sleep(0.05)
-                assert proc.poll() is None, (tmp_path / "judge.log").read_text()
-                proc.send_signal(signal.SIGKILL)
-            finally:
-                stop_group(proc)
+        with judge_midway(tmp_path, ray_local, server) as run:
+            run.proc.send_signal(signal.SIGKILL)
+        bundle, config, verdicts = run.bundle, run.config, run.verdicts
         # wait until the killed driver's actor is gone (no new requests for a second)
         seen, quiet_since = -1, time.monotonic()
         while time.monotonic() - quiet_since < 1.0:
@@ -429,52 +459,22 @@ def test_ctrl_c_keeps_every_verdict_and_says_so(tmp_path: Path, ray_local: Local
     server = JudgeServer(canned, delay_s=0.15)
     server.start()
     try:
-        pack = make_pack()
-        bundle = write_bundle(tmp_path / "bundle", pack, plain_responses(pack, ("m", "m2")))
-        config = judge_config(tmp_path, server, concurrency=1)
-        env = {
-            **os.environ,
-            "HOME": str(ray_local.home),
-            "RAY_TMPDIR": str(ray_local.home),
-            "RAY_AUTH_MODE": "token",
-        }
-        cmd = [sys.executable, "-m", "touchstone_ray.cli", "judge", "--bundle", str(bundle)]
-        cmd += ["--judge-config", str(config), "--address", ray_local.address]
-        verdicts = bundle / "judgements" / "canned" / "verdicts.jsonl"
-        with open(tmp_path / "judge.log", "wb") as log:
-            proc = subprocess.Popen(
-                cmd,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-            )
-            try:
-                deadline = time.monotonic() + 60
-                while time.monotonic() < deadline and proc.poll() is None:
-                    if verdicts.exists() and verdicts.read_bytes().count(b"\n") >= 4:
-                        break
-                    time.sleep(0.05)
-                assert proc.poll() is None, (tmp_path / "judge.log").read_text()
-                proc.send_signal(signal.SIGINT)
-                proc.wait(60)
-            finally:
-                if proc.poll() is None:
-                    proc.kill()
-                    proc.wait(10)
-        printed = (tmp_path / "judge.log").read_text()
-        assert proc.returncode == 1, printed
+        with judge_midway(tmp_path, ray_local, server, sigint_default=True) as run:
+            run.proc.send_signal(signal.SIGINT)
+            run.proc.wait(60)
+        printed = run.log.read_text()
+        assert run.proc.returncode == 1, printed
         assert printed.splitlines()[-1] == (
             "error: interrupted; stored verdicts kept, rerun to resume"
         )
-        data = verdicts.read_bytes()
+        data = run.verdicts.read_bytes()
         assert data.endswith(b"\n")  # closed whole: no torn last line
         kept = [json.loads(line) for line in data.splitlines()]
         assert 4 <= len(kept) < 20
         server.reset()
-        assert run_judge(bundle, config, out=io.StringIO()) == 0
+        assert run_judge(run.bundle, run.config, out=io.StringIO()) == 0
         assert len(server.answer_bodies()) == 20 - len({v["key"] for v in kept})
-        assert len({v["key"] for v in verdict_lines(bundle)}) == 20
+        assert len({v["key"] for v in verdict_lines(run.bundle)}) == 20
     finally:
         server.stop()
 
