@@ -29,7 +29,7 @@ from touchstone_ray.bundle._responses import ResponseScan, ResponseShards
 from touchstone_ray.config import FleetConfig
 from touchstone_ray.errors import BundleError
 from touchstone_ray.pack import Pack, load_pack, pack_sha256
-from touchstone_ray.records import SCHEMA_VERSION
+from touchstone_ray.records import SCHEMA_VERSION, EvalResponse
 from touchstone_ray.version import __version__
 
 SECRET_HINTS = ("key", "apikey", "token", "secret", "password", "authorization")
@@ -300,6 +300,32 @@ class Bundle:
     def responses(self) -> list[dict[str, Any]]:
         """Every response record, de-duplicated by key (ok wins, first ok wins)."""
         return self.shards.records()
+
+    def pack_responses(self, pack: Pack) -> tuple[list[EvalResponse], int]:
+        """The de-duplicated responses of ``pack``'s prompts and variants, as typed records in
+        bundle order (manifest model order, pack variant order, prompt order, repeat), and the
+        count of records skipped (unreadable, or of a prompt or variant not in ``pack``)."""
+        models = self.manifest().model_labels()
+        variants = [v.id for v in pack.prompt_variants]
+        prompts = [p.id for p in pack.prompts()]
+        found: list[EvalResponse] = []
+        skipped = 0
+        for record in self.responses():
+            try:
+                response = EvalResponse.model_validate(record)
+            except ValidationError:
+                skipped += 1
+                continue
+            if response.variant not in variants or response.prompt_id not in prompts:
+                skipped += 1
+                continue
+            found.append(response)
+
+        def order(r: EvalResponse) -> tuple[int, str, int, int, int]:
+            m = models.index(r.model) if r.model in models else len(models)
+            return (m, r.model, variants.index(r.variant), prompts.index(r.prompt_id), r.repeat)
+
+        return sorted(found, key=order), skipped
 
     # resume checks ------------------------------------------------------------------------
     def check_resume(self, pack_path: Path | None, config: FleetConfig) -> None:

@@ -34,7 +34,7 @@ from typing import TextIO
 import yaml
 from pydantic import ValidationError
 
-from touchstone_ray.bundle import Bundle, JudgeFiles, Manifest
+from touchstone_ray.bundle import Bundle, JudgeFiles
 from touchstone_ray.config import LOCAL_HOST, FleetConfig, ModelSpec, RaySettings
 from touchstone_ray.errors import (
     BundleError,
@@ -47,8 +47,7 @@ from touchstone_ray.judging.checks import check_line, judge_check
 from touchstone_ray.judging.config import JudgeConfig, JudgeSpec, load_judge_config
 from touchstone_ray.judging.driver import JudgeDriver, JudgeRun
 from touchstone_ray.judging.worklist import JudgePlan, plan_judge
-from touchstone_ray.pack import Pack
-from touchstone_ray.records import EvalResponse, HolisticReport, Verdict
+from touchstone_ray.records import HolisticReport, Verdict
 from touchstone_ray.scoring.scorecard import build_scorecard, write_scorecard
 
 __all__ = ["run_judge"]
@@ -71,38 +70,6 @@ def _frozen_fleet(bundle: Bundle) -> FleetConfig | None:
         return FleetConfig.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
     except (OSError, yaml.YAMLError, ValidationError):
         return None
-
-
-def _load_responses(
-    bundle: Bundle, pack: Pack, manifest: Manifest, out: TextIO
-) -> list[EvalResponse]:
-    """The bundle's de-duplicated responses of this pack's prompts and variants, in bundle
-    order (manifest model order, pack variant order, prompt order, repeat)."""
-    models = manifest.model_labels()
-    variants = [v.id for v in pack.prompt_variants]
-    prompts = [p.id for p in pack.prompts()]
-    found: list[EvalResponse] = []
-    skipped = 0
-    for record in bundle.responses():
-        try:
-            response = EvalResponse.model_validate(record)
-        except ValidationError:
-            skipped += 1
-            continue
-        if response.variant not in variants or response.prompt_id not in prompts:
-            skipped += 1
-            continue
-        found.append(response)
-    if skipped:
-        print(
-            f"warning: {skipped} response records skipped (unreadable or not in the pack)", file=out
-        )
-
-    def order(r: EvalResponse) -> tuple[int, str, int, int, int]:
-        m = models.index(r.model) if r.model in models else len(models)
-        return (m, r.model, variants.index(r.variant), prompts.index(r.prompt_id), r.repeat)
-
-    return sorted(found, key=order)
 
 
 def _check_hosts(
@@ -201,7 +168,11 @@ def _run_judge(
     manifest = bundle.manifest()
     pack = bundle.pack()
     pack_sha = bundle.pack_sha256()
-    responses = _load_responses(bundle, pack, manifest, out)
+    responses, skipped = bundle.pack_responses(pack)
+    if skipped:
+        print(
+            f"warning: {skipped} response records skipped (unreadable or not in the pack)", file=out
+        )
     if not responses:
         raise BundleError(f"{bundle.root}: no responses to judge; run eval first")
     fleet = _frozen_fleet(bundle)

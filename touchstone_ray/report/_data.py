@@ -20,8 +20,6 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from touchstone_ray.bundle import (
     Bundle,
     JudgeFiles,
@@ -114,26 +112,6 @@ class ReportData:
         return [seen[i] for i in sorted(seen)]
 
 
-def _load_responses(bundle: Bundle, pack: Pack, manifest: Manifest) -> list[EvalResponse]:
-    models = manifest.model_labels()
-    variants = [v.id for v in pack.prompt_variants]
-    prompts = [p.id for p in pack.prompts()]
-    found: list[EvalResponse] = []
-    for record in bundle.responses():
-        try:
-            response = EvalResponse.model_validate(record)
-        except ValidationError:
-            continue
-        if response.variant in variants and response.prompt_id in prompts:
-            found.append(response)
-
-    def order(r: EvalResponse) -> tuple[int, str, int, int, int]:
-        m = models.index(r.model) if r.model in models else len(models)
-        return (m, r.model, variants.index(r.variant), prompts.index(r.prompt_id), r.repeat)
-
-    return sorted(found, key=order)
-
-
 def _load_phases(layout: Layout) -> dict[str, list[Phase]]:
     open_: dict[tuple[str, str], float] = {}
     out: dict[str, list[Phase]] = defaultdict(list)
@@ -201,9 +179,7 @@ def load_report_data(root: Path, *, judged: bool) -> ReportData:
         raise BundleError(f"{root}: frozen pack.yaml unusable ({exc})") from None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        responses = (
-            _load_responses(bundle, pack, manifest) if bundle.layout.responses_dir.is_dir() else []
-        )
+        responses = bundle.pack_responses(pack)[0] if bundle.layout.responses_dir.is_dir() else []
         samples = read_host_samples(bundle.layout)
         phases = _load_phases(bundle.layout)
     by_row: dict[RowKey, list[EvalResponse]] = defaultdict(list)
