@@ -266,16 +266,20 @@ def test_an_actor_killed_mid_run_loses_its_lanes_only(local_ray: str) -> None:
 
 def test_deadline_derives_from_the_engine_settings() -> None:
     settings = EngineSettings(base_url="http://x:1", timeout_s=10.0, max_attempts=3)
-    assert call_deadline_s(settings) == 10.0 * 3 + settings.load_timeout_s + DEADLINE_SLACK_S
-    assert call_deadline_s(settings) == 960.0  # load_timeout_s 900 by default
-    quick = settings.model_copy(update={"load_timeout_s": 5.0, "max_attempts": 1})
-    assert call_deadline_s(quick, calls=2) == 2 * 10.0 + 5.0 + 30.0
+    waits = settings.load_timeout_s + settings.engine_down_timeout_s
+    assert call_deadline_s(settings) == 10.0 * 3 + waits + DEADLINE_SLACK_S
+    assert call_deadline_s(settings) == 1260.0  # 900 s loading + 300 s refused by default
+    quick = settings.model_copy(
+        update={"load_timeout_s": 5.0, "max_attempts": 1, "engine_down_timeout_s": 7.0}
+    )
+    assert call_deadline_s(quick, calls=2) == 2 * 10.0 + 5.0 + 7.0 + 30.0
     model = ModelSpec(id="m", engine="openai", base_url="http://x:1/v1", timeout_s=20.0)
-    eval_settings = model.engine_settings(None, max_attempts=2)
+    eval_settings = model.engine_settings(None, max_attempts=2, engine_down_timeout_s=60.0)
     assert (eval_settings.timeout_s, eval_settings.max_attempts) == (20.0, 2)
-    assert call_deadline_s(eval_settings) == 20.0 * 2 + 900.0 + 30.0
+    assert call_deadline_s(eval_settings) == 20.0 * 2 + 900.0 + 60.0 + 30.0
     judge = JudgeSpec(id="j", engine="simulated", model="jm")
-    assert call_deadline_s(judge.engine_settings(None), calls=2) == 2 * 300.0 * 3 + 900 + 30
+    judge_deadline = 2 * 300.0 * 3 + 900 + 300 + 30
+    assert call_deadline_s(judge.engine_settings(None), calls=2) == judge_deadline
 
 
 def test_an_actor_added_while_running_is_run_too(local_ray: str) -> None:

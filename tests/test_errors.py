@@ -18,6 +18,7 @@ TREE = {
     "EngineError": "TouchstoneError",
     "EngineTimeout": "EngineError",
     "EngineConnectError": "EngineError",
+    "EngineRefused": "EngineConnectError",
     "EngineHTTPError": "EngineError",
     "EngineModelLoading": "EngineHTTPError",
     "EngineContextError": "EngineHTTPError",

@@ -98,6 +98,10 @@ class SchedulingSettings(_Strict):
     """Models that may run at once on one host (1 = one after another)."""
     max_attempts: int = Field(default=3, ge=1)
     """Attempts per cell, with jittered exponential backoff on 5xx/timeout/connect."""
+    engine_down_timeout_s: float = Field(default=300.0, ge=0)
+    """How long a model's cells wait for an endpoint that refuses connections (an engine
+    restarting), probing it every 2 s without spending attempts (s); past it they fail as
+    ``connect``."""
     warmup: bool = True
     """One untimed request per model before its cells."""
     cache_bust: bool = False

@@ -69,10 +69,16 @@ class EndpointSpec(BaseModel):
         return self.host or LOCAL_HOST
 
     def engine_settings(
-        self, api_key: str | None, *, max_attempts: int | None = None, prompt_cache: bool = True
+        self,
+        api_key: str | None,
+        *,
+        max_attempts: int | None = None,
+        prompt_cache: bool = True,
+        engine_down_timeout_s: float | None = None,
     ) -> EngineSettings:
-        """The engine settings of this endpoint (``max_attempts`` ``None``: the engines'
-        default). The key is passed in memory, never read here."""
+        """The engine settings of this endpoint (``max_attempts`` and
+        ``engine_down_timeout_s`` (s) ``None``: the engines' defaults). The key is passed in
+        memory, never read here."""
         settings: dict[str, Any] = {
             "base_url": self.base_url or UNUSED_BASE_URL,
             "api_key": api_key,
@@ -81,4 +87,6 @@ class EndpointSpec(BaseModel):
         }
         if max_attempts is not None:
             settings["max_attempts"] = max_attempts
+        if engine_down_timeout_s is not None:
+            settings["engine_down_timeout_s"] = engine_down_timeout_s
         return EngineSettings(**settings)

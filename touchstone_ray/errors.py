@@ -10,6 +10,7 @@
     ├── EngineError           one request to a model server failed (stored as data)
     │   ├── EngineTimeout     deadline or read timeout          -> error_kind "timeout"
     │   ├── EngineConnectError cannot reach the endpoint        -> error_kind "connect"
+    │   │   └── EngineRefused  refused: waited for within engine_down_timeout_s
     │   ├── EngineHTTPError   non-2xx status                    -> "http_4xx" / "http_5xx"
     │   │   ├── EngineModelLoading 503 while the model loads: retried within load_timeout_s
     │   │   └── EngineContextError the prompt exceeds the context   -> "context", never retried
@@ -88,6 +89,12 @@ class EngineConnectError(EngineError):
 
     error_kind: ErrorKind = "connect"
     retryable = True
+
+
+class EngineRefused(EngineConnectError):
+    """The endpoint refused the connection (nothing listens on its port: an engine that
+    restarts or stopped). The retry policy waits for it up to ``engine_down_timeout_s``,
+    probing every ``down_probe_s``, without counting against ``max_attempts``."""
 
 
 class EngineHTTPError(EngineError):

@@ -137,6 +137,10 @@ class ChatResult(_Record):
     chunks and characters) or ``missing`` (a failed call)."""
     load_duration_s: float | None = None
     """Model load time the server reported (s, Ollama ``load_duration``); ``None`` elsewhere."""
+    engine_down_s: float | None = None
+    """Time the call waited for its endpoint while it refused connections (an engine
+    restarting; s, from the call's first refused connect; not counted in ``attempt``);
+    ``None`` when it was never refused."""
     # outcome
     ok: bool
     """The call produced an answer stream (even an empty one); ``False`` = a failed cell."""
@@ -256,8 +260,8 @@ EVAL_RESPONSE_FIELDS: tuple[str, ...] = (
     "sys_used_mb", "sys_used_baseline_mb", "sys_used_delta_mb", "swap_delta_mb",
     "mem_pressure_max", "throttled", "gpu_mem_used_mb", "gpu_mem_delta_mb", "gpu_util_pct",
     "gpu_temp_c_max", "gpu_power_w", "gpu_throttle_reasons", "n_samples",
-    # answer checks (last: the keys before it keep their places)
-    "answer_flags",
+    # added later, each at the end so the keys before it keep their places
+    "answer_flags", "engine_down_s",
 )  # fmt: skip
 """Every :class:`EvalResponse` field in its on-disk order (SPEC §7, a Contract: the order of
 the keys in a response line)."""

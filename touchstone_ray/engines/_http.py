@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import errno
 import functools
 import re
 import time
@@ -27,6 +28,7 @@ from touchstone_ray.errors import (
     EngineError,
     EngineHTTPError,
     EngineModelLoading,
+    EngineRefused,
     EngineTimeout,
     StreamProtocolError,
     one_line,
@@ -241,7 +243,8 @@ async def http_error(resp: aiohttp.ClientResponse) -> EngineHTTPError:
 def map_client_error(exc: BaseException, url: str, got_response: bool) -> EngineError:
     """Map an aiohttp/asyncio error raised while talking to ``url`` to errors.py.
 
-    Before a response: connect errors and connect timeouts -> :class:`EngineConnectError`.
+    Before a response: a refused connection (``ECONNREFUSED``) -> :class:`EngineRefused`;
+    other connect errors and connect timeouts -> :class:`EngineConnectError`.
     After the response began: a cut body (incomplete chunked payload, reset, disconnect) ->
     retryable :class:`StreamProtocolError`. Any other timeout -> :class:`EngineTimeout`.
     """
@@ -257,4 +260,13 @@ def map_client_error(exc: BaseException, url: str, got_response: bool) -> Engine
         )
         error.retryable = True
         return error
-    return EngineConnectError(one_line(f"cannot reach {url} ({type(exc).__name__}: {exc})"))
+    text = one_line(f"cannot reach {url} ({type(exc).__name__}: {exc})")
+    return EngineRefused(text) if _refused(exc) else EngineConnectError(text)
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether ``exc`` is a refused TCP connect (aiohttp wraps the ``OSError``)."""
+    cause = exc.os_error if isinstance(exc, aiohttp.ClientConnectorError) else exc
+    return isinstance(cause, ConnectionRefusedError) or (
+        isinstance(cause, OSError) and cause.errno == errno.ECONNREFUSED
+    )

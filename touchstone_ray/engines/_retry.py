@@ -4,17 +4,28 @@ Rules (SPEC §8): errors whose ``retryable`` flag is set (connect errors, timeou
 stream cut mid-way) are retried with jittered exponential backoff until ``max_attempts`` of them
 have failed; 4xx, context-length errors, error events and garbage are not retried. HTTP 503
 while the model loads (:class:`EngineModelLoading`) does not count against ``max_attempts``:
-it is retried until ``load_timeout_s`` after the call's first attempt began.
+it is retried until ``load_timeout_s`` after the call's first attempt began. A refused
+connection (:class:`EngineRefused`) to an endpoint that answered before (an engine restarting)
+does not count either: it is probed every ``down_probe_s`` until ``engine_down_timeout_s``
+after the endpoint's first refusal (:class:`~touchstone_ray.engines._outage.EndpointOutage`,
+shared by the engine's calls).
 """
 
 from __future__ import annotations
 
 import random
+import time
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
+from touchstone_ray.engines._outage import EndpointOutage
 from touchstone_ray.engines._types import EngineSettings
-from touchstone_ray.errors import EngineError, EngineModelLoading
+from touchstone_ray.errors import (
+    EngineConnectError,
+    EngineError,
+    EngineModelLoading,
+    EngineRefused,
+)
 
 
 class RetryPolicy:
@@ -24,10 +35,16 @@ class RetryPolicy:
     the subclass from ``Engine.retry_policy``.
     """
 
-    def __init__(self, settings: EngineSettings) -> None:
+    def __init__(self, settings: EngineSettings, outage: EndpointOutage | None = None) -> None:
         self.settings = settings
+        self.outage = outage or EndpointOutage()
+        """The endpoint's refused-connections state (the engine's, shared by its calls)."""
         self.failures = 0
         """Failed attempts that count against ``max_attempts`` so far."""
+        self.first_refused: float | None = None
+        """``time.monotonic`` s of this call's first refused connect; ``None``: none."""
+        self.refusals = 0
+        """Refused connects of this call so far (probes, not attempts)."""
 
     def retryable(self, error: BaseException) -> bool:
         """Whether ``error`` may be retried at all (an :class:`EngineError` that says so)."""
@@ -43,10 +60,25 @@ class RetryPolicy:
     def give_up(self, attempt: int, error: EngineError, elapsed_s: float) -> bool:
         """Whether to stop after failed attempt ``attempt``, ``elapsed_s`` seconds after the
         first attempt began. Called once per retryable failure."""
+        if self._waits_for(error):
+            self.refusals += 1
+            if self.first_refused is None:
+                self.first_refused = time.monotonic()
+            return self.outage.refused() >= self.settings.engine_down_timeout_s
+        if not isinstance(error, EngineConnectError):  # the server took the connection
+            self.outage.reached()
         if isinstance(error, EngineModelLoading):
             return elapsed_s >= self.settings.load_timeout_s
         self.failures += 1
         return self.failures >= self.settings.max_attempts
+
+    def _waits_for(self, error: EngineError) -> bool:
+        return isinstance(error, EngineRefused) and self.outage.answered
+
+    def down_waited_s(self) -> float | None:
+        """Seconds this call waited for its refusing endpoint (from its first refused connect
+        until now); ``None`` when it was never refused."""
+        return None if self.first_refused is None else time.monotonic() - self.first_refused
 
     def retrying(self) -> AsyncRetrying:
         """A tenacity ``AsyncRetrying`` that applies this policy and re-raises the last error."""
@@ -70,6 +102,12 @@ class RetryPolicy:
 
     def _wait(self, state: RetryCallState) -> float:
         error = self._error(state)
+        if self._waits_for(error):
+            since = self.outage.since
+            left = self.settings.engine_down_timeout_s - (
+                0.0 if since is None else time.monotonic() - since
+            )
+            return max(0.0, min(self.settings.down_probe_s, left))
         wait = self.backoff_s(state.attempt_number, error)
         if isinstance(error, EngineModelLoading):
             left = self.settings.load_timeout_s - (state.seconds_since_start or 0.0)

@@ -60,6 +60,12 @@ class EngineSettings(BaseModel):
     """Budget for retrying HTTP 503 while the model loads, from the first attempt (s)."""
     max_attempts: int = Field(default=3, ge=1)
     """Attempts per call for retryable errors (5xx, timeout, connect, cut stream)."""
+    engine_down_timeout_s: float = Field(default=300.0, ge=0)
+    """How long a call waits for an endpoint that refuses connections (an engine restarting)
+    from the endpoint's first refusal, without spending attempts (s); past it the call fails
+    as ``connect``."""
+    down_probe_s: float = Field(default=2.0, gt=0)
+    """Interval between connects to an endpoint that refuses them (s)."""
     backoff_base_s: float = Field(default=0.5, ge=0)
     """First backoff (s); doubles per attempt, jittered."""
     backoff_max_s: float = Field(default=30.0, ge=0)

@@ -27,6 +27,7 @@ from touchstone_ray.engines._http import (
     read_stamps,
     stale_connection,
 )
+from touchstone_ray.engines._outage import EndpointOutage
 from touchstone_ray.engines._retry import RetryPolicy
 from touchstone_ray.engines._stream import StreamParser
 from touchstone_ray.engines._types import ChatRequest, ChatResult, EngineSettings
@@ -35,6 +36,7 @@ from touchstone_ray.errors import (
     EngineConnectError,
     EngineError,
     EngineHTTPError,
+    EngineRefused,
     EngineTimeout,
     ErrorKind,
     one_line,
@@ -108,6 +110,8 @@ class Engine(ABC):
         self._version_lock = asyncio.Lock()
         self.stale_resends = 0
         """Requests sent again after a stale pooled connection (not attempts), so far."""
+        self.outage = EndpointOutage()
+        """Since when the endpoint has refused connections, shared by this engine's calls."""
 
     # --- protocol hooks -------------------------------------------------------------------
     @abstractmethod
@@ -163,7 +167,7 @@ class Engine(ABC):
 
     def retry_policy(self) -> RetryPolicy:
         """A fresh retry policy for one call; override to change backoff or give-up rules."""
-        return RetryPolicy(self.settings)
+        return RetryPolicy(self.settings, self.outage)
 
     def new_normalizer(self, t0: float, req: ChatRequest) -> StreamNormalizer:
         """The normalizer of one attempt sent at perf_counter ``t0`` (override to observe)."""
@@ -188,17 +192,36 @@ class Engine(ABC):
             return self._failed("config", text, 1, {}, _Attempt(), version)
         span = _Attempt()
         attempt = 0
+        policy = self.retry_policy()
         try:
-            async for tried in self.retry_policy().retrying():
+            async for tried in policy.retrying():
                 with tried:
-                    attempt = tried.retry_state.attempt_number
+                    attempt = tried.retry_state.attempt_number - policy.refusals
                     fields = await self._attempt(payload, req, span)
         except EngineError as exc:
-            return self._failed(exc.error_kind, str(exc), attempt, sent, span, version)
+            failed = self._failed(exc.error_kind, str(exc), attempt, sent, span, version)
+            return self._waited(failed, policy, exc)
         except Exception as exc:  # a bug must not lose the cell: record it as data
             text = f"internal error {type(exc).__name__}: {exc}"
             return self._failed("protocol", text, attempt, sent, span, version)
+        self.outage.reached()
+        fields["engine_down_s"] = policy.down_waited_s()
         return ChatResult(ok=True, attempt=attempt, request=sent, engine_version=version, **fields)
+
+    def _waited(self, failed: ChatResult, policy: RetryPolicy, exc: EngineError) -> ChatResult:
+        """``failed`` with the time it waited for a refusing endpoint, and the reason it gave
+        up when that wait ran out."""
+        down_s = policy.down_waited_s()
+        if down_s is None:
+            return failed
+        update: dict[str, Any] = {"engine_down_s": down_s}
+        if isinstance(exc, EngineRefused):
+            limit = self.settings.engine_down_timeout_s
+            update["error"] = one_line(
+                f"{self.base_url} still refused connections after engine_down_timeout_s "
+                f"= {limit:g} s: {exc}"
+            )
+        return failed.model_copy(update=update)
 
     def _failed(
         self,

@@ -87,7 +87,11 @@ class _PhaseLane(Lane):
         self.phase = phase
         spec = phase.plan.spec
         self.engine = engine_class(spec.engine)
-        settings = spec.engine_settings(None, max_attempts=runner.max_attempts)
+        settings = spec.engine_settings(
+            None,
+            max_attempts=runner.max_attempts,
+            engine_down_timeout_s=runner.engine_down_timeout_s,
+        )
         self.budget_s = call_deadline_s(settings)
         self.cells_in_flight = 0
 
@@ -236,6 +240,7 @@ class MatrixRunner:
         self.sink = sink
         self.baselines = baselines
         self.max_attempts = config.scheduling.max_attempts
+        self.engine_down_timeout_s = config.scheduling.engine_down_timeout_s
         self.engines = {config.model_label(m): m.engine for m in config.models}
         self.on_tick = on_tick
         self.dispatcher = Dispatcher(on_tick=self._tick)

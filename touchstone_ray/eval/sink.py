@@ -65,6 +65,8 @@ class RecordSink:
         self._totals = totals
         self._console = console
         self._last_line = time.monotonic()
+        self._down: set[tuple[str, str]] = set()
+        """(host, model) whose endpoint outage was reported and has not seen a clean cell."""
         self._progress.start()
 
     def record(self, record: dict[str, Any]) -> None:
@@ -75,6 +77,7 @@ class RecordSink:
             writer = self._writers[label] = self.bundle.shards.writer(label)
         writer.write(record)
         host = str(record["host"])
+        self._note_outage(host, label, record)
         if record.get("ok"):
             self.n_ok += 1
             if record.get("decode_tps") and host in self._tps:
@@ -94,6 +97,27 @@ class RecordSink:
                 model=label,
                 tps=f"{statistics.median(tps):.1f} tok/s" if tps else "",
             )
+
+    def _note_outage(self, host: str, model: str, record: dict[str, Any]) -> None:
+        """One line and one ``engine_down`` event per outage of a model's endpoint: the first
+        record that waited for it (``engine_down_s``) reports it, back or given up."""
+        down_s = record.get("engine_down_s")
+        if down_s is None:
+            if record.get("ok"):
+                self._down.discard((host, model))
+            return
+        if (host, model) in self._down:
+            return
+        self._down.add((host, model))
+        back = bool(record.get("ok"))
+        self.event("engine_down", host=host, model=model, waited_s=down_s, back=back)
+        outcome = "it is back" if back else f"gave up: {record.get('error')}"
+        self._console.print(
+            f"{host} {model}: the endpoint refused connections (engine restarting?); "
+            f"a cell waited {down_s:.1f} s, attempts not spent; {outcome}",
+            highlight=False,
+            soft_wrap=True,
+        )
 
     def failed_record(
         self, cell: Cell, host: str, node_id: str, engine: str, kind: str, error: str

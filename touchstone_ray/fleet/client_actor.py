@@ -122,10 +122,21 @@ def restore_priority() -> int:
 
 
 def make_engine(
-    spec: ModelSpec, api_key: str | None, *, max_attempts: int, prompt_cache: bool
+    spec: ModelSpec,
+    api_key: str | None,
+    *,
+    max_attempts: int,
+    prompt_cache: bool,
+    engine_down_timeout_s: float | None = None,
 ) -> Engine:
-    """The engine of one model's endpoint, as every client process builds it."""
-    settings = spec.engine_settings(api_key, max_attempts=max_attempts, prompt_cache=prompt_cache)
+    """The engine of one model's endpoint, as every client process builds it
+    (``engine_down_timeout_s`` in s; ``None``: the engines' default)."""
+    settings = spec.engine_settings(
+        api_key,
+        max_attempts=max_attempts,
+        prompt_cache=prompt_cache,
+        engine_down_timeout_s=engine_down_timeout_s,
+    )
     return create_engine(spec.engine, settings, spec.sim)
 
 
@@ -136,13 +147,22 @@ class StreamWorker:
     many calls it has in flight (its share of :func:`split_streams`)."""
 
     def __init__(
-        self, model: tuple[dict[str, Any], str | None], max_attempts: int, prompt_cache: bool
+        self,
+        model: tuple[dict[str, Any], str | None],
+        max_attempts: int,
+        prompt_cache: bool,
+        engine_down_timeout_s: float | None = None,
     ) -> None:
         self.niceness = restore_priority()
         """The niceness this worker runs at (:func:`restore_priority`)."""
         spec, key = model
-        parsed = ModelSpec.model_validate(spec)
-        self.engine = make_engine(parsed, key, max_attempts=max_attempts, prompt_cache=prompt_cache)
+        self.engine = make_engine(
+            ModelSpec.model_validate(spec),
+            key,
+            max_attempts=max_attempts,
+            prompt_cache=prompt_cache,
+            engine_down_timeout_s=engine_down_timeout_s,
+        )
 
     async def ready(self) -> tuple[int, int]:
         """This worker's pid and niceness (set again: the loop's thread may be new)."""
@@ -211,6 +231,9 @@ class HostClient:
         scheduling = scheduling or {}
         self.cache_bust = bool(scheduling.get("cache_bust", False))
         self.prompt_cache = bool(scheduling.get("prompt_cache", True))
+        down = scheduling.get("engine_down_timeout_s")
+        self.engine_down_timeout_s = None if down is None else float(down)
+        """How long (s) calls wait for an endpoint refusing connections (``None``: default)."""
         self.run_id = run_id
         self._limits: dict[str, int | None] = {}
         """Model label → the context a cell has (tokens), set by :meth:`count_prompts`."""
@@ -242,6 +265,7 @@ class HostClient:
                 self._keys[label],
                 max_attempts=self.max_attempts,
                 prompt_cache=self.prompt_cache,
+                engine_down_timeout_s=self.engine_down_timeout_s,
             )
             self._sems[label] = asyncio.Semaphore(spec.concurrency)
         return self._engines[label]
@@ -266,6 +290,7 @@ class HostClient:
                         model,
                         self.max_attempts,
                         self.prompt_cache,
+                        self.engine_down_timeout_s,
                         max_concurrency=1000,
                     )
                     for _ in shares

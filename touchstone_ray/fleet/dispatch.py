@@ -65,11 +65,13 @@ GET_TIMEOUT_S = 30.0
 def call_deadline_s(settings: EngineSettings, calls: int = 1) -> float:
     """How long (s) the dispatcher waits for one call that sends up to ``calls`` engine
     requests (a judge's format retry makes 2): each may use ``max_attempts`` attempts of
-    ``timeout_s``, the whole call may wait ``load_timeout_s`` for a model to load, plus
-    :data:`DEADLINE_SLACK_S`. Source: the engine's retry rules (:mod:`~touchstone_ray.engines.
-    _retry`): 503-while-loading does not count against ``max_attempts``."""
+    ``timeout_s``, the whole call may wait ``load_timeout_s`` for a model to load and
+    ``engine_down_timeout_s`` for a refusing endpoint, plus :data:`DEADLINE_SLACK_S`. Source:
+    the engine's retry rules (:mod:`~touchstone_ray.engines._retry`): neither 503-while-loading
+    nor a refused connect counts against ``max_attempts``."""
     per_request = settings.timeout_s * settings.max_attempts
-    return calls * per_request + settings.load_timeout_s + DEADLINE_SLACK_S
+    waits = settings.load_timeout_s + settings.engine_down_timeout_s
+    return calls * per_request + waits + DEADLINE_SLACK_S
 
 
 def pin(node_id: str) -> Any:

@@ -320,8 +320,12 @@ class HostPoints(Lane):
                 self._done = True
                 return None
             self.model = self.queue.popleft()
-            max_attempts = fleet.config.scheduling.max_attempts
-            self.settings = self.model.spec.engine_settings(None, max_attempts=max_attempts)
+            scheduling = fleet.config.scheduling
+            self.settings = self.model.spec.engine_settings(
+                None,
+                max_attempts=scheduling.max_attempts,
+                engine_down_timeout_s=scheduling.engine_down_timeout_s,
+            )
             self.stage = "baseline"
         m = self.model
         assert m is not None
