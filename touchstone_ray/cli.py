@@ -85,6 +85,12 @@ def eval_command(
     ] = None,
     models: Annotated[str | None, typer.Option(help="Comma-separated model ids.")] = None,
     variants: Annotated[str | None, typer.Option(help="Comma-separated variant ids.")] = None,
+    limit: Annotated[
+        int | None, typer.Option(help="A quick try: the first N prompts of each category.")
+    ] = None,
+    prompts: Annotated[
+        str | None, typer.Option(help="A quick try: comma-separated prompt ids.")
+    ] = None,
     strict_preflight: Annotated[
         bool, typer.Option(help="Abort if an endpoint is unreachable or a model not served.")
     ] = False,
@@ -108,6 +114,8 @@ def eval_command(
             resume=resume,
             models=_ids(models),
             variants=_ids(variants),
+            limit=limit,
+            prompts=_ids(prompts),
             strict_preflight=strict_preflight,
             dry_run=dry_run,
             allow_cut=allow_cut,

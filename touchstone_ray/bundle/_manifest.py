@@ -256,6 +256,9 @@ class Manifest(KeptObject):
     """One entry per model, in fleet config order."""
     variants: list[str] | None = None
     """Eval: the pack's prompt variant ids, in pack order."""
+    selection: dict[str, Any] | None = None
+    """Eval: the prompts the latest run selected for a quick try, ``{"limit": N}`` (the first
+    N of each category) or ``{"prompts": [ids]}``; ``None``: every prompt of the pack."""
     points: list[PointEntry] | None = None
     """Perf: the points planned, in run order."""
     settings: PerfSettings | None = None

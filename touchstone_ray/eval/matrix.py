@@ -27,10 +27,18 @@ class ModelPlan:
     spec: ModelSpec
     host: str
     variants: tuple[str, ...]
+    prompts: frozenset[str] | None = None
+    """The prompt ids to run (``--limit`` / ``--prompts``, :func:`select_prompts`); ``None``:
+    every prompt of the pack."""
+
+    def selected(self, prompt_id: str) -> bool:
+        """Whether this plan runs the prompt ``prompt_id``."""
+        return self.prompts is None or prompt_id in self.prompts
 
     def cells(self, pack: Pack, skip: Container[str] = frozenset()) -> Iterator[Cell]:
         """Cells in run order (variant, then prompt, then repeat), leaving out ``skip`` keys
-        (a :class:`CellSet` over this plan is tested by position, without a key lookup)."""
+        (a :class:`CellSet` over this plan is tested by position, without a key lookup) and
+        prompts not :meth:`selected` (their cells keep their positions)."""
         systems = {v.id: v.system_prompt for v in pack.prompt_variants}
         name_prompt = len(self.variants) * len(pack.prompts()) <= TASK_NAMES_PER_MODEL
         bits = skip if isinstance(skip, CellSet) and skip.index.base(self) is not None else None
@@ -44,6 +52,8 @@ class ModelPlan:
                         if bits.has_position(position - 1):
                             continue
                     elif key in skip:
+                        continue
+                    if not self.selected(prompt.id):
                         continue
                     yield Cell(
                         key=key,
@@ -59,8 +69,34 @@ class ModelPlan:
                     )
 
     def n_cells(self, pack: Pack) -> int:
-        """Cells of this model: variants × Σ repeats."""
-        return len(self.variants) * pack.cells_per_variant
+        """Cells of this model: variants × Σ repeats of the selected prompts."""
+        return len(self.variants) * self.cells_per_variant(pack)
+
+    def cells_per_variant(self, pack: Pack) -> int:
+        """Σ repeats of the selected prompts (the pack's ``cells_per_variant`` for all)."""
+        return sum(p.repeats for p in pack.prompts() if self.selected(p.id))
+
+
+def select_prompts(
+    pack: Pack, limit: int | None = None, prompt_ids: list[str] | None = None
+) -> frozenset[str] | None:
+    """The prompt ids of a quick try: the first ``limit`` prompts of each category (pack
+    order), or the ``prompt_ids`` named; ``None`` when neither is given (every prompt).
+
+    Raises :class:`UsageError` for a ``limit`` below 1, both given, or an unknown id."""
+    if limit is not None and prompt_ids:
+        raise UsageError("--limit and --prompts: give one of them, not both")
+    if limit is not None:
+        if limit < 1:
+            raise UsageError(f"--limit: must be at least 1, got {limit}")
+        return frozenset(p.id for c in pack.categories for p in c.prompts[:limit])
+    if not prompt_ids:
+        return None
+    known = [p.id for p in pack.prompts()]
+    for prompt_id in prompt_ids:
+        if prompt_id not in known:
+            raise UsageError(f"--prompts: unknown prompt {prompt_id!r}; the pack has {known}")
+    return frozenset(prompt_ids)
 
 
 def plan_models(
@@ -68,11 +104,13 @@ def plan_models(
     config: FleetConfig,
     models: list[str] | None = None,
     variants: list[str] | None = None,
+    prompts: frozenset[str] | None = None,
 ) -> dict[str, list[ModelPlan]]:
     """Per host (first-use order), its models in config order.
 
-    ``models`` filters by model id or label, ``variants`` by variant id; an unknown id raises
-    :class:`UsageError` listing the known ones.
+    ``models`` filters by model id or label, ``variants`` by variant id (an unknown id raises
+    :class:`UsageError` listing the known ones), ``prompts`` by prompt id
+    (:func:`select_prompts`).
     """
     known_variants = [v.id for v in pack.prompt_variants]
     chosen_variants = tuple(variants or known_variants)
@@ -88,7 +126,9 @@ def plan_models(
     for label, spec in labels.items():
         if models and label not in models and spec.id not in models:
             continue
-        plan = ModelPlan(label=label, spec=spec, host=spec.host_name, variants=chosen_variants)
+        plan = ModelPlan(
+            label=label, spec=spec, host=spec.host_name, variants=chosen_variants, prompts=prompts
+        )
         plans.setdefault(spec.host_name, []).append(plan)
     return plans
 

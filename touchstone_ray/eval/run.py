@@ -20,7 +20,7 @@ from touchstone_ray.bundle import Bundle, EngineFound, Footprint, ResponseScan
 from touchstone_ray.config import FleetConfig, load_config
 from touchstone_ray.errors import writes_into
 from touchstone_ray.eval.driver import HostRun, MatrixRunner, Phase
-from touchstone_ray.eval.matrix import CellIndex, CellSet, ModelPlan, plan_models
+from touchstone_ray.eval.matrix import CellIndex, CellSet, ModelPlan, plan_models, select_prompts
 from touchstone_ray.eval.resume import Beside, beside
 from touchstone_ray.eval.sink import RecordSink
 from touchstone_ray.eval.startup import FleetStart
@@ -54,6 +54,10 @@ class EvalOptions:
     resume: Path | None = None
     models: list[str] | None = None
     variants: list[str] | None = None
+    limit: int | None = None
+    """``--limit``: the first N prompts of each category (a quick try)."""
+    prompts: list[str] | None = None
+    """``--prompts``: only these prompt ids."""
     strict_preflight: bool = False
     dry_run: bool = False
     allow_cut: bool = False
@@ -92,11 +96,18 @@ def print_plan(
             print(
                 f"  {order}. {plan.label} ({plan.spec.engine}, concurrency "
                 f"{plan.spec.concurrency}): {todo} cells = {len(plan.variants)} variants × "
-                f"{pack.cells_per_variant} cells/variant"
+                f"{plan.cells_per_variant(pack)} cells/variant"
                 + (f", {plan.n_cells(pack) - todo} done" if todo != plan.n_cells(pack) else ""),
                 file=out,
             )
     print(f"{total} cells on {len(plans)} hosts", file=out)
+
+
+def _selection(opts: EvalOptions) -> dict[str, Any] | None:
+    """The manifest's ``selection`` of this run (``None``: every prompt)."""
+    if opts.limit is not None:
+        return {"limit": opts.limit}
+    return {"prompts": list(opts.prompts)} if opts.prompts else None
 
 
 def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
@@ -107,7 +118,8 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
     """
     pack = load_pack(opts.pack)
     config = load_config(opts.config)
-    plans = plan_models(pack, config, opts.models, opts.variants)
+    selection = select_prompts(pack, opts.limit, opts.prompts)
+    plans = plan_models(pack, config, opts.models, opts.variants, selection)
     bundle: Bundle | None = None
     cell_set = partial(CellSet, CellIndex(pack, plans))
     done: MutableSet[str] = cell_set()
@@ -131,13 +143,16 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
     import ray
 
     nodes = resolve_hosts(config, current_nodes(), ray.get_runtime_context().get_node_id())
+    chosen = _selection(opts)
     if bundle is None:
         out_dir = Path(opts.out or config.out)
         with writes_into(out_dir, "run"):
             bundle = Bundle.create(out_dir, pack, opts.pack, config, ray_info)
+            if chosen is not None:
+                bundle.update_manifest(selection=chosen)
     else:
         with writes_into(bundle.root, "run"):
-            bundle.update_manifest(status="running", resumed_at=time.time())
+            bundle.update_manifest(status="running", resumed_at=time.time(), selection=chosen)
     left = {p.label: sum(1 for _ in p.cells(pack, done)) for ms in plans.values() for p in ms}
     todo = {host: sum(left[p.label] for p in models) for host, models in plans.items()}
     if opts.resume is not None:
