@@ -27,6 +27,7 @@ FLOORS: list[set[str]] = [
     {"scoring"},
     {"eval", "perf", "judging"},
     {"report"},
+    {"queue"},
     {"ui", "demo", "sim_cli"},
     {"cli"},
 ]

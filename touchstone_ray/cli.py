@@ -342,6 +342,44 @@ app.command("sim-server")(sim_server)
 # --- end registered commands ---
 
 
+queue_app = typer.Typer(
+    help="A night of runs, unattended: entries chained eval → judge → report.",
+    no_args_is_help=True,
+)
+app.add_typer(queue_app, name="queue")
+QueueFileArgument = Annotated[Path, typer.Argument(help="Queue YAML.")]
+
+
+@queue_app.command("run")
+def queue_run(
+    queue: QueueFileArgument, address: AddressOption = None, debug: DebugOption = False
+) -> None:
+    """Run every entry not done yet (a rerun resumes); exit 1 unless all end done."""
+    _set_debug(debug)
+    from touchstone_ray.queue import run_queue
+
+    raise typer.Exit(run_queue(queue, address))
+
+
+@queue_app.command("check")
+def queue_check(
+    queue: QueueFileArgument, address: AddressOption = None, debug: DebugOption = False
+) -> None:
+    """Before the night: files, hosts, models and reset commands; exit 2 on any problem."""
+    _set_debug(debug)
+    from touchstone_ray.queue.check import check_queue
+
+    raise typer.Exit(check_queue(queue, address))
+
+
+@queue_app.command("status")
+def queue_status(queue: QueueFileArgument) -> None:
+    """Each entry's state, duration, bundle and failure line."""
+    from touchstone_ray.queue.check import print_status
+
+    raise typer.Exit(print_status(queue))
+
+
 @app.command()
 def ui(
     runs: Annotated[Path, typer.Option(help="Folder searched (recursively) for bundles.")] = Path(

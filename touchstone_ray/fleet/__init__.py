@@ -51,6 +51,7 @@ if TYPE_CHECKING:
         Lane,
         Pinned,
         call_deadline_s,
+        pin,
         spawn_pinned,
     )
     from touchstone_ray.fleet.host_facts import cpu_model, gpu_inventory, host_facts
@@ -71,6 +72,7 @@ if TYPE_CHECKING:
     from touchstone_ray.fleet.preflight import (
         PREFLIGHT_TIMEOUT_S,
         PreflightStart,
+        check_hosts,
         preflight_problems,
         run_hosts,
     )
@@ -117,6 +119,7 @@ _MODULE_OF: dict[str, str] = {
     "Lane": "dispatch",
     "Pinned": "dispatch",
     "call_deadline_s": "dispatch",
+    "pin": "dispatch",
     "spawn_pinned": "dispatch",
     "HOST_LABEL": "hosts",
     "NodeInfo": "hosts",
@@ -128,6 +131,7 @@ _MODULE_OF: dict[str, str] = {
     "monitor_name": "monitors",
     "PREFLIGHT_TIMEOUT_S": "preflight",
     "PreflightStart": "preflight",
+    "check_hosts": "preflight",
     "preflight_problems": "preflight",
     "run_hosts": "preflight",
     "PromptCount": "prompts",
@@ -172,6 +176,7 @@ __all__ = [
     "actor_ready_timeout_s",
     "call_deadline_s",
     "cell_messages",
+    "check_hosts",
     "close_actors",
     "cpu_model",
     "current_nodes",
@@ -186,6 +191,7 @@ __all__ = [
     "max_stream_workers",
     "monitor_name",
     "nonce_line",
+    "pin",
     "preflight_problems",
     "ray_logging_level",
     "resolve_address",

@@ -30,13 +30,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import secrets
 import shlex
-import shutil
-import socket
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -46,6 +40,7 @@ from typing import Any
 
 from touchstone_ray.config import load_config
 from touchstone_ray.errors import RunError, UsageError
+from touchstone_ray.fleet.local_head import LocalCluster
 from touchstone_ray.ui.security import confined
 
 __all__ = ["ACTIVE", "JobInfo", "Jobs", "LocalCluster", "fleet_hosts"]
@@ -60,69 +55,10 @@ ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 """Terminal escape sequences (colours) in job logs."""
 READY_TIMEOUT_S = 180.0
 """Longest wait for a started local head to accept a job (s)."""
-AUTH_MODE = "RAY_AUTH_MODE"
-"""Ray's switch for token authentication (``token`` | ``disabled``)."""
 EXEC = "exec "
 """Entrypoint prefix: Ray runs an entrypoint with ``/bin/sh -c``; ``exec`` makes the process Ray
 signals on stop (and kills with its supervisor) the CLI itself, not a shell that would die and
 leave the CLI running."""
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class LocalCluster:
-    """A Ray head this UI started (``ray start --head --block``), stopped with the UI; with
-    ``RAY_AUTH_MODE`` unset it requires its own token, :attr:`token_file`."""
-
-    def __init__(self) -> None:
-        self.tmp = Path(tempfile.mkdtemp(prefix="tsui-", dir="/tmp"))
-        self.dashboard_port = _free_port()
-        ray = shutil.which("ray") or str(Path(sys.executable).with_name("ray"))
-        cmd = [ray, "start", "--head", "--block", "--disable-usage-stats"]
-        cmd += ["--port", str(_free_port()), "--dashboard-host", "127.0.0.1"]
-        cmd += ["--dashboard-port", str(self.dashboard_port)]
-        cmd += ["--dashboard-agent-listen-port", str(_free_port())]
-        cmd += ["--temp-dir", str(self.tmp / "ray")]
-        env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-        self.token_file: Path | None = None
-        """The token the head requires (``RAY_AUTH_MODE`` unset), else None."""
-        if AUTH_MODE not in os.environ:
-            self.token_file = self.tmp / "auth_token"
-            fd = os.open(self.token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w") as out:
-                out.write(secrets.token_hex(32))  # as ``ray get-auth-token --generate``
-            env.pop("RAY_AUTH_TOKEN", None)
-            env.update({AUTH_MODE: "token", "RAY_AUTH_TOKEN_PATH": str(self.token_file)})
-        self.log = open(self.tmp / "ray-start.log", "w")  # noqa: SIM115 - lives with the head
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=env)
-
-    @property
-    def url(self) -> str:
-        """The head's dashboard address (``http://127.0.0.1:<port>``)."""
-        return f"http://127.0.0.1:{self.dashboard_port}"
-
-    @property
-    def headers(self) -> dict[str, str] | None:
-        """The HTTP headers a client of this head sends: ``Authorization: Bearer <token>``
-        when it has its own token, else None (Ray's settings decide)."""
-        if self.token_file is None:
-            return None
-        return {"Authorization": "Bearer " + self.token_file.read_text().strip()}
-
-    def stop(self) -> None:
-        """Stop the head process (``--block`` takes its cluster down with it)."""
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
 
 
 @dataclass(frozen=True)

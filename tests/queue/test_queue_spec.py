@@ -1,0 +1,100 @@
+"""The queue file's loader (one line per broken rule, naming file, entry and value), its
+fingerprint, and the log replay that a rerun resumes from."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from eval_helpers import tiny_pack, write_yaml
+
+from touchstone_ray.errors import ConfigError
+from touchstone_ray.queue import load_queue, read_states
+from touchstone_ray.queue.spec import NAME_PATTERN, entry_fingerprint
+from touchstone_ray.queue.state import QueueLog
+
+
+def _files(tmp: Path) -> None:
+    write_yaml(tmp / "pack.yaml", tiny_pack(2))
+    write_yaml(tmp / "fleet.yaml", {"models": [{"id": "m", "engine": "simulated"}]})
+
+
+def _entry(**kw: Any) -> dict[str, Any]:
+    return {"name": "one", "kind": "eval", "pack": "pack.yaml", "config": "fleet.yaml"} | kw
+
+
+def test_paths_resolve_against_the_queue_file(tmp_path: Path) -> None:
+    _files(tmp_path)
+    path = write_yaml(tmp_path / "night.yaml", {"entries": [_entry(limit=2)]})
+    spec = load_queue(path)
+    assert spec.out == tmp_path / "night-queue"
+    entry = spec.entries[0]
+    assert (entry.pack, entry.config, entry.limit) == (
+        tmp_path / "pack.yaml",
+        tmp_path / "fleet.yaml",
+        2,
+    )
+    assert (spec.stall_timeout_s, entry.report, entry.judge_config) == (900.0, True, None)
+
+
+@pytest.mark.parametrize(
+    ("data", "line"),
+    [
+        ({"entries": [_entry(kind="train")]},
+         "entries[0].kind: Input should be 'eval' or 'perf' (got 'train')"),
+        ({"entries": [_entry(pack="missing.yaml")]},
+         "entries[0].pack: no such file (entry 'one', got {tmp}/missing.yaml)"),
+        ({"entries": [_entry(), _entry()]},
+         "entries[1].name: two entries have this name (got 'one')"),
+        ({"hosts": {"gpu-a": {"settle_s": -1}}, "entries": [_entry()]},
+         "hosts.gpu-a.settle_s: Input should be greater than or equal to 0 (got -1)"),
+        ({"entries": [_entry(pack=None)]},
+         "entries[0].pack: an eval entry needs a pack (entry 'one') (got None)"),
+        ({"entries": [_entry(kind="perf", pack=None, limit=3)]},
+         "entries[0].limit: not used by a perf entry (entry 'one') (got 3)"),
+        ({"entries": [_entry(limit=0)]},
+         "entries[0].limit: Input should be greater than or equal to 1 (got 0)"),
+        ({"entries": []},
+         "entries: Tuple should have at least 1 item after validation, not 0 (got [])"),
+        ({"entries": [_entry(name="a b")]},
+         "entries[0].name: String should match pattern " + repr(NAME_PATTERN) + " (got 'a b')"),
+    ],
+)  # fmt: skip
+def test_a_broken_rule_is_one_line(tmp_path: Path, data: dict[str, Any], line: str) -> None:
+    _files(tmp_path)
+    path = write_yaml(tmp_path / "night.yaml", data)
+    with pytest.raises(ConfigError) as caught:
+        load_queue(path)
+    assert str(caught.value) == f"{path}: " + line.replace("{tmp}", str(tmp_path))
+
+
+def test_the_fingerprint_follows_the_pack_bytes_and_the_settings(tmp_path: Path) -> None:
+    _files(tmp_path)
+    path = write_yaml(tmp_path / "night.yaml", {"entries": [_entry(), _entry(name="two")]})
+    one, two = load_queue(path).entries
+    assert entry_fingerprint(one) != entry_fingerprint(two)  # the name is a setting
+    before = entry_fingerprint(one)
+    assert entry_fingerprint(one) == before
+    write_yaml(tmp_path / "pack.yaml", tiny_pack(3))
+    assert entry_fingerprint(one) != before
+
+
+def test_the_log_replays_to_each_entrys_state(tmp_path: Path) -> None:
+    log = QueueLog(tmp_path)
+    log.write("entry_started", "a", fingerprint="f1", bundle=None)
+    log.write("stage_done", "a", stage="eval", bundle="/b/a")
+    log.write("entry_ended", "a", state="failed", reason="judge exited 1: x", duration_s=3.5)
+    log.write("entry_started", "a", fingerprint="f1", bundle="/b/a")  # the rerun keeps eval
+    log.write("entry_started", "b", fingerprint="f2", bundle=None)
+    log.close()
+    with open(tmp_path / "queue-state.jsonl", "a") as torn:
+        torn.write('{"event": "stage_done", "entry": "b"')  # the driver died mid-line
+    states = read_states(tmp_path)
+    a, b = states["a"], states["b"]
+    assert (a.state, a.stages, a.bundle, a.reason) == ("running", [], "/b/a", None)
+    assert (b.state, b.stages, b.bundle) == ("running", [], None)
+    QueueLog(tmp_path).close()  # the next writer cuts the torn line off first
+    lines = (tmp_path / "queue-state.jsonl").read_text().splitlines()
+    assert [json.loads(line)["event"] for line in lines][-1] == "entry_started"

@@ -1,0 +1,412 @@
+"""``touchstone-ray queue run``: the entries of a queue file on one Ray cluster, unattended.
+
+Each entry leases the hosts its fleet config uses (its models' ``host``; ``local`` for models
+without one). An entry starts once none of its hosts is held by a running entry *and* no
+earlier waiting entry shares one of them, so entries on disjoint hosts run at once and entries
+sharing a host run in file order. Per entry: each host's reset and settle
+(:mod:`.hosts`), then its stages one after another, each a child ``touchstone-ray`` process
+joined to the queue's cluster (``--address``; without one the queue starts a local head for its
+whole run, :class:`~touchstone_ray.fleet.local_head.LocalCluster`): ``eval`` (or ``perf``),
+``judge`` when the entry has a ``judge_config``, ``report`` (``--unjudged``, the rating task,
+for an eval without a judge). A child gets SIGTERM (it finalizes what it wrote; SIGKILL 30 s
+later) when its bundle has had no new record for ``stall_timeout_s`` (``stalled``) or the
+entry ran past its ``timeout_s`` (``timeout``).
+
+Every step goes to ``queue-state.jsonl`` (:mod:`.state`) before the next begins, so running
+the queue again after the driver died skips the finished entries (unless their pack, config or
+settings changed: the fingerprint), skips the stages an interrupted entry finished, and resumes
+its bundle (``--resume``).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from touchstone_ray.config import load_config
+from touchstone_ray.errors import one_line
+from touchstone_ray.fleet.local_head import die_with_parent
+from touchstone_ray.queue.hosts import HostOps
+from touchstone_ray.queue.spec import EntrySpec, HostReset, QueueSpec, entry_fingerprint
+from touchstone_ray.queue.state import EntryState, QueueLog, read_states
+from touchstone_ray.queue.summary import write_summary
+
+__all__ = ["KILL_AFTER_S", "POLL_S", "entry_hosts", "run_queue"]
+
+POLL_S = 0.5
+"""Interval of the driver's checks: children, watchdog, waiting entries (s)."""
+KILL_AFTER_S = 30.0
+"""Grace between a stopped child's SIGTERM and its SIGKILL (s)."""
+RECORD_FOLDERS = ("responses", "points", "embed", "judgements")
+"""The bundle folders whose writes are records (the watchdog's clock; host samples and events
+keep coming from a stuck run)."""
+
+
+def entry_hosts(entry: EntrySpec) -> frozenset[str]:
+    """The hosts an entry holds: its models' hosts in its fleet config."""
+    config = load_config(entry.config)
+    chosen = set(entry.models or ())
+    return frozenset(
+        m.host_name
+        for m in config.models
+        if not chosen or m.id in chosen or config.model_label(m) in chosen
+    )
+
+
+def find_bundle(folder: Path) -> Path | None:
+    """The newest bundle (a folder with ``bundle.json``) directly under ``folder``."""
+    found = [p.parent for p in folder.glob("*/bundle.json")]
+    return max(found, key=lambda p: p.stat().st_mtime_ns) if found else None
+
+
+def newest_record(bundle: Path) -> float | None:
+    """Newest mtime (epoch s) of a file in the bundle's :data:`RECORD_FOLDERS`; ``None`` when
+    there is none."""
+    newest: float | None = None
+    for folder, _, files in (w for name in RECORD_FOLDERS for w in os.walk(bundle / name)):
+        for name in files:
+            try:
+                mtime = os.stat(os.path.join(folder, name)).st_mtime
+            except OSError:
+                continue
+            newest = mtime if newest is None else max(newest, mtime)
+    return newest
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "touchstone_ray.cli", *args]
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return ""
+    return lines[-1] if lines else ""
+
+
+@dataclass
+class EntryRun:
+    """One entry's try: its stages, run by :meth:`run` in a thread of the driver."""
+
+    entry: EntrySpec
+    folder: Path
+    fingerprint: str
+    hosts: frozenset[str]
+    before: EntryState | None
+    """What the log said before this try (its finished stages are skipped)."""
+    queue: QueueRunner
+    bundle: Path | None = None
+    state: str = "running"
+    reason: str | None = None
+    started: float = field(default_factory=time.monotonic)
+    thread: threading.Thread | None = None
+
+    def stages(self) -> list[str]:
+        """The entry's stages in order: ``eval``/``perf``, ``judge``, ``report``."""
+        stages: list[str] = [self.entry.kind]
+        if self.entry.judge_config is not None:
+            stages.append("judge")
+        if self.entry.report:
+            stages.append("report")
+        return stages
+
+    def command(self, stage: str) -> list[str]:
+        """The child command of ``stage``."""
+        e, address = self.entry, self.queue.address
+        at = ["--address", address] if address else []
+        if stage in ("eval", "perf"):
+            args = ["--config", str(e.config), *at]
+            args += ["--resume", str(self.bundle)] if self.bundle else ["--out", str(self.folder)]
+            if e.models:
+                args += ["--models", ",".join(e.models)]
+            if stage == "eval":
+                assert e.pack is not None
+                args = ["--pack", str(e.pack), *args]
+                if e.variants:
+                    args += ["--variants", ",".join(e.variants)]
+                if e.limit is not None:
+                    args += ["--limit", str(e.limit)]
+            return _cli(stage, *args)
+        assert self.bundle is not None
+        if stage == "judge":
+            return _cli("judge", "--bundle", str(self.bundle), "--judge-config",
+                        str(e.judge_config), *at)  # fmt: skip
+        unjudged = ["--unjudged"] if e.kind == "eval" and e.judge_config is None else []
+        return _cli("report", "--bundle", str(self.bundle), *unjudged)
+
+    def run(self) -> None:
+        """Reset and settle the hosts, then each stage not finished before; the entry's end
+        goes to the log whatever happens."""
+        try:
+            self._run()
+        except Exception as exc:  # a bug must not stop the queue: the entry fails with it
+            self.state = "failed"
+            self.reason = one_line(f"internal error {type(exc).__name__}: {exc}")
+        duration = time.monotonic() - self.started
+        self.queue.log.write(
+            "entry_ended",
+            self.entry.name,
+            state=self.state,
+            reason=self.reason,
+            bundle=str(self.bundle) if self.bundle else None,
+            duration_s=round(duration, 3),
+            fingerprint=self.fingerprint,
+        )
+        tail = f": {self.reason}" if self.reason else ""
+        self.queue.say(f"entry {self.entry.name}: {self.state} in {duration:.1f} s{tail}")
+
+    def _run(self) -> None:
+        q = self.queue
+        finished = list(self.before.stages) if self.before else []
+        if self.before is not None and self.before.bundle:
+            self.bundle = Path(self.before.bundle)
+        elif self.bundle is None and self.before is not None:
+            self.bundle = find_bundle(self.folder)
+        q.log.write(
+            "entry_started",
+            self.entry.name,
+            fingerprint=self.fingerprint,
+            hosts=sorted(self.hosts),
+            bundle=str(self.bundle) if self.bundle else None,
+        )
+        for host in sorted(self.hosts):
+            problem = q.prepare_host(host)
+            if problem is not None:
+                self.state, self.reason = "failed", problem
+                return
+        failure: str | None = None
+        for stage in self.stages():
+            if stage in finished:
+                q.say(f"entry {self.entry.name}: {stage} finished before, skipped")
+                continue
+            if stage != self.entry.kind and self.bundle is None:
+                break
+            code = self._stage(stage)
+            if self.state in ("stalled", "timeout"):
+                return
+            if code == 0:
+                q.log.write("stage_done", self.entry.name, stage=stage, bundle=str(self.bundle))
+                continue
+            failure = failure or f"{stage} exited {code}: {self._stage_line(stage)}"
+            if code != 1 or self.bundle is None:  # bad input, or no bundle to go on with
+                break
+        if failure is not None:
+            self.state, self.reason = "failed", failure
+        else:
+            self.state = "done"
+
+    def _stage_line(self, stage: str) -> str:
+        return _last_line(self.folder / f"{stage}.err") or _last_line(self.folder / f"{stage}.out")
+
+    def _stage(self, stage: str) -> int:
+        """Run one stage's child, watching it; its exit code (or -signal when stopped)."""
+        q = self.queue
+        self.folder.mkdir(parents=True, exist_ok=True)
+        q.say(f"entry {self.entry.name}: {stage} started")
+        with (
+            open(self.folder / f"{stage}.out", "w") as out,
+            open(self.folder / f"{stage}.err", "w") as err,
+        ):
+            child = subprocess.Popen(
+                self.command(stage),
+                stdout=out,
+                stderr=err,
+                stdin=subprocess.DEVNULL,
+                env=q.child_env,
+                start_new_session=True,
+                preexec_fn=die_with_parent,  # a SIGKILLed queue leaves no stage running
+            )
+            began = time.time()
+            while child.poll() is None:
+                time.sleep(POLL_S)
+                if self.bundle is None and stage in ("eval", "perf"):
+                    self.bundle = find_bundle(self.folder)
+                why = self._watchdog(began)
+                if why is not None:
+                    self.state, self.reason = why
+                    q.say(f"entry {self.entry.name}: {self.reason}; stopping its {stage}")
+                    _stop(child)
+                    break
+            code = child.wait()
+        if stage in ("eval", "perf"):
+            printed = _last_line(self.folder / f"{stage}.out")
+            if printed and Path(printed, "bundle.json").is_file():
+                self.bundle = Path(printed)
+            elif self.bundle is None:
+                self.bundle = find_bundle(self.folder)
+        return code
+
+    def _watchdog(self, began: float) -> tuple[str, str] | None:
+        """``(state, reason)`` when the entry must stop now, else ``None``."""
+        timeout = self.entry.timeout_s
+        if timeout is not None and time.monotonic() - self.started > timeout:
+            return "timeout", f"ran past its timeout_s ({timeout:g} s)"
+        stall = self.queue.spec.stall_timeout_s
+        last = newest_record(self.bundle) if self.bundle is not None else None
+        if time.time() - max(last or began, began) > stall:
+            return "stalled", f"no new record in its bundle for {stall:g} s (stall_timeout_s)"
+        return None
+
+
+def _stop(child: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the child (it finalizes), SIGKILL its process group after :data:`KILL_AFTER_S`."""
+    child.send_signal(signal.SIGTERM)
+    try:
+        child.wait(timeout=KILL_AFTER_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+
+
+class QueueRunner:
+    """The driver of one queue: leases hosts, starts entries, writes the log and summary."""
+
+    def __init__(
+        self, spec: QueueSpec, address: str | None, out: TextIO, child_env: dict[str, str]
+    ) -> None:
+        assert spec.out is not None
+        self.spec = spec
+        self.folder = spec.out
+        self.address = address
+        self.out = out
+        self.child_env = child_env
+        self.log = QueueLog(self.folder)
+        self._say_lock = threading.Lock()
+        self._host_ops: HostOps | None = None
+        self._baseline_mb: dict[str, float | None] = {}
+        self._reset_seen: set[str] = set()
+
+    def say(self, line: str) -> None:
+        """Print one progress line (threads share the output)."""
+        with self._say_lock:
+            print(line, file=self.out, flush=True)
+
+    def host_ops(self) -> HostOps:
+        """The pinned-task runner for reset and settle, joining Ray on first use."""
+        if self._host_ops is None:
+            import ray
+
+            from touchstone_ray.fleet import current_nodes, ensure_ray, resolve_hosts
+
+            if not ray.is_initialized():
+                os.environ.update(self.child_env)
+                ensure_ray(self.address, load_config(self.spec.entries[0].config).ray)
+            head = ray.get_runtime_context().get_node_id()
+            nodes: dict[str, str] = {}
+            for entry in self.spec.entries:
+                found = resolve_hosts(load_config(entry.config), current_nodes(), head)
+                nodes.update({host: node.node_id for host, node in found.items()})
+            self._host_ops = HostOps(nodes, self.say)
+        return self._host_ops
+
+    def prepare_host(self, host: str) -> str | None:
+        """Reset and settle ``host`` before an entry; the reason when its reset failed."""
+        settings = self.spec.hosts.get(host, HostReset())
+        needs_ray = settings.reset_command is not None or settings.settle_memory_mb is not None
+        if not needs_ray:
+            time.sleep(settings.settle_s)
+            return None
+        ops = self.host_ops()
+        if host not in ops.nodes:
+            return f"host {host} has no Ray node for its reset (is its worker up?)"
+        problem = ops.reset(host, settings)
+        if problem is not None:
+            return problem
+        ops.settle(host, settings, self._baseline_mb.get(host))
+        self._baseline_mb[host] = ops.used_mb(host)
+        return None
+
+    def run(self) -> int:
+        """Run every entry not finished before; 0 when all ended ``done``, else 1."""
+        states = read_states(self.folder)
+        waiting: list[EntryRun] = []
+        for entry in self.spec.entries:
+            fingerprint = entry_fingerprint(entry)
+            before = states.get(entry.name)
+            if before is not None and before.fingerprint != fingerprint:
+                if before.state == "done":
+                    self.say(
+                        f"entry {entry.name}: its pack, config or settings changed since it "
+                        "finished; running it again"
+                    )
+                before = None
+            elif before is not None and before.state == "done":
+                self.say(f"entry {entry.name}: done before, skipped")
+                continue
+            folder = self.folder / entry.name
+            run = EntryRun(entry, folder, fingerprint, entry_hosts(entry), before, self)
+            waiting.append(run)
+        running: list[EntryRun] = []
+        held: set[str] = set()
+        ended: list[EntryRun] = []
+        write_summary(self.spec, read_states(self.folder))
+        while waiting or running:
+            for run in list(running):
+                if run.thread is not None and not run.thread.is_alive():
+                    running.remove(run)
+                    held -= run.hosts
+                    ended.append(run)
+                    write_summary(self.spec, read_states(self.folder))
+            ahead: set[str] = set()
+            for run in list(waiting):
+                if not (run.hosts & held or run.hosts & ahead):
+                    waiting.remove(run)
+                    held |= run.hosts
+                    run.started = time.monotonic()
+                    run.thread = threading.Thread(
+                        target=run.run, name=f"queue:{run.entry.name}", daemon=True
+                    )
+                    self.say(f"entry {run.entry.name}: on {', '.join(sorted(run.hosts))}")
+                    run.thread.start()
+                    running.append(run)
+                ahead |= run.hosts
+            time.sleep(POLL_S)
+        summary = write_summary(self.spec, read_states(self.folder))
+        self.log.close()
+        self.say(f"queue: {len(ended)} entries run; summary {summary}")
+        if self.spec.notify_command:
+            _notify(self.spec.notify_command, summary, self.say)
+        states = read_states(self.folder)
+        return 0 if all(states[e.name].state == "done" for e in self.spec.entries) else 1
+
+
+def _notify(command: str, summary: Path, say: Callable[[str], None]) -> None:
+    try:
+        subprocess.run(["/bin/sh", "-c", f'{command} "$0"', str(summary)], timeout=60, check=True)
+    except (subprocess.SubprocessError, OSError) as exc:
+        say(f"warning: notify_command failed: {one_line(str(exc))}")
+
+
+def run_queue(path: Path, address: str | None, out: TextIO = sys.stdout) -> int:
+    """Run the queue file at ``path``; exit code 0 when every entry is ``done``, else 1.
+    Raises :class:`~touchstone_ray.errors.ConfigError` for a bad queue file (before anything
+    runs)."""
+    from touchstone_ray.fleet.local_head import LocalCluster
+    from touchstone_ray.queue.spec import load_queue
+
+    spec = load_queue(path)
+    for entry in spec.entries:  # every config readable before the night starts
+        entry_hosts(entry)
+    local: LocalCluster | None = None
+    env = dict(os.environ)
+    if address is None:
+        local = LocalCluster()
+        address, env = local.address, local.client_env()
+        print(f"queue: started a local Ray head at {address} for the queue", file=out)
+    try:
+        return QueueRunner(spec, address, out, env).run()
+    finally:
+        if local is not None:
+            import ray
+
+            if ray.is_initialized():
+                ray.shutdown()
+            local.stop()

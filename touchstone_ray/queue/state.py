@@ -1,0 +1,84 @@
+"""``queue-state.jsonl``: the queue's append-only log, and what an entry's lines say now.
+
+One line per step (epoch s ``ts`` in each): ``entry_started`` (``fingerprint``), ``stage_done``
+(``stage`` eval | perf | judge | report, ``bundle``), ``entry_ended`` (``state`` done | failed
+| stalled | timeout, ``reason``, ``duration_s``). A queue driver killed at any point leaves a
+prefix of these lines: an entry without ``entry_ended`` is resumed, a torn last line is cut
+off (:func:`~touchstone_ray.storage.repair_torn_tail`) before the queue writes again.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from touchstone_ray.storage import JsonlWriter, read_jsonl, repair_torn_tail
+
+__all__ = ["ENDED", "EntryState", "QueueLog", "read_states"]
+
+STATE_FILE = "queue-state.jsonl"
+ENDED = ("done", "failed", "stalled", "timeout")
+"""An entry's end states."""
+
+
+@dataclass
+class EntryState:
+    """What the log says about one entry (``state`` ``pending`` | ``running`` | an end state)."""
+
+    name: str
+    state: str = "pending"
+    fingerprint: str | None = None
+    bundle: str | None = None
+    stages: list[str] = field(default_factory=list)
+    """Stages finished in the entry's latest try, in order."""
+    reason: str | None = None
+    started_at: float | None = None
+    duration_s: float | None = None
+
+
+def read_states(folder: Path) -> dict[str, EntryState]:
+    """Entry name → its state, replayed from ``folder/queue-state.jsonl`` (missing: empty)."""
+    states: dict[str, EntryState] = {}
+    for line in read_jsonl(folder / STATE_FILE).records:
+        name = str(line.get("entry"))
+        state = states.setdefault(name, EntryState(name))
+        event = line.get("event")
+        if event == "entry_started":
+            if state.fingerprint != line.get("fingerprint") or state.state in ENDED:
+                state.stages = []
+            state.state, state.reason = "running", None
+            state.fingerprint = line.get("fingerprint")
+            state.started_at = line.get("ts")
+            state.bundle = line.get("bundle") or state.bundle
+        elif event == "stage_done":
+            state.stages.append(str(line.get("stage")))
+            state.bundle = line.get("bundle") or state.bundle
+        elif event == "entry_ended":
+            state.state = str(line.get("state"))
+            state.reason = line.get("reason")
+            state.duration_s = line.get("duration_s")
+            state.bundle = line.get("bundle") or state.bundle
+    return states
+
+
+class QueueLog:
+    """The writer of ``queue-state.jsonl`` (thread-safe enough for one driver: one write per
+    call, each flushed)."""
+
+    def __init__(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / STATE_FILE
+        if path.exists():
+            repair_torn_tail(path)
+        self._writer = JsonlWriter(path)
+
+    def write(self, event: str, entry: str, **fields: Any) -> None:
+        """Append ``{"event", "entry", "ts", **fields}`` and fsync it (a night's log is small)."""
+        self._writer.write({"event": event, "entry": entry, "ts": time.time(), **fields})
+        self._writer.sync()
+
+    def close(self) -> None:
+        """fsync and close."""
+        self._writer.close()
