@@ -31,8 +31,8 @@ PR_SET_PDEATHSIG = 1
 
 def die_with_parent() -> None:
     """``preexec_fn`` of a child that must not outlive this process, even when it is
-    SIGKILLed: the child gets SIGTERM when its parent exits (Linux ``PR_SET_PDEATHSIG``; a
-    no-op elsewhere)."""
+    SIGKILLed: the child gets SIGTERM when its parent exits — precisely, when the *thread*
+    that started it ends (Linux ``PR_SET_PDEATHSIG``, ``prctl(2)``; a no-op elsewhere)."""
     import ctypes
     import signal
 
@@ -50,7 +50,10 @@ class LocalCluster:
     """A Ray head started by this process (``ray start --head --block``), stopped with it;
     with ``RAY_AUTH_MODE`` unset it requires its own token, :attr:`token_file`."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, tied: bool = False) -> None:
+        """Start the head; ``tied``: it gets SIGTERM when the thread that started it ends (or
+        its process is killed, :func:`die_with_parent`), for a head started on the main
+        thread of a command that may be SIGKILLed."""
         self.tmp = Path(tempfile.mkdtemp(prefix="tsui-", dir="/tmp"))
         self.dashboard_port = _free_port()
         self.gcs_port = _free_port()
@@ -73,7 +76,11 @@ class LocalCluster:
         self._env = env
         self.log = open(self.tmp / "ray-start.log", "w")  # noqa: SIM115 - lives with the head
         self.proc = subprocess.Popen(
-            cmd, stdout=self.log, stderr=subprocess.STDOUT, env=env, preexec_fn=die_with_parent
+            cmd,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            preexec_fn=die_with_parent if tied else None,
         )
 
     @property

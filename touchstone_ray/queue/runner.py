@@ -398,7 +398,7 @@ def run_queue(path: Path, address: str | None, out: TextIO = sys.stdout) -> int:
     local: LocalCluster | None = None
     env = dict(os.environ)
     if address is None:
-        local = LocalCluster()
+        local = LocalCluster(tied=True)
         address, env = local.address, local.client_env()
         print(f"queue: started a local Ray head at {address} for the queue", file=out)
     try:
