@@ -208,3 +208,16 @@ def test_check_names_every_problem_and_runs_the_reset_commands(
     passed = _queue("check", str(fixed), "--address", rc.address)
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert passed.stdout.splitlines()[-1] == "queue ok: 1 entry on 1 host, reset commands run: 0"
+
+
+def test_without_an_address_the_queue_runs_on_a_head_of_its_own(tmp_path: Path) -> None:
+    write_yaml(tmp_path / "pack.yaml", tiny_pack(2))
+    entry = {"name": "solo", "kind": "eval", "pack": "pack.yaml", "report": False,
+             "config": _fleet(tmp_path, "f", [_sim("m", None, ttft_ms=1)])}  # fmt: skip
+    queue = write_yaml(tmp_path / "night.yaml", {"entries": [entry]})
+    done = _queue("run", str(queue))
+    assert done.returncode == 0, done.stdout + done.stderr
+    first, *_, last = done.stdout.splitlines()
+    assert first.startswith("queue: started a local Ray head at 127.0.0.1:")
+    assert last == f"queue: 1 entry run; summary {tmp_path / 'night-queue' / 'summary.md'}"
+    # the head is gone with the queue: the suite's leak check fails a test that leaves it

@@ -9,7 +9,7 @@ from typing import TextIO
 from touchstone_ray.config import FleetConfig, load_config
 from touchstone_ray.errors import TouchstoneError
 from touchstone_ray.queue.spec import QueueSpec, load_queue
-from touchstone_ray.queue.state import read_states
+from touchstone_ray.queue.state import entries_text, read_states
 
 __all__ = ["check_queue", "print_status"]
 
@@ -85,11 +85,9 @@ def check_queue(path: Path, address: str | None, out: TextIO = sys.stdout) -> in
     if problems:
         return 2
     resets = sum(1 for s in spec.hosts.values() if s.reset_command)
-    n = len(spec.entries)
-    entries = (
-        f"{n} entr{'y' if n == 1 else 'ies'} on {len(used)} host{'' if len(used) == 1 else 's'}"
-    )
-    print(f"queue ok: {entries}, reset commands run: {resets}", file=out)
+    hosts = f"{len(used)} host{'' if len(used) == 1 else 's'}"
+    entries = entries_text(len(spec.entries))
+    print(f"queue ok: {entries} on {hosts}, reset commands run: {resets}", file=out)
     return 0
 
 

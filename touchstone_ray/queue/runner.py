@@ -36,7 +36,7 @@ from touchstone_ray.errors import one_line
 from touchstone_ray.fleet.local_head import die_with_parent
 from touchstone_ray.queue.hosts import HostOps
 from touchstone_ray.queue.spec import EntrySpec, HostReset, QueueSpec, entry_fingerprint
-from touchstone_ray.queue.state import EntryState, QueueLog, read_states
+from touchstone_ray.queue.state import EntryState, QueueLog, entries_text, read_states
 from touchstone_ray.queue.summary import write_summary
 
 __all__ = ["KILL_AFTER_S", "POLL_S", "entry_hosts", "run_queue"]
@@ -371,7 +371,7 @@ class QueueRunner:
             time.sleep(POLL_S)
         summary = write_summary(self.spec, read_states(self.folder))
         self.log.close()
-        self.say(f"queue: {len(ended)} entries run; summary {summary}")
+        self.say(f"queue: {entries_text(len(ended))} run; summary {summary}")
         if self.spec.notify_command:
             _notify(self.spec.notify_command, summary, self.say)
         states = read_states(self.folder)

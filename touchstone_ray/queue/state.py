@@ -16,11 +16,16 @@ from typing import Any
 
 from touchstone_ray.storage import JsonlWriter, read_jsonl, repair_torn_tail
 
-__all__ = ["ENDED", "EntryState", "QueueLog", "read_states"]
+__all__ = ["ENDED", "EntryState", "QueueLog", "entries_text", "read_states"]
 
 STATE_FILE = "queue-state.jsonl"
 ENDED = ("done", "failed", "stalled", "timeout")
 """An entry's end states."""
+
+
+def entries_text(n: int) -> str:
+    """``1 entry``, ``3 entries``."""
+    return f"{n} entr{'y' if n == 1 else 'ies'}"
 
 
 @dataclass

@@ -24,7 +24,7 @@ from touchstone_ray.doc import (
 from touchstone_ray.errors import TouchstoneError, one_line
 from touchstone_ray.lang import labels
 from touchstone_ray.queue.spec import QueueSpec
-from touchstone_ray.queue.state import EntryState
+from touchstone_ray.queue.state import EntryState, entries_text
 from touchstone_ray.report.compare import compare_cells, compare_head, compare_rows
 from touchstone_ray.storage import atomic_write_text
 
@@ -50,7 +50,7 @@ def summary_document(spec: QueueSpec, states: dict[str, EntryState]) -> Document
         counts[state.state] = counts.get(state.state, 0) + 1
     tally = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
     doc.blocks.append(
-        Para((f"{len(got)} entries: {tally}; written {time.strftime('%Y-%m-%d %H:%M:%S')}",))
+        Para((f"{entries_text(len(got))}: {tally}; written {time.strftime('%Y-%m-%d %H:%M:%S')}",))
     )
     rows = []
     for entry, state in zip(spec.entries, got, strict=True):
