@@ -11,7 +11,7 @@ import pytest
 from eval_helpers import run, shard_lines, tiny_pack, write_yaml
 from ray_env import RayCluster
 
-from touchstone_ray.records import EvalResponse
+from touchstone_ray.records import EVAL_RESPONSE_FIELDS, EvalResponse
 
 pytestmark = pytest.mark.slow
 
@@ -69,10 +69,13 @@ def test_each_shape_lands_in_its_records_flags(rc: RayCluster, tmp_path: Path) -
     }
     assert got["down"] == every
     assert all(not r["ok"] for r in records.values() if r["model"] == "down")
-    # the key comes last on every line, and each line reads back with it
+    # every line keeps the Contract's key order (answer_flags after the keys it was added
+    # behind) and reads back with its flags
     for shard in (outcome.bundle / "responses").glob("*.jsonl"):
         for line in shard.read_text(encoding="utf-8").splitlines():
+            keys = json.loads(line, object_pairs_hook=lambda pairs: [k for k, _ in pairs])
+            assert keys == list(EVAL_RESPONSE_FIELDS)
             record = EvalResponse.model_validate_json(line)
             flags = json.dumps(record.answer_flags, separators=(",", ":"))
-            assert line.endswith(f',"answer_flags":{flags}}}')
+            assert f',"n_samples":{json.dumps(record.n_samples)},"answer_flags":{flags},' in line
             assert record.answer_flags == records[record.key]["answer_flags"]
