@@ -104,6 +104,10 @@ def test_entries_lease_hosts_reset_on_their_node_and_chain_judge_and_report(
                       "a2": ["eval", "report"], "l1": ["eval", "report"]}  # fmt: skip
     ended = {e["entry"]: e for e in log if e["event"] == "entry_ended"}
     assert {n: e["state"] for n, e in ended.items()} == dict.fromkeys(configs, "done")
+    assert {n: e["stage"] for n, e in ended.items()} == dict.fromkeys(configs, "report")
+    assert [(e["entry"], e["state"]) for e in log if e["event"] == "entry_pending"] == [
+        (name, "pending") for name in configs
+    ]
     b1 = Path(ended["b1"]["bundle"])
     assert (b1 / "scorecard.json").is_file() and (b1 / "report.html").is_file()
     assert (Path(ended["a1"]["bundle"]) / "rating-task.md").is_file()  # unjudged: the task
@@ -175,7 +179,9 @@ def test_a_sigkilled_queue_resumes_and_the_watchdog_stops_a_stalled_entry(
     assert len(records) < 12 + n_before  # the finished cells were not run again
     assert (folder / "k2" / "eval.err").read_text().count("reused") <= 1
     assert "reused" in (folder / "k2" / "eval.out").read_text()
-    assert ended["st"]["state"] == "stalled"
+    assert ended["st"]["state"] == "stalled" and ended["st"]["stage"] == "eval"
+    skipped = [(e["entry"], e["stage"], e["state"]) for e in log if e["event"] == "stage_skipped"]
+    assert skipped == []  # k2 was killed inside its eval: no stage of it had finished
     assert ended["st"]["reason"] == "no new record in its bundle for 12 s (stall_timeout_s)"
     summary = (folder / "summary.md").read_text()
     assert "| `k1` | eval | done |" in summary and "| `k2` | eval | done |" in summary

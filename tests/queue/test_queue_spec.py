@@ -83,18 +83,31 @@ def test_the_fingerprint_follows_the_pack_bytes_and_the_settings(tmp_path: Path)
 
 def test_the_log_replays_to_each_entrys_state(tmp_path: Path) -> None:
     log = QueueLog(tmp_path)
-    log.write("entry_started", "a", fingerprint="f1", bundle=None)
-    log.write("stage_done", "a", stage="eval", bundle="/b/a")
-    log.write("entry_ended", "a", state="failed", reason="judge exited 1: x", duration_s=3.5)
-    log.write("entry_started", "a", fingerprint="f1", bundle="/b/a")  # the rerun keeps eval
-    log.write("entry_started", "b", fingerprint="f2", bundle=None)
+    log.write("entry_pending", "a", stage="eval", state="pending")
+    log.write("entry_started", "a", stage="eval", state="running", fingerprint="f1")
+    log.write("stage_done", "a", stage="eval", state="done", bundle="/b/a")
+    log.write("entry_ended", "a", stage="judge", state="failed", bundle="/b/a",
+              reason="judge exited 1: x", duration_s=3.5)  # fmt: skip
+    log.write("entry_pending", "a", stage="eval", state="pending")  # the rerun
+    assert read_states(tmp_path)["a"].state == "pending"
+    log.write("entry_started", "a", stage="eval", state="running", bundle="/b/a",
+              fingerprint="f1")  # fmt: skip
+    log.write("entry_started", "b", stage="perf", state="running", fingerprint="f2")
     log.close()
     with open(tmp_path / "queue-state.jsonl", "a") as torn:
-        torn.write('{"event": "stage_done", "entry": "b"')  # the driver died mid-line
+        torn.write('{"ts": 1, "entry": "b", "stage": "perf"')  # the driver died mid-line
     states = read_states(tmp_path)
     a, b = states["a"], states["b"]
     assert (a.state, a.stages, a.bundle, a.reason) == ("running", [], "/b/a", None)
     assert (b.state, b.stages, b.bundle) == ("running", [], None)
     QueueLog(tmp_path).close()  # the next writer cuts the torn line off first
-    lines = (tmp_path / "queue-state.jsonl").read_text().splitlines()
-    assert [json.loads(line)["event"] for line in lines][-1] == "entry_started"
+    lines = [json.loads(line) for line in (tmp_path / "queue-state.jsonl").read_text().splitlines()]
+    assert lines[-1]["event"] == "entry_started"
+    # SPEC §7d: every line starts with the Contract's keys
+    assert {tuple(line)[:6] for line in lines} == {
+        ("ts", "entry", "stage", "state", "bundle", "reason")
+    }
+    assert lines[3] | {"ts": 0} == {
+        "ts": 0, "entry": "a", "stage": "judge", "state": "failed", "bundle": "/b/a",
+        "reason": "judge exited 1: x", "event": "entry_ended", "duration_s": 3.5,
+    }  # fmt: skip

@@ -10,7 +10,7 @@ whole run, :class:`~touchstone_ray.fleet.local_head.LocalCluster`): ``eval`` (or
 ``judge`` when the entry has a ``judge_config``, ``report`` (``--unjudged``, the rating task,
 for an eval without a judge). A child gets SIGTERM (it finalizes what it wrote; SIGKILL 30 s
 later) when its bundle has had no new record for ``stall_timeout_s`` (``stalled``) or the
-entry ran past its ``timeout_s`` (``timeout``).
+entry ran past its ``timeout_s`` (``failed``, the reason says so).
 
 Every step goes to ``queue-state.jsonl`` (:mod:`.state`) before the next begins, so running
 the queue again after the driver died skips the finished entries (unless their pack, config or
@@ -107,6 +107,10 @@ class EntryRun:
     bundle: Path | None = None
     state: str = "running"
     reason: str | None = None
+    stage: str = ""
+    """The stage running or last run."""
+    stopped: bool = False
+    """The watchdog stopped the entry (stalled, or past its ``timeout_s``)."""
     started: float = field(default_factory=time.monotonic)
     thread: threading.Thread | None = None
 
@@ -155,9 +159,10 @@ class EntryRun:
         self.queue.log.write(
             "entry_ended",
             self.entry.name,
+            stage=self.stage or self.entry.kind,
             state=self.state,
             reason=self.reason,
-            bundle=str(self.bundle) if self.bundle else None,
+            bundle=self._bundle_text(),
             duration_s=round(duration, 3),
             fingerprint=self.fingerprint,
         )
@@ -174,9 +179,11 @@ class EntryRun:
         q.log.write(
             "entry_started",
             self.entry.name,
+            stage=self.entry.kind,
+            state="running",
+            bundle=self._bundle_text(),
             fingerprint=self.fingerprint,
             hosts=sorted(self.hosts),
-            bundle=str(self.bundle) if self.bundle else None,
         )
         for host in sorted(self.hosts):
             problem = q.prepare_host(host)
@@ -187,14 +194,24 @@ class EntryRun:
         for stage in self.stages():
             if stage in finished:
                 q.say(f"entry {self.entry.name}: {stage} finished before, skipped")
+                q.log.write(
+                    "stage_skipped",
+                    self.entry.name,
+                    stage=stage,
+                    state="skipped",
+                    bundle=self._bundle_text(),
+                    reason="finished in an earlier try",
+                )
                 continue
             if stage != self.entry.kind and self.bundle is None:
                 break
+            self.stage = stage
             code = self._stage(stage)
-            if self.state in ("stalled", "timeout"):
+            if self.stopped:
                 return
             if code == 0:
-                q.log.write("stage_done", self.entry.name, stage=stage, bundle=str(self.bundle))
+                q.log.write("stage_done", self.entry.name, stage=stage, state="done",
+                            bundle=self._bundle_text())  # fmt: skip
                 continue
             failure = failure or f"{stage} exited {code}: {self._stage_line(stage)}"
             if code != 1 or self.bundle is None:  # bad input, or no bundle to go on with
@@ -203,6 +220,9 @@ class EntryRun:
             self.state, self.reason = "failed", failure
         else:
             self.state = "done"
+
+    def _bundle_text(self) -> str | None:
+        return str(self.bundle) if self.bundle else None
 
     def _stage_line(self, stage: str) -> str:
         return _last_line(self.folder / f"{stage}.err") or _last_line(self.folder / f"{stage}.out")
@@ -232,7 +252,7 @@ class EntryRun:
                     self.bundle = find_bundle(self.folder)
                 why = self._watchdog(began)
                 if why is not None:
-                    self.state, self.reason = why
+                    (self.state, self.reason), self.stopped = why, True
                     q.say(f"entry {self.entry.name}: {self.reason}; stopping its {stage}")
                     _stop(child)
                     break
@@ -249,7 +269,7 @@ class EntryRun:
         """``(state, reason)`` when the entry must stop now, else ``None``."""
         timeout = self.entry.timeout_s
         if timeout is not None and time.monotonic() - self.started > timeout:
-            return "timeout", f"ran past its timeout_s ({timeout:g} s)"
+            return "failed", f"timeout: ran past its timeout_s ({timeout:g} s)"
         stall = self.queue.spec.stall_timeout_s
         last = newest_record(self.bundle) if self.bundle is not None else None
         if time.time() - max(last or began, began) > stall:
@@ -342,6 +362,7 @@ class QueueRunner:
                 self.say(f"entry {entry.name}: done before, skipped")
                 continue
             folder = self.folder / entry.name
+            self.log.write("entry_pending", entry.name, stage=entry.kind, state="pending")
             run = EntryRun(entry, folder, fingerprint, entry_hosts(entry), before, self)
             waiting.append(run)
         running: list[EntryRun] = []

@@ -1,10 +1,13 @@
 """``queue-state.jsonl``: the queue's append-only log, and what an entry's lines say now.
 
-One line per step (epoch s ``ts`` in each): ``entry_started`` (``fingerprint``), ``stage_done``
-(``stage`` eval | perf | judge | report, ``bundle``), ``entry_ended`` (``state`` done | failed
-| stalled | timeout, ``reason``, ``duration_s``). A queue driver killed at any point leaves a
-prefix of these lines: an entry without ``entry_ended`` is resumed, a torn last line is cut
-off (:func:`~touchstone_ray.storage.repair_torn_tail`) before the queue writes again.
+Every line carries SPEC §7d's keys ``{ts, entry, stage, state, bundle, reason}`` (``ts`` epoch
+s; ``stage`` eval | perf | tools | judge | report; ``state`` pending | running | done | failed |
+stalled | skipped) and names its step in ``event``: ``entry_pending`` (queued in this run),
+``entry_started`` (``fingerprint``, ``hosts``; ``state`` running), ``stage_done``,
+``stage_skipped`` (finished in an earlier try), ``entry_ended`` (the entry's end state and the
+stage it ended in, ``duration_s``). A queue driver killed at any point leaves a prefix of these
+lines: an entry without ``entry_ended`` is resumed, a torn last line is cut off
+(:func:`~touchstone_ray.storage.repair_torn_tail`) before the queue writes again.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from touchstone_ray.storage import JsonlWriter, read_jsonl, repair_torn_tail
 __all__ = ["ENDED", "EntryState", "QueueLog", "entries_text", "read_states"]
 
 STATE_FILE = "queue-state.jsonl"
-ENDED = ("done", "failed", "stalled", "timeout")
+ENDED = ("done", "failed", "stalled")
 """An entry's end states."""
 
 
@@ -50,7 +53,11 @@ def read_states(folder: Path) -> dict[str, EntryState]:
         name = str(line.get("entry"))
         state = states.setdefault(name, EntryState(name))
         event = line.get("event")
-        if event == "entry_started":
+        if event == "entry_pending":
+            if state.state in ENDED:
+                state.stages = []
+            state.state, state.reason = "pending", None
+        elif event == "entry_started":
             if state.fingerprint != line.get("fingerprint") or state.state in ENDED:
                 state.stages = []
             state.state, state.reason = "running", None
@@ -79,9 +86,22 @@ class QueueLog:
             repair_torn_tail(path)
         self._writer = JsonlWriter(path)
 
-    def write(self, event: str, entry: str, **fields: Any) -> None:
-        """Append ``{"event", "entry", "ts", **fields}`` and fsync it (a night's log is small)."""
-        self._writer.write({"event": event, "entry": entry, "ts": time.time(), **fields})
+    def write(
+        self,
+        event: str,
+        entry: str,
+        *,
+        stage: str,
+        state: str,
+        bundle: str | None = None,
+        reason: str | None = None,
+        **extra: Any,
+    ) -> None:
+        """Append ``{ts, entry, stage, state, bundle, reason, event, **extra}`` and fsync it (a
+        night's log is small)."""
+        line = {"ts": time.time(), "entry": entry, "stage": stage, "state": state}
+        line |= {"bundle": bundle, "reason": reason, "event": event, **extra}
+        self._writer.write(line)
         self._writer.sync()
 
     def close(self) -> None:
