@@ -330,7 +330,8 @@ def test_a_failed_run_of_another_config_keeps_the_stored_verdicts(
     assert run_judge(bundle, wrong, out=out) == 1
     kept = "(the scorecard of an earlier run is kept)"
     assert f"no new scorecard: no judge has complete judgements {kept}" in out.getvalue()
-    assert len(verdict_lines(bundle)) == len(first) + 3
+    assert f"judge canned: aborted: endpoint {dead} unreachable from" in out.getvalue()
+    assert len(verdict_lines(bundle)) == len(first)  # asked nothing: its endpoint was down
 
     server.reset()
     out = io.StringIO()
@@ -499,3 +500,24 @@ def test_endpoint_without_structured_output(tmp_path: Path) -> None:
         assert len(server.bodies) == 1 + 10 + 2
     finally:
         server.stop()
+
+
+def test_an_unreachable_judge_is_aborted_before_its_first_call(tmp_path: Path) -> None:
+    """A judge whose endpoint refuses connections from its node: one line naming the judge
+    and its URL, nothing asked or stored, exit 1."""
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    pack = make_pack()
+    bundle = write_bundle(tmp_path / "bundle", pack, plain_responses(pack, ("m",)))
+    config = tmp_path / "judge.yaml"
+    judge = {"id": "gone", "engine": "openai", "base_url": url, "model": "j", "timeout_s": 20}
+    config.write_text(yaml.safe_dump({"judges": [judge]}))
+    out = io.StringIO()
+    assert run_judge(bundle, config, out=out) == 1
+    aborted = [line for line in out.getvalue().splitlines() if "aborted:" in line]
+    assert aborted == [
+        f"judge gone: aborted: endpoint {url} unreachable from {socket.gethostname()} "
+        "(connection refused); stored verdicts kept, rerun to resume"
+    ]
+    assert verdict_lines(bundle, "gone") == []

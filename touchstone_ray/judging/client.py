@@ -48,6 +48,7 @@ from typing import Any, Literal, TypeVar
 from touchstone_ray.bundle import record_extras
 from touchstone_ray.engines.base import ChatRequest, ChatResult, Engine
 from touchstone_ray.engines.registry import create_engine, engine_class
+from touchstone_ray.errors import EngineConnectError, EngineRefused, EngineTimeout, one_line
 from touchstone_ray.judging.config import JudgeSpec
 from touchstone_ray.judging.flags import check_flags
 from touchstone_ray.judging.parse import (
@@ -77,6 +78,9 @@ __all__ = [
 
 Failure = Literal["call", "parse"]
 T = TypeVar("T", ParsedVerdict, ParsedHolistic)
+
+REACH_TIMEOUT_S = 10.0
+"""How long the reachability probe before a judge's first call waits for its endpoint (s)."""
 
 
 @dataclass(frozen=True)
@@ -197,14 +201,30 @@ class JudgeClient:
         return self._engine, self._sem
 
     async def ready(self) -> dict[str, Any]:
-        """Where this actor runs: ``{"node_id", "hostname", "pid"}`` (starts the engine)."""
+        """Where this actor runs and whether its endpoint answers from there: ``{"node_id",
+        "hostname", "pid", "unreachable"}`` (starts the engine). ``unreachable`` is ``None``
+        or one line: the endpoint refused the connection or sent nothing within
+        :data:`REACH_TIMEOUT_S` to the model list request (``GET /v1/models``; any HTTP
+        answer, an error status too, counts as reached)."""
         import ray
 
-        self._get_engine()
+        engine, _ = self._get_engine()
+        unreachable: str | None = None
+        try:
+            await asyncio.wait_for(engine.list_models(), REACH_TIMEOUT_S)
+        except EngineRefused:
+            unreachable = "connection refused"
+        except (EngineTimeout, TimeoutError):
+            unreachable = f"no answer within {REACH_TIMEOUT_S:g} s"
+        except EngineConnectError as exc:
+            unreachable = one_line(str(exc))
+        except Exception:  # reached: a server without a model list still answers chats
+            pass
         return {
             "node_id": ray.get_runtime_context().get_node_id(),
             "hostname": socket.gethostname(),
             "pid": os.getpid(),
+            "unreachable": unreachable,
         }
 
     # --- one call --------------------------------------------------------------------------

@@ -171,6 +171,14 @@ class _JudgeStart(StartLane):
 
     def ready(self, facts: dict[str, Any]) -> None:
         spec = self.run.spec
+        if facts.get("unreachable"):
+            self.driver.abort(
+                self.run,
+                f"endpoint {spec.base_url} unreachable from {facts['hostname']} "
+                f"({facts['unreachable']})",
+            )
+            self.finish(started=False)
+            return
         self.driver.say(
             f"judge {spec.id}: {spec.engine} {spec.model} on node "
             f"{str(facts['node_id'])[:8]} ({facts['hostname']})"
