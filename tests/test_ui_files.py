@@ -82,6 +82,7 @@ def test_zip_import_round_trip_is_byte_identical(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     root = make_bundle(runs / "lab")
     (root / "link.txt").symlink_to("/etc/hostname")
+    (root / "etc").symlink_to("/etc", target_is_directory=True)
     first = zipped(root)
     names = zipfile.ZipFile(io.BytesIO(first)).namelist()
     assert names == [
@@ -212,7 +213,7 @@ def test_limits_on_files_and_unpacked_bytes(tmp_path: Path) -> None:
     upload = write_zip(tmp_path / "x.zip", {**good(), f"{NAME}/a": b"0" * 1000})
     with pytest.raises(UsageError) as caught:
         import_bundle(runs, upload, max_files=2)
-    assert str(caught.value) == "import: 3 files, more than the 2 allowed"
+    assert str(caught.value) == "import: 3 files and folders, more than the 2 allowed"
     size = 1000 + len(json.dumps(MANIFEST))
     with pytest.raises(UsageError) as caught:
         import_bundle(runs, upload, max_bytes=size - 1)
@@ -238,6 +239,11 @@ def test_downloads_name_only_the_offered_files(tmp_path: Path) -> None:
     assert download_path(root, "export/responses.csv") == root / "export" / "responses.csv"
     for name in ("bundle.json", "../x", "export/../bundle.json", "/etc/passwd", "scorecard.json"):
         assert download_path(root, name) is None, name
+    (root / "report.md").unlink()
+    (root / "report.md").symlink_to("/etc/hostname")
+    (root / "export" / "hosts.csv").symlink_to("/etc/hostname")
+    assert downloads(root) == ["report.html", "export/responses.csv"]
+    assert download_path(root, "report.md") is None
 
 
 def test_trash_and_restore(tmp_path: Path) -> None:

@@ -56,7 +56,7 @@ __all__ = [
 IMPORT_MAX_BYTES = 1024**3
 """Largest import, as uploaded and as unpacked (bytes)."""
 IMPORT_MAX_FILES = 10_000
-"""Most files an imported bundle may hold."""
+"""Most entries (files and folders) an imported bundle's zip may hold."""
 FOLDER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 """What an imported bundle's folder may be called (bundle folders are
 ``<YYYY-MM-DD_HHMMSS>_<kind>_<id>``)."""
@@ -113,8 +113,10 @@ def _members(
     files = [m for m in members if not m.is_dir()]
     if not files:
         raise UsageError("import: the zip holds no file")
-    if len(files) > max_files:
-        raise UsageError(f"import: {len(files)} files, more than the {max_files} allowed")
+    if len(members) > max_files:
+        raise UsageError(
+            f"import: {len(members)} files and folders, more than the {max_files} allowed"
+        )
     tops: set[str] = set()
     seen: set[str] = set()
     for member in members:
@@ -159,7 +161,10 @@ def _unpack(archive: zipfile.ZipFile, members: list[zipfile.ZipInfo], staging: P
         except OSError as exc:
             why = exc.strerror or type(exc).__name__
             raise UsageError(f"import: {member.filename!r} cannot be unpacked ({why})") from None
-        stamp = time.mktime((*member.date_time, 0, 0, -1))
+        try:
+            stamp = time.mktime((*member.date_time, 0, 0, -1))
+        except (OverflowError, ValueError):
+            continue  # a time no clock can hold: the file keeps the time of its unpacking
         os.utime(dest, (stamp, stamp))
 
 
@@ -201,18 +206,32 @@ def import_bundle(
         try:
             _unpack(archive, members, staging)
             _check_manifest(staging / top, top)
-            os.rename(staging / top, target)
+            try:
+                os.rename(staging / top, target)
+            except OSError:  # the same name imported meanwhile
+                raise UsageError(f"import: {IMPORTED}/{top} exists already under --runs") from None
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     return target
 
 
+def _regular(path: Path) -> bool:
+    """Whether ``path`` is a regular file itself (not a link to one)."""
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:
+        return False
+
+
 def downloads(root: Path) -> list[str]:
     """The names (relative to the bundle ``root``) of its files offered one by one: those of
-    :data:`DOWNLOADS` present, then ``export/*.csv``."""
-    names = [n for n in DOWNLOADS if (root / n).is_file()]
+    :data:`DOWNLOADS` present, then ``export/*.csv``; links (and a linked ``export/``) are
+    left out, as the zip leaves them out."""
+    names = [n for n in DOWNLOADS if _regular(root / n)]
     export = Layout(root).export_dir
-    return names + sorted(f"{export.name}/{p.name}" for p in export.glob("*.csv") if p.is_file())
+    if export.is_symlink() or not export.is_dir():
+        return names
+    return names + sorted(f"{export.name}/{p.name}" for p in export.glob("*.csv") if _regular(p))
 
 
 def download_path(root: Path, name: str) -> Path | None:
