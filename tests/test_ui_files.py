@@ -304,3 +304,17 @@ def test_restore_skips_bad_sidecars_and_refuses_an_origin_outside_runs(tmp_path:
         restore(runs, entry.id)
     assert str(caught.value) == "restore: '../outside' is not a place under --runs"
     assert not (tmp_path / "outside").exists()
+
+
+def test_a_perf_bundle_round_trips_too(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    root = runs / "2026-01-04_030000_perf_speed"
+    (root / "points").mkdir(parents=True)
+    (root / "bundle.json").write_text(json.dumps({"schema_version": 1, "kind": "perf"}))
+    (root / "summary.json").write_text('{"points": []}')
+    upload = tmp_path / "perf.zip"
+    upload.write_bytes(zipped(root))
+    target = import_bundle(runs, upload)
+    assert files_under(target) == files_under(root)
+    assert (target / "points").is_dir()
+    assert zipped(target) == upload.read_bytes()
