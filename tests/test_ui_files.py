@@ -17,6 +17,7 @@ import pytest
 
 from touchstone_ray.bundle import find_bundles
 from touchstone_ray.errors import BundleError, UsageError
+from touchstone_ray.ui.bundle_files import files_bar
 from touchstone_ray.ui.files import (
     IMPORT_MAX_BYTES,
     download_path,
@@ -318,3 +319,20 @@ def test_a_perf_bundle_round_trips_too(tmp_path: Path) -> None:
     assert files_under(target) == files_under(root)
     assert (target / "points").is_dir()
     assert zipped(target) == upload.read_bytes()
+
+
+def test_the_files_bar_offers_the_trash_only_when_no_run_is_going(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    done = make_bundle(runs / "a b")
+    html = files_bar(done, runs)
+    assert f'<a id="download-zip" href="/zip/a%20b/{NAME}" download>' in html
+    assert f'href="/file/a%20b/{NAME}?name=export%2Fresponses.csv" download>' in html
+    assert f'<form method="post" action="/trash/a%20b/{NAME}">' in html
+    live = make_bundle(runs / "live", status="running")
+    (live / "events.jsonl").write_text("{}\n")
+    html = files_bar(live, runs)
+    assert 'id="trash-bundle"' not in html
+    assert (
+        '<span class="muted" id="trash-later">running: stop it to move it to the trash</span>'
+        in html
+    )

@@ -34,7 +34,8 @@ from urllib.parse import quote
 
 from aiohttp import BodyPartReader, web
 
-from touchstone_ray.errors import TouchstoneError
+from touchstone_ray.bundle import Bundle
+from touchstone_ray.errors import BundleError, TouchstoneError
 from touchstone_ray.ui._page import HEADERS, e, page
 from touchstone_ray.ui.files import (
     CHUNK_BYTES,
@@ -61,20 +62,30 @@ def _href(rel: str) -> str:
     return e(quote(rel))
 
 
+def _running(root: Path) -> bool:
+    try:
+        return Bundle(root).run_state() == "running"
+    except BundleError:
+        return False
+
+
 def files_bar(root: Path, runs: Path) -> str:
     """The result page's line of the bundle ``root`` (under ``runs``): the zip, each of
-    :func:`.files.downloads`, and the move-to-trash button."""
+    :func:`.files.downloads`, and the move-to-trash button (not while its run is going: the
+    trash refuses it then)."""
     href = _href(root.relative_to(runs).as_posix())
     links = [f'<a id="download-zip" href="/zip/{href}" download>bundle (.zip)</a>']
     links += [
         f'<a class="download" href="/file/{href}?name={e(quote(n, safe=""))}" download>{e(n)}</a>'
         for n in downloads(root)
     ]
-    return (
-        f'<div id="bundle-files" style="{BAR_STYLE}">{" · ".join(links)}'
-        f'<form method="post" action="/trash/{href}">'
-        '<button id="trash-bundle" type="submit">move to trash</button></form></div>'
+    button = (
+        '<span class="muted" id="trash-later">running: stop it to move it to the trash</span>'
+        if _running(root)
+        else f'<form method="post" action="/trash/{href}">'
+        '<button id="trash-bundle" type="submit">move to trash</button></form>'
     )
+    return f'<div id="bundle-files" style="{BAR_STYLE}">{" · ".join(links)}{button}</div>'
 
 
 def import_form() -> str:
