@@ -8,15 +8,16 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import re
 import socket
 import zipfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TypeVar
 
 import httpx
-from aiohttp import web
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp import test_utils, web
 from test_ui_security import ORIGIN_REFUSED
 from ui_helpers import JUDGED, UiServer
 
@@ -24,6 +25,23 @@ from touchstone_ray.ui.bundle_files import BundleFiles
 from touchstone_ray.ui.files import IMPORT_MAX_BYTES
 
 HOST_REFUSED = "refused: Host is not this UI's loopback address"
+T = TypeVar("T")
+
+
+def in_process(files: BundleFiles, run: Callable[[test_utils.TestClient], Awaitable[T]]) -> T:
+    """``run`` against an app of only ``files``' routes on a loopback port, in a thread of
+    its own (Playwright's sync API holds this thread's event loop)."""
+
+    async def serve() -> T:
+        app = web.Application()
+        app.add_routes(files.routes())
+        async with test_utils.TestClient(test_utils.TestServer(app, host="127.0.0.1")) as client:
+            return await run(client)
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(lambda: asyncio.run(serve())).result(timeout=60)
+
+
 BUNDLE_ZIP = io.BytesIO()
 with zipfile.ZipFile(BUNDLE_ZIP, "w") as _archive:
     _archive.writestr("2026-01-09_030000_eval_x/bundle.json", json.dumps({"schema_version": 1}))
@@ -109,18 +127,47 @@ def test_a_chunked_upload_is_cut_at_the_limit(tmp_path: Path) -> None:
             yield b"\0" * 16 * 1024
         yield f"\r\n--{boundary}--\r\n".encode()
 
-    async def run() -> tuple[int, str]:
-        app = web.Application()
-        app.add_routes(BundleFiles(runs.resolve(), max_upload_bytes=limit).routes())
-        async with TestClient(TestServer(app, host="127.0.0.1")) as client:
-            headers = {"Content-Type": f"multipart/form-data; boundary={boundary}"}
-            r = await client.post("/bundles/import", data=body(), headers=headers)
-            assert r.request_info.headers.get("Content-Length") is None
-            return r.status, await r.text()
+    async def run(client: test_utils.TestClient) -> tuple[int, str]:
+        headers = {"Content-Type": f"multipart/form-data; boundary={boundary}"}
+        r = await client.post("/bundles/import", data=body(), headers=headers)
+        assert r.request_info.headers.get("Content-Length") is None
+        return r.status, await r.text()
 
-    # a thread of its own: Playwright's sync API holds this thread's event loop
-    with ThreadPoolExecutor(1) as pool:
-        status, text = pool.submit(lambda: asyncio.run(run())).result(timeout=60)
+    status, text = in_process(BundleFiles(runs.resolve(), max_upload_bytes=limit), run)
     assert status == 413
     assert f"import: the upload is larger than the {limit} bytes allowed" in text
     assert list(runs.iterdir()) == []
+
+
+def test_refusals_answer_with_their_status_and_line(tmp_path: Path) -> None:
+    runs = (tmp_path / "runs").resolve()
+    name = "2026-01-02_030000_eval_mini"
+    live = runs / "lab" / name
+    live.mkdir(parents=True)
+    (live / "bundle.json").write_text(json.dumps({"schema_version": 1, "status": "running"}))
+    done = runs / name
+    done.mkdir()
+    (done / "bundle.json").write_text(json.dumps({"schema_version": 1, "status": "done"}))
+
+    async def run(client: test_utils.TestClient) -> list[tuple[int, str]]:
+        got = []
+        for path, data in (
+            (f"/trash/lab/{name}", None),
+            ("/restore/20260101-000000_gone", None),
+            ("/bundles/import", {"file": ""}),
+            (f"/trash/{name}", None),
+        ):
+            r = await client.post(path, data=data, allow_redirects=False)
+            found = re.search(r'<p class="err" id="[a-z-]+">([^<]*)</p>', await r.text())
+            got.append((r.status, found[1] if found else r.headers.get("Location", "")))
+        return got
+
+    answers = in_process(BundleFiles(runs), run)
+    assert answers[:3] == [
+        (409, f"trash: lab/{name} is still running; stop its run first"),
+        (409, "restore: &#x27;20260101-000000_gone&#x27; is not in the trash"),
+        (200, "import: no file chosen; pick a bundle&#x27;s .zip"),
+    ]
+    assert answers[3][0] == 303
+    assert re.fullmatch(rf"/trash\?moved=\d{{8}}-\d{{6}}_{name}", answers[3][1])
+    assert live.is_dir() and not done.exists()
