@@ -336,3 +336,17 @@ def test_the_files_bar_offers_the_trash_only_when_no_run_is_going(tmp_path: Path
         '<span class="muted" id="trash-later">running: stop it to move it to the trash</span>'
         in html
     )
+
+
+def test_an_encrypted_member_is_refused(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    upload = write_zip(tmp_path / "x.zip", good())
+    raw = bytearray(upload.read_bytes())
+    central = raw.index(b"PK\x01\x02")  # the first member's central directory record
+    raw[central + 8] |= 0x01  # general purpose flag bit 0: encrypted
+    upload.write_bytes(bytes(raw))
+    with pytest.raises(UsageError) as caught:
+        import_bundle(runs, upload)
+    assert str(caught.value) == f"import: '{NAME}/bundle.json' is encrypted"
+    assert list(runs.iterdir()) == []

@@ -70,6 +70,8 @@ FILE_MODE = 0o644
 """Mode every file is stored with in a zip (the bytes, not the permissions, are the bundle)."""
 DIR_MODE = 0o755
 """Mode every empty folder is stored with in a zip."""
+ENCRYPTED = 0x1
+"""Bit of a zip member's general purpose flags that marks it encrypted (APPNOTE 4.4.4)."""
 CHUNK_BYTES = 1 << 20
 """Copy buffer while zipping and unpacking (bytes)."""
 
@@ -126,6 +128,8 @@ def _members(
             raise UsageError(f"import: {name!r} leaves the bundle's folder")
         if stat.S_ISLNK(member.external_attr >> 16):
             raise UsageError(f"import: {name!r} is a link")
+        if member.flag_bits & ENCRYPTED:
+            raise UsageError(f"import: {name!r} is encrypted")
         if not parts or (len(parts) < 2 and not member.is_dir()):
             raise UsageError(f"import: {name!r} is not inside a bundle folder")
         if name in seen:
