@@ -165,10 +165,7 @@ def _unpack(archive: zipfile.ZipFile, members: list[zipfile.ZipInfo], staging: P
         except OSError as exc:
             why = exc.strerror or type(exc).__name__
             raise UsageError(f"import: {member.filename!r} cannot be unpacked ({why})") from None
-        try:
-            stamp = time.mktime((*member.date_time, 0, 0, -1))
-        except (OverflowError, ValueError):
-            continue  # a time no clock can hold: the file keeps the time of its unpacking
+        stamp = time.mktime((*member.date_time, 0, 0, -1))
         os.utime(dest, (stamp, stamp))
 
 
@@ -203,19 +200,22 @@ def import_bundle(
         if manifest_name not in {m.filename for m in members}:
             raise UsageError(f"import: {manifest_name} is missing: not a bundle")
         target = runs / IMPORTED / top
-        if target.exists():
-            raise UsageError(f"import: {IMPORTED}/{top} exists already under --runs")
         target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            target.mkdir()  # claims the name: a second import of it fails here, not later
+        except FileExistsError:
+            raise UsageError(f"import: {IMPORTED}/{top} exists already under --runs") from None
         staging = Path(tempfile.mkdtemp(prefix=".import-", dir=target.parent))
+        moved = False
         try:
             _unpack(archive, members, staging)
             _check_manifest(staging / top, top)
-            try:
-                os.rename(staging / top, target)
-            except OSError:  # the same name imported meanwhile
-                raise UsageError(f"import: {IMPORTED}/{top} exists already under --runs") from None
+            os.replace(staging / top, target)  # onto the claimed, still empty folder
+            moved = True
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+            if not moved:
+                target.rmdir()
     return target
 
 
@@ -274,13 +274,10 @@ def trash(runs: Path, root: Path) -> Trashed:
     item, n = base, 2
     while (folder / item).exists() or (folder / f"{item}.json").exists():
         item, n = f"{base}-{n}", n + 1
-    sidecar = folder / f"{item}.json"
-    sidecar.write_text(json.dumps({"origin": origin, "at": at}), encoding="utf-8")
-    try:
-        os.rename(root, folder / item)
-    except OSError:
-        sidecar.unlink()
-        raise
+    # the sidecar first: a bundle in the trash always says where it came from (a sidecar
+    # whose move failed is skipped by :func:`trashed`)
+    (folder / f"{item}.json").write_text(json.dumps({"origin": origin, "at": at}))
+    os.rename(root, folder / item)
     return Trashed(item, origin, at)
 
 
