@@ -4,7 +4,9 @@ Routes: ``/`` overview (``/fragment/overview`` its tables), ``/run/<bundle>`` re
 ``/live/<bundle>`` live page with ``/events/<bundle>`` (server-sent events), ``/packs``,
 ``/packs/<file>``, ``POST /packs/validate``, ``/compare`` (with ``/compare.csv`` and
 ``/compare.md``), ``/judges``, ``/jobs`` (``POST /jobs/start``, ``POST /jobs/<id>/stop``,
-``/jobs/<id>`` with its log stream ``/jobs/<id>/events``), ``/static/<script>``.
+``/jobs/<id>`` with its log stream ``/jobs/<id>/events``), ``/static/<script>``; bundles as
+files (:mod:`.bundle_files`): ``/zip/<bundle>``, ``/file/<bundle>?name=<file>``,
+``POST /bundles/import``, ``POST /trash/<bundle>``, ``/trash``, ``POST /restore/<id>``.
 ``<bundle>`` is the bundle's path relative to ``--runs``; anything that resolves outside it,
 or is not a bundle folder, is a 404.
 """
@@ -24,8 +26,9 @@ from touchstone_ray.bundle import Bundle
 from touchstone_ray.errors import TouchstoneError, UsageError
 from touchstone_ray.ui import compare, jobs_page, judges, live, overview, packs, result
 from touchstone_ray.ui._page import HEADERS, e, page
+from touchstone_ray.ui.bundle_files import BundleFiles, files_bar, import_form
 from touchstone_ray.ui.jobs import Jobs
-from touchstone_ray.ui.security import confined, guard_middleware, is_loopback_host
+from touchstone_ray.ui.security import confined_bundle, guard_middleware, is_loopback_host
 from touchstone_ray.ui.static import SCRIPTS
 
 __all__ = ["UiSettings", "make_app", "serve"]
@@ -65,9 +68,8 @@ PACKS = web.AppKey("packs", Path)
 
 
 def _bundle_root(request: web.Request) -> Path:
-    runs = request.app[RUNS]
-    root = confined(runs, request.match_info["rel"])
-    if root is None or root == runs.resolve() or not Bundle(root).layout.manifest.is_file():
+    root = confined_bundle(request.app[RUNS], request.match_info["rel"])
+    if root is None:
         raise web.HTTPNotFound(text="no such bundle under --runs")
     return root
 
@@ -78,7 +80,7 @@ def _filters(request: web.Request, names: tuple[str, ...]) -> dict[str, str]:
 
 async def overview_page(request: web.Request) -> web.Response:
     body = overview.overview_html(request.app[RUNS], _filters(request, ("pack", "model", "host")))
-    return page("Runs", body, scripts=("overview.js",))
+    return page("Runs", body + import_form(), scripts=("overview.js",))
 
 
 async def overview_fragment(request: web.Request) -> web.Response:
@@ -91,6 +93,7 @@ async def overview_fragment(request: web.Request) -> web.Response:
 
 async def result_page(request: web.Request) -> web.Response:
     root = _bundle_root(request)
+    bar = await asyncio.to_thread(files_bar, root, request.app[RUNS])
     try:
         if await asyncio.to_thread(_is_perf, root):
             title, body = await asyncio.to_thread(result.perf_result_html, root)
@@ -99,8 +102,8 @@ async def result_page(request: web.Request) -> web.Response:
                 result.result_html, root, _filters(request, result.FILTERS), request.path
             )
     except TouchstoneError as exc:
-        return page("Result", f'<h1>{e(root.name)}</h1><p class="err">{e(exc)}</p>')
-    return page(title, body, scripts=("report.js",))
+        return page("Result", f'<h1>{e(root.name)}</h1><p class="err">{e(exc)}</p>{bar}')
+    return page(title, bar + body, scripts=("report.js",))
 
 
 def _is_perf(root: Path) -> bool:
@@ -329,6 +332,7 @@ def make_app(settings: UiSettings) -> web.Application:
             web.get("/jobs/{job}/events", job_events),
         ]
     )
+    app.add_routes(BundleFiles(app[RUNS]).routes())
     return app
 
 

@@ -22,10 +22,13 @@ from pathlib import Path
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
+from touchstone_ray.bundle import Bundle
+
 __all__ = [
     "COOKIE",
     "SAFE_METHODS",
     "confined",
+    "confined_bundle",
     "guard_middleware",
     "is_loopback_host",
 ]
@@ -115,3 +118,13 @@ def confined(base: Path, relative: str) -> Path | None:
     except (OSError, ValueError):
         return None
     return target if target == root or target.is_relative_to(root) else None
+
+
+def confined_bundle(runs: Path, relative: str) -> Path | None:
+    """The bundle folder ``runs / relative`` resolved (one holding a ``bundle.json``), or
+    ``None`` when it leaves ``runs`` (see :func:`confined`), is ``runs`` itself or is no
+    bundle."""
+    root = confined(runs, relative)
+    if root is None or root == runs.resolve() or not Bundle(root).layout.manifest.is_file():
+        return None
+    return root
