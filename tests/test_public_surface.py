@@ -237,6 +237,7 @@ PINNED: dict[str, list[str]] = {
         "ReportData",
         "answer_blocks",
         "build_document",
+        "ko_rule_lines",
         "load_report_data",
         "parse_formats",
         "write_report",

@@ -107,3 +107,16 @@ def test_html_is_deterministic(judged_bundle: Path, tmp_path: Path) -> None:
     other = make_bundle(tmp_path)
     write_report(other, "html")
     assert (other / "report.html").read_bytes() == (judged_bundle / "report.html").read_bytes()
+
+
+def test_the_html_writer_gives_heads_the_tooltip_it_is_asked_for() -> None:
+    from touchstone_ray.doc import HtmlWriter, Table, cell
+
+    table = Table(("Model", 'TTFT "p50"'), ((cell("m"), cell("0.1")),))
+    tips = {'TTFT "p50"': "TTFT: first token <s>"}
+    assert HtmlWriter(tips.get).table(table).split("<tbody>")[0] == (
+        '<div class="scroll"><table><thead><tr><th scope="col">Model</th>'
+        '<th scope="col" title="TTFT: first token &lt;s&gt;">TTFT &quot;p50&quot;</th>'
+        "</tr></thead>"
+    )
+    assert 'title="' not in HtmlWriter().table(table)

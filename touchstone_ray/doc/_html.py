@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from touchstone_ray.doc._model import (
     Block,
@@ -127,11 +127,19 @@ def _e(text: str) -> str:
 class HtmlWriter:
     """Renders blocks of a :class:`~touchstone_ray.doc.Document` to HTML, numbering heading ids
     so they stay unique on the page and collecting the table of contents (``toc``: level, text,
-    id)."""
+    id). ``tips`` gives a column head's tooltip (its ``title``) from the head's text, ``None``
+    for none; without it heads carry no tooltip."""
 
-    def __init__(self) -> None:
+    def __init__(self, tips: Callable[[str], str | None] | None = None) -> None:
         self.ids: dict[str, int] = {}
         self.toc: list[tuple[int, str, str]] = []
+        self.tips = tips
+
+    def th(self, text: str) -> str:
+        """A column head with its tooltip (see the class docstring)."""
+        tip = self.tips(text) if self.tips else None
+        title = f' title="{_e(tip)}"' if tip else ""
+        return f'<th scope="col"{title}>{_e(text)}</th>'
 
     def heading_id(self, text: str) -> str:
         base = anchor(text)
@@ -156,7 +164,7 @@ class HtmlWriter:
         attrs = ' class="sortable"' if t.sortable else ""
         if t.css_id:
             attrs += f' id="{_e(t.css_id)}"'
-        head = "".join(f'<th scope="col">{_e(h)}</th>' for h in t.head)
+        head = "".join(self.th(h) for h in t.head)
         numeric = [any(row[i].sort is not None for row in t.rows) for i in range(len(t.head))]
         rows = []
         for row in t.rows:

@@ -26,7 +26,7 @@ from touchstone_ray.doc import (
     num_cell,
 )
 from touchstone_ray.doc.fmt import NONE, iso_utc, joined, utc
-from touchstone_ray.pack import Prompt
+from touchstone_ray.pack import Pack, Prompt
 from touchstone_ray.report._data import ReportData, RowKey
 from touchstone_ray.report._footprint import engine_footprint
 from touchstone_ray.report._speed import memory_chart
@@ -35,6 +35,7 @@ __all__ = [
     "frontmatter",
     "glossary",
     "hardware",
+    "ko_rule_lines",
     "links",
     "method",
     "prompt_heading",
@@ -116,14 +117,22 @@ def setup_blocks(data: ReportData, t: dict[str, str]) -> list[Block]:
     return blocks
 
 
-def method(data: ReportData, t: dict[str, str], level: int = 2) -> list[Block]:
-    """Formula, dimensions, both K.-o. branches with this pack's values, scale and rules."""
-    pack = data.pack
+def ko_rule_lines(pack: Pack, t: dict[str, str]) -> tuple[str, str]:
+    """The pack's two K.-o. branches in words (labels ``t``, the pack's language): the
+    red-flag branch of its scope and the dimension floor (SPEC §10 ``passes_ko``)."""
     ko = pack.ko_rule
-    weights = " + ".join(f"{d.weight}·{d.id}" for d in pack.dimensions)
     dim = next(d for d in pack.dimensions if d.id == ko.dimension)
     curated = ", ".join(ko.red_flag_prompts) or NONE
     red = t["ko_red_curated"] if ko.red_flag_scope == "curated" else t["ko_red_all"]
+    floor = t["ko_floor"].format(dim=ko.dimension, name=dim.name, threshold=ko.threshold)
+    return red.format(ids=curated), floor
+
+
+def method(data: ReportData, t: dict[str, str], level: int = 2) -> list[Block]:
+    """Formula, dimensions, both K.-o. branches with this pack's values, scale and rules."""
+    pack = data.pack
+    weights = " + ".join(f"{d.weight}·{d.id}" for d in pack.dimensions)
+    red, floor = ko_rule_lines(pack, t)
     return [
         Heading(level, t["method"]),
         Heading(level + 1, t["formula"]),
@@ -138,10 +147,7 @@ def method(data: ReportData, t: dict[str, str], level: int = 2) -> list[Block]:
         ),
         Heading(level + 1, t["ko_rule"]),
         Bullets(
-            (
-                (red.format(ids=curated),),
-                (t["ko_floor"].format(dim=ko.dimension, name=dim.name, threshold=ko.threshold),),
-            ),
+            ((red,), (floor,)),
             ordered=True,
         ),
         Heading(level + 1, t["scale"]),

@@ -47,8 +47,8 @@ __all__ = [
 ]
 
 
-def _rows_of(data: ReportData) -> list[CompareRow]:
-    no_gpu = labels(data.lang)["no_gpu"]
+def _rows_of(data: ReportData, lang: str) -> list[CompareRow]:
+    no_gpu = labels(lang)["no_gpu"]
     out = []
     for key in data.rows:
         stats = data.stats.get(key)
@@ -89,11 +89,12 @@ def _rows_of(data: ReportData) -> list[CompareRow]:
     return out
 
 
-def compare_rows(roots: Sequence[Path]) -> tuple[list[CompareRow], str]:
+def compare_rows(roots: Sequence[Path], lang: str | None = None) -> tuple[list[CompareRow], str]:
     """The rows of every bundle (given order, then ranking order; then one row per (model,
     host) of a perf bundle that no eval row has, see
-    :func:`~touchstone_ray.report.perf_join.perf_only_rows`) and the report language (the packs'
-    language when all agree, else ``en``). Raises
+    :func:`~touchstone_ray.report.perf_join.perf_only_rows`) and the report language: ``lang``
+    when given (the web UI's page language), else the packs' language when all agree, else
+    ``en``; the rows' texts (``no GPU``) are in it. Raises
     :class:`~touchstone_ray.errors.BundleError` naming the first unusable bundle."""
     if not roots:
         raise UsageError("compare: name at least one bundle")
@@ -107,8 +108,9 @@ def compare_rows(roots: Sequence[Path]) -> tuple[list[CompareRow], str]:
         judged = Layout(root).scorecard_json.is_file()
         data = load_report_data(root, judged=judged)
         langs.add(data.lang)
-        rows += _rows_of(data)
-    lang = langs.pop() if len(langs) == 1 else "en"
+        rows += _rows_of(data, lang or data.lang)
+    if lang is None:
+        lang = langs.pop() if len(langs) == 1 else "en"
     if perf:
         rows = join_capacity(rows, capacity_by_model_host(perf))
         rows += perf_only_rows(perf, rows, lang)

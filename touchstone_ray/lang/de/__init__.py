@@ -1,12 +1,13 @@
 """German: the table of every text touchstone shows or sends in this language (SPEC §10:
 reports speak the pack's language). :mod:`touchstone_ray.lang` reads it; every language has the
 same names and keys (a test pins it): labels in :mod:`.labels`, the glossary in :mod:`.glossary`,
-the judge's wording in :mod:`.judge`."""
+the judge's wording in :mod:`.judge`, the web UI's labels in :mod:`.ui`."""
 
 from __future__ import annotations
 
 from touchstone_ray.lang.de.glossary import GLOSSARY
 from touchstone_ray.lang.de.judge import JUDGE
 from touchstone_ray.lang.de.labels import LEVELS, REPORT, SCORECARD
+from touchstone_ray.lang.de.ui import PLURALS, UI
 
-__all__ = ["GLOSSARY", "JUDGE", "LEVELS", "REPORT", "SCORECARD"]
+__all__ = ["GLOSSARY", "JUDGE", "LEVELS", "PLURALS", "REPORT", "SCORECARD", "UI"]

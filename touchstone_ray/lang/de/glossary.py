@@ -222,5 +222,89 @@ GLOSSARY: tuple[tuple[str, str, str], ...] = (
         "unbewertet (unscored_input_truncated).",
         "–",
     ),
+    (
+        "Dimensionspunkte",
+        "Die ganzheitliche Bewertung einer Modell-Variante durch einen Judge in einer "
+        "Dimension; bei mehreren Judges deren Median.",
+        "Punkte 1–5",
+    ),
+    (
+        "Varianten-A/B (B − A)",
+        "Gepaarte Differenz je Prompt zwischen Variante B und Variante A eines Modells (Punkte, "
+        "Token, E2E, Antwortlänge), gemittelt über die Prompts, die beide beantwortet haben.",
+        "Punkte (Δ Token: Token, Δ E2E: s)",
+    ),
+    (
+        "Bewertet / unbewertet / Fehler",
+        "Urteile mit Punkten, Antworten ohne Punkte (nur Reasoning, fehlgeschlagene "
+        "Generierung, gekürzter Prompt) und unlesbare Judge-Antworten (Judge-Fehler, nie eine "
+        "niedrige Punktzahl).",
+        "Urteile",
+    ),
+    (
+        "Band-Treffer",
+        "Anteil der Kalibrierungsantworten des Packs, die ein Judge ins erwartete Band setzt "
+        "(hoch = ≥ 4 Punkte, niedrig = ≤ 2); ein Judge qualifiziert sich ab 0,8.",
+        "0…1",
+    ),
+    (
+        "Red-Flag-Recall",
+        "Anteil der Kalibrierungsantworten mit erwarteter Red Flag, bei denen der Judge eine "
+        "gesetzt hat; ein Judge qualifiziert sich nur mit 1.",
+        "0…1",
+    ),
+    (
+        "Abstand hoch − niedrig",
+        "Mittlere Punktzahl eines Judges für die als hoch erwarteten Kalibrierungsantworten "
+        "minus die für die als niedrig erwarteten.",
+        "Punkte",
+    ),
+    (
+        "Kalibrierung",
+        "Von Hand geschriebene Antworten mit bekanntem Urteil (die Kalibrierung des Packs), die "
+        "jeder Judge bewertet, bevor seine Urteile zählen.",
+        "Antworten",
+    ),
+    (
+        "Unbekannte Flags",
+        "Flags, die ein Judge nennt und die nicht zum Prompt gehören: nicht im Urteil, in "
+        "unknown_flags aufbewahrt.",
+        "Flags",
+    ),
+    (
+        "Judge-Streuung",
+        "Höchste − niedrigste Punktzahl, die ein Judge derselben Antwort über seine "
+        "Wiederholungen gab (judge --repeats).",
+        "Punkte",
+    ),
+    (
+        "Qualitätsspanne",
+        "Niedrigste bis höchste Qualität %, die ein Judge den Zeilen eines Bundles gab.",
+        "%",
+    ),
+    (
+        "Externe Bewertung",
+        "Eine eingelesene Bewertung (ein Mensch oder eine externe KI) gegen einen lokalen "
+        "Judge: mittleres |Δ| der Dimensionspunkte, Anteil der Zeilen mit gleichem "
+        "K.-o.-Ergebnis, Δ Qualität %.",
+        "Punkte / Anteil / %",
+    ),
+    (
+        "Restzeit",
+        "Verbleibende Zellen (Anfragen) ÷ das bisherige Tempo dieses Laufs: eine Schätzung.",
+        "min, s",
+    ),
+    (
+        "In Arbeit",
+        "Gesendete, noch nicht beantwortete Zellen (Anfragen): höchstens die Parallelität des "
+        "Endpunkts.",
+        "Zellen (Anfragen)",
+    ),
+    (
+        "Zelle",
+        "Eine Antwort der Matrix Modell × Variante × Prompt × Wiederholung; fehlgeschlagen: "
+        "keine Antwort nach allen Versuchen (error_kind sagt, warum).",
+        "Zellen",
+    ),
 )
 """The report's glossary: (term, definition, unit) for every metric (SPEC §9)."""

@@ -297,6 +297,13 @@ REPORT: dict[str, str] = {
     "scored": "bewertet",
     "failed_short": "Fehler",
     "key": "Schlüssel",
+    # latency columns (SPEC §9 notation, the same in every language)
+    "ttfa_p50": "TTFA p50 s",
+    "e2e_p95": "E2E p95 s",
+    "tpot": "TPOT s",
+    "itl_p50": "ITL p50 s",
+    "prefill_tps": "Prefill tok/s",
+    "cv_ttft": "CV % TTFT",
     # speed measurement conditions (SPEC §9): prompt cache, load, cut prompts
     "ttft_cold": "TTFT kalt p50 s",
     "cached_short": "Cache-Treffer",

@@ -220,5 +220,84 @@ GLOSSARY: tuple[tuple[str, str, str], ...] = (
         "(unscored_input_truncated).",
         "–",
     ),
+    (
+        "Dimension score",
+        "A judge's holistic score of a model variant on one dimension; with several judges "
+        "the median of theirs.",
+        "points 1–5",
+    ),
+    (
+        "Variant A/B (B − A)",
+        "Paired difference per prompt between variant B and variant A of one model (score, "
+        "tokens, E2E, answer length), averaged over the prompts both answered.",
+        "points (Δ tokens: tokens, Δ E2E: s)",
+    ),
+    (
+        "Scored / unscored / errors",
+        "Verdicts with a score, answers left without one (reasoning only, failed generation, "
+        "cut prompt) and unreadable judge replies (judge errors, never a low score).",
+        "verdicts",
+    ),
+    (
+        "Band accuracy",
+        "Share of the pack's calibration answers a judge puts in the expected band (high = "
+        "score ≥ 4, low = ≤ 2); a judge qualifies from 0.8.",
+        "0…1",
+    ),
+    (
+        "Red-flag recall",
+        "Share of the calibration answers with an expected red flag on which the judge raised "
+        "one; a judge qualifies only at 1.",
+        "0…1",
+    ),
+    (
+        "Score gap",
+        "Mean score a judge gave the calibration answers expected high minus those expected low.",
+        "points",
+    ),
+    (
+        "Calibration",
+        "Answers written by hand with a known verdict (the pack's calibration) that each judge "
+        "scores before its verdicts count.",
+        "answers",
+    ),
+    (
+        "Unknown flags",
+        "Flags a judge named that are not the prompt's: left out of the verdict, kept in "
+        "unknown_flags.",
+        "flags",
+    ),
+    (
+        "Judge spread",
+        "Highest − lowest score one judge gave the same answer over its repeats (judge --repeats).",
+        "points",
+    ),
+    (
+        "Quality spread",
+        "Lowest to highest quality % one judge gave the rows of a bundle.",
+        "%",
+    ),
+    (
+        "Outside rater",
+        "An ingested rating (a person or an outside AI) against a local judge: mean |Δ| of the "
+        "dimension scores, share of rows with the same K.-o. result, Δ quality %.",
+        "points / share / %",
+    ),
+    (
+        "ETA",
+        "Cells (requests) left ÷ the rate at which this run finished them so far: an estimate.",
+        "min, s",
+    ),
+    (
+        "In flight",
+        "Cells (requests) sent and not answered yet: at most the endpoint's concurrency.",
+        "cells (requests)",
+    ),
+    (
+        "Cell",
+        "One answer of the matrix model × variant × prompt × repeat; failed: no answer after "
+        "every attempt (error_kind says why).",
+        "cells",
+    ),
 )
 """The report's glossary: (term, definition, unit) for every metric (SPEC §9)."""
