@@ -401,11 +401,21 @@ def ui(
         typer.Option(envvar="TOUCHSTONE_UI_TOKEN", help="Token every request must carry."),
     ] = None,
     packs: Annotated[Path, typer.Option(help="Folder of pack files to list.")] = Path("packs"),
+    lang: Annotated[
+        str,
+        typer.Option(
+            help="Language (de or en) of the pages that show no pack's bundle; a bundle's "
+            "pages speak its pack's language."
+        ),
+    ] = "en",
 ) -> None:
     """Local web control centre over the bundles under --runs (binds 127.0.0.1)."""
     from touchstone_ray.ui import UiSettings, serve
 
-    serve(UiSettings(runs=runs, packs=packs, host=host, port=port, token=token, address=address))
+    settings = UiSettings(
+        runs=runs, packs=packs, host=host, port=port, token=token, address=address, lang=lang
+    )
+    serve(settings)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -87,13 +87,14 @@ def test_result_page_shows_ranking_ko_branch_and_an_answers_verdicts(
     assert ko.locator(".ko-reason").inner_text() == "Red-Flag bei E1"
     assert ko.locator("td").nth(3).inner_text() == "E1"
     assert ko.locator(".uncurated").inner_text() == "—"
-    assert page.locator("#answer-count").inner_text() == "12 of 12 answers"
+    # the pack is German: the page around its report too
+    assert page.locator("#answer-count").inner_text() == "12 von 12 Antworten"
     shot(page, "result")
     page.select_option('#answer-filters select[name="model"]', "m-slow")
     page.check('#answer-filters input[name="red_flag"]')
     page.click('#answer-filters button[type="submit"]')
     page.wait_for_url("**red_flag=1**")
-    assert page.locator("#answer-count").inner_text() == "1 of 12 answers"
+    assert page.locator("#answer-count").inner_text() == "1 von 12 Antworten"
     answers = page.locator("#answer-list").inner_text()
     assert "m-fast" not in answers
     assert "m-slow / baseline #1" in answers
@@ -110,7 +111,7 @@ def test_result_page_shows_ranking_ko_branch_and_an_answers_verdicts(
     }
     assert fives
     page.goto(site.url + f"/run/{JUDGED}?score=5")
-    assert page.locator("#answer-count").inner_text() == f"{len(fives)} of 12 answers"
+    assert page.locator("#answer-count").inner_text() == f"{len(fives)} von 12 Antworten"
 
 
 def test_packs_page_shows_the_loaders_line_for_a_broken_pack(
@@ -146,4 +147,10 @@ def test_packs_page_shows_the_loaders_line_for_a_broken_pack(
     assert page.locator("#validate-result.err").inner_text() == upload_line
     assert upload_line == "pasted.yaml: not valid UTF-8 at byte 4"
     page.goto(site.url + "/packs/buero.yaml")
-    assert "knocked out when" in page.locator("#ko-rule").inner_text()
+    # buero is German: its page states the K.-o. rule in the report's German words
+    assert page.locator("html").get_attribute("lang") == "de"
+    assert page.locator("#ko-rule li").all_inner_texts() == [
+        "Red-Flag-Zweig (Geltungsbereich curated): nur eine Red Flag auf einem der Prompts "
+        "A4, B3, C4, D1, E1, E2 führt zum K.-o.; andere Red Flags kosten nur Punkte.",
+        "Dimensions-Boden (in beiden Geltungsbereichen): Q1 Faktische Zuverlässigkeit ≤ 2 → K.-o.",
+    ]

@@ -1,14 +1,21 @@
-"""The page shell every UI page shares: CSP and security headers, the nav, the stylesheet.
+"""The page shell every UI page shares: CSP and security headers, the nav, the stylesheet,
+the page's language, and column heads with their glossary tooltip.
 
 Texts go through :func:`e` (``html.escape``); scripts are served from ``/static/`` by the
-app (``script-src 'self'``), never inline, and nothing loads from outside.
+app (``script-src 'self'``), never inline, and nothing loads from outside. A page speaks one
+language: its nav and labels come from :func:`touchstone_ray.lang.ui_labels` of the language
+it is given (the pack's for a pack's bundle, else ``ui --lang``).
 """
 
 from __future__ import annotations
 
 import html
+from pathlib import Path
 
 from aiohttp import web
+
+from touchstone_ray.errors import TouchstoneError
+from touchstone_ray.lang import header_tip, ui_labels
 
 CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; script-src 'self'; connect-src 'self'; "
@@ -67,18 +74,56 @@ def e(text: object) -> str:
     return "—" if text is None else html.escape(str(text), quote=True)
 
 
-def page(title: str, body: str, *, scripts: tuple[str, ...] = (), head: str = "") -> web.Response:
-    """A whole HTML page with the nav, ``body`` (already escaped HTML) and ``scripts``
-    (names under ``/static/``), sent with :data:`HEADERS`."""
+def th(lang: str, text: str, extra: dict[str, str] | None = None) -> str:
+    """A column head ``text`` with the glossary's definition and unit as its tooltip when it
+    names a figure (:func:`touchstone_ray.lang.header_tip`; ``extra`` as there)."""
+    tip = header_tip(lang, text, extra)
+    title = f' title="{e(tip)}"' if tip else ""
+    return f"<th{title}>{e(text)}</th>"
+
+
+def page(
+    title: str,
+    body: str,
+    *,
+    scripts: tuple[str, ...] = (),
+    head: str = "",
+    lang: str = "en",
+) -> web.Response:
+    """A whole HTML page in ``lang`` (``<html lang>`` and the nav) with ``body`` (already
+    escaped HTML, in the same language) and ``scripts`` (names under ``/static/``), sent
+    with :data:`HEADERS`."""
+    u = ui_labels(lang)
     tags = "".join(f'<script src="/static/{e(s)}"></script>' for s in scripts)
+    nav = "".join(
+        f'<a href="{href}">{e(u[key])}</a>'
+        for href, key in (
+            ("/", "nav_runs"),
+            ("/compare", "nav_compare"),
+            ("/judges", "nav_judges"),
+            ("/packs", "nav_packs"),
+            ("/jobs", "nav_jobs"),
+        )
+    )
     text = (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<!DOCTYPE html>\n<html lang="{e(lang)}"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{e(title)} · touchstone-ray</title><style>{CSS}</style>{head}</head><body>"
-        '<header class="top"><a class="brand" href="/">touchstone-ray</a>'
-        '<a href="/">Runs</a><a href="/compare">Compare</a><a href="/judges">Judges</a>'
-        '<a href="/packs">Packs</a><a href="/jobs">Jobs</a></header>'
+        f'<header class="top"><a class="brand" href="/">touchstone-ray</a>{nav}</header>'
         f'<main class="page">{body}</main>{tags}</body></html>\n'
     )
     return web.Response(text=text, content_type="text/html", headers=HEADERS)
+
+
+def bundle_lang(root: Path, default: str) -> str:
+    """The language of the pages that show the bundle ``root``: its frozen pack's
+    ``language`` (SPEC §3), else ``default`` (``ui --lang``: a perf bundle, or a pack that
+    cannot be read)."""
+    from touchstone_ray.bundle import Bundle
+
+    try:
+        bundle = Bundle(root)
+        return bundle.pack().language if bundle.kind() == "eval" else default
+    except TouchstoneError:
+        return default

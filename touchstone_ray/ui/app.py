@@ -8,7 +8,8 @@ Routes: ``/`` overview (``/fragment/overview`` its tables), ``/run/<bundle>`` re
 files (:mod:`.bundle_files`): ``/zip/<bundle>``, ``/file/<bundle>?name=<file>``,
 ``POST /bundles/import``, ``POST /trash/<bundle>``, ``/trash``, ``POST /restore/<id>``.
 ``<bundle>`` is the bundle's path relative to ``--runs``; anything that resolves outside it,
-or is not a bundle folder, is a 404.
+or is not a bundle folder, is a 404. A page that shows one pack's bundle (result, live) or
+pack speaks that pack's language; every other page ``--lang``.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from aiohttp import web
 
 from touchstone_ray.bundle import Bundle
 from touchstone_ray.errors import TouchstoneError, UsageError
+from touchstone_ray.lang import LANGUAGES, ui_labels
 from touchstone_ray.ui import compare, jobs_page, judges, live, overview, packs, result
-from touchstone_ray.ui._page import HEADERS, e, page
+from touchstone_ray.ui._page import HEADERS, bundle_lang, e, page
 from touchstone_ray.ui.bundle_files import BundleFiles, files_bar, import_form
 from touchstone_ray.ui.jobs import Jobs
 from touchstone_ray.ui.security import confined_bundle, guard_middleware, is_loopback_host
@@ -41,7 +43,8 @@ POLL_S = 1.0
 
 @dataclass(frozen=True)
 class UiSettings:
-    """What the UI serves and where. ``port`` 0 picks a free port."""
+    """What the UI serves and where. ``port`` 0 picks a free port; ``lang`` is the language
+    of the pages that show no pack's bundle (``de`` or ``en``)."""
 
     runs: Path
     packs: Path
@@ -49,10 +52,13 @@ class UiSettings:
     port: int = 8765
     token: str | None = None
     address: str | None = None
+    lang: str = "en"
 
     def check(self) -> None:
-        """Raise :class:`UsageError` for a non-loopback bind without a token, or a
-        ``--runs`` that is not a folder."""
+        """Raise :class:`UsageError` for a non-loopback bind without a token, a ``--runs``
+        that is not a folder, or a ``--lang`` without a language table."""
+        if self.lang not in LANGUAGES:
+            raise UsageError(f"--lang {self.lang}: not one of {', '.join(LANGUAGES)}")
         if not is_loopback_host(self.host) and not self.token:
             raise UsageError(
                 f"--host {self.host}: listening beyond this machine needs --token "
@@ -65,6 +71,7 @@ class UiSettings:
 RUNS = web.AppKey("runs", Path)
 JOBS = web.AppKey("jobs", Jobs)
 PACKS = web.AppKey("packs", Path)
+LANG = web.AppKey("lang", str)
 
 
 def _bundle_root(request: web.Request) -> Path:
@@ -79,21 +86,26 @@ def _filters(request: web.Request, names: tuple[str, ...]) -> dict[str, str]:
 
 
 async def overview_page(request: web.Request) -> web.Response:
-    body = overview.overview_html(request.app[RUNS], _filters(request, ("pack", "model", "host")))
-    return page("Runs", body + import_form(), scripts=("overview.js",))
+    lang = request.app[LANG]
+    filters = _filters(request, ("pack", "model", "host"))
+    body = overview.overview_html(request.app[RUNS], filters, lang) + import_form(lang)
+    return page(ui_labels(lang)["runs_title"], body, scripts=("overview.js",), lang=lang)
 
 
 async def overview_fragment(request: web.Request) -> web.Response:
     filters = _filters(request, ("pack", "model", "host"))
     rows = overview.summaries(request.app[RUNS])
     return web.Response(
-        text=overview.table_html(rows, filters), content_type="text/html", headers=HEADERS
+        text=overview.table_html(rows, filters, request.app[LANG]),
+        content_type="text/html",
+        headers=HEADERS,
     )
 
 
 async def result_page(request: web.Request) -> web.Response:
     root = _bundle_root(request)
-    bar = await asyncio.to_thread(files_bar, root, request.app[RUNS])
+    lang = await asyncio.to_thread(bundle_lang, root, request.app[LANG])
+    bar = await asyncio.to_thread(files_bar, root, request.app[RUNS], lang)
     try:
         if await asyncio.to_thread(_is_perf, root):
             title, body = await asyncio.to_thread(result.perf_result_html, root)
@@ -102,8 +114,9 @@ async def result_page(request: web.Request) -> web.Response:
                 result.result_html, root, _filters(request, result.FILTERS), request.path
             )
     except TouchstoneError as exc:
-        return page("Result", f'<h1>{e(root.name)}</h1><p class="err">{e(exc)}</p>{bar}')
-    return page(title, bar + body, scripts=("report.js",))
+        body = f'<h1>{e(root.name)}</h1><p class="err">{e(exc)}</p>{bar}'
+        return page(ui_labels(lang)["result_error_title"], body, lang=lang)
+    return page(title, bar + body, scripts=("report.js",), lang=lang)
 
 
 def _is_perf(root: Path) -> bool:
@@ -117,20 +130,22 @@ def _is_perf(root: Path) -> bool:
 async def live_page(request: web.Request) -> web.Response:
     root = _bundle_root(request)
     rel = root.relative_to(request.app[RUNS].resolve()).as_posix()
+    lang = await asyncio.to_thread(bundle_lang, root, request.app[LANG])
+    u = ui_labels(lang)
     try:
         state = await asyncio.to_thread(live.live_state, root)
-        inner = live.live_body(state)
+        inner = live.live_body(state, lang)
     except TouchstoneError as exc:
         inner = f'<p class="err">{e(exc)}</p>'
     dashboard = await asyncio.to_thread(live.recorded_dashboard, root)
-    links = [f'<a href="/run/{e(rel)}">result page</a>']
+    links = [f'<a href="/run/{e(rel)}">{e(u["result_page"])}</a>']
     if dashboard:
-        links.append(f'<a id="ray-dashboard" href="{e(dashboard)}">Ray dashboard</a>')
+        links.append(f'<a id="ray-dashboard" href="{e(dashboard)}">{e(u["dashboard"])}</a>')
     body = (
-        f"<h1>Live · {e(root.name)}</h1><p>{' · '.join(links)}</p>"
+        f"<h1>{e(u['live_title'])} · {e(root.name)}</h1><p>{' · '.join(links)}</p>"
         f'<div id="live" data-events="/events/{e(rel)}">{inner}</div>'
     )
-    return page(f"Live {root.name}", body, scripts=("live.js",))
+    return page(f"{u['live_title']} {root.name}", body, scripts=("live.js",), lang=lang)
 
 
 def _sse(name: str, payload: dict[str, object]) -> bytes:
@@ -140,6 +155,7 @@ def _sse(name: str, payload: dict[str, object]) -> bytes:
 async def live_events(request: web.Request) -> web.StreamResponse:
     root = _bundle_root(request)
     bundle = Bundle(root)
+    lang = await asyncio.to_thread(bundle_lang, root, request.app[LANG])
     response = web.StreamResponse(
         headers={**HEADERS, "Content-Type": "text/event-stream", "X-Accel-Buffering": "no"}
     )
@@ -152,7 +168,7 @@ async def live_events(request: web.Request) -> web.StreamResponse:
             seen = stamp
             try:
                 view = await asyncio.to_thread(live.live_state, root)
-                html = live.live_body(view)
+                html = live.live_body(view, lang)
             except TouchstoneError as exc:
                 html = f'<p class="err">{e(exc)}</p>'
             done = state != "running"
@@ -163,7 +179,9 @@ async def live_events(request: web.Request) -> web.StreamResponse:
 
 
 async def packs_page(request: web.Request) -> web.Response:
-    return page("Packs", packs.packs_html(request.app[PACKS]))
+    lang = request.app[LANG]
+    body = packs.packs_html(request.app[PACKS], lang=lang)
+    return page(ui_labels(lang)["packs_title"], body, lang=lang)
 
 
 async def pack_view(request: web.Request) -> web.Response:
@@ -172,10 +190,11 @@ async def pack_view(request: web.Request) -> web.Response:
     if path is None:
         raise web.HTTPNotFound(text="no such pack in the packs folder")
     try:
-        body = packs.pack_view_html(path)
+        lang, body = packs.pack_view_html(path)
     except TouchstoneError as exc:
+        lang = request.app[LANG]
         body = f'<h1>{e(name)}</h1><p class="err" id="pack-error">{e(exc)}</p>'
-    return page(name, body)
+    return page(name, body, lang=lang)
 
 
 async def pack_validate(request: web.Request) -> web.Response:
@@ -189,16 +208,20 @@ async def pack_validate(request: web.Request) -> web.Response:
     else:
         text = source = pasted if isinstance(pasted, str) else ""
     outcome = await asyncio.to_thread(packs.validate_text, source)
-    return page("Packs", packs.packs_html(request.app[PACKS], text, outcome))
+    lang = request.app[LANG]
+    body = packs.packs_html(request.app[PACKS], text, outcome, lang)
+    return page(ui_labels(lang)["packs_title"], body, lang=lang)
 
 
 async def compare_page(request: web.Request) -> web.Response:
     wanted = request.query.getall("row", [])
+    lang = request.app[LANG]
+    title = ui_labels(lang)["compare_title"]
     try:
-        body = await asyncio.to_thread(compare.compare_html, request.app[RUNS], wanted)
+        body = await asyncio.to_thread(compare.compare_html, request.app[RUNS], wanted, lang)
     except TouchstoneError as exc:
-        body = f'<h1>Compare</h1><p class="err">{e(exc)}</p>'
-    return page("Compare", body)
+        body = f'<h1>{e(title)}</h1><p class="err">{e(exc)}</p>'
+    return page(title, body, lang=lang)
 
 
 async def compare_file(request: web.Request) -> web.Response:
@@ -218,7 +241,9 @@ async def compare_file(request: web.Request) -> web.Response:
 
 
 async def judges_page(request: web.Request) -> web.Response:
-    return page("Judges", await asyncio.to_thread(judges.judges_html, request.app[RUNS]))
+    lang = request.app[LANG]
+    body = await asyncio.to_thread(judges.judges_html, request.app[RUNS], lang)
+    return page(ui_labels(lang)["judges_title"], body, lang=lang)
 
 
 async def _jobs_page(request: web.Request, message: str | None = None) -> web.Response:
@@ -304,6 +329,7 @@ def make_app(settings: UiSettings) -> web.Application:
     )
     app[RUNS] = settings.runs.resolve()
     app[PACKS] = settings.packs.resolve()
+    app[LANG] = settings.lang
     app[JOBS] = Jobs(settings.address, app[RUNS], app[PACKS])
 
     async def close_jobs(app: web.Application) -> None:
@@ -332,7 +358,7 @@ def make_app(settings: UiSettings) -> web.Application:
             web.get("/jobs/{job}/events", job_events),
         ]
     )
-    app.add_routes(BundleFiles(app[RUNS]).routes())
+    app.add_routes(BundleFiles(app[RUNS], lang=settings.lang).routes())
     return app
 
 

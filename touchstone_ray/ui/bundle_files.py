@@ -36,7 +36,8 @@ from aiohttp import BodyPartReader, web
 
 from touchstone_ray.bundle import Bundle
 from touchstone_ray.errors import BundleError, TouchstoneError
-from touchstone_ray.ui._page import HEADERS, e, page
+from touchstone_ray.lang import ui_labels
+from touchstone_ray.ui._page import HEADERS, e, page, th
 from touchstone_ray.ui.files import (
     CHUNK_BYTES,
     IMPORT_MAX_BYTES,
@@ -69,40 +70,46 @@ def _running(root: Path) -> bool:
         return False
 
 
-def files_bar(root: Path, runs: Path) -> str:
-    """The result page's line of the bundle ``root`` (under ``runs``): the zip, each of
-    :func:`.files.downloads`, and the move-to-trash button (not while its run is going: the
-    trash refuses it then)."""
+def files_bar(root: Path, runs: Path, lang: str = "en") -> str:
+    """The result page's line of the bundle ``root`` (under ``runs``) in ``lang``: the zip,
+    each of :func:`.files.downloads`, and the move-to-trash button (not while its run is
+    going: the trash refuses it then)."""
+    u = ui_labels(lang)
     href = _href(root.relative_to(runs).as_posix())
-    links = [f'<a id="download-zip" href="/zip/{href}" download>bundle (.zip)</a>']
+    links = [f'<a id="download-zip" href="/zip/{href}" download>{e(u["zip"])}</a>']
     links += [
         f'<a class="download" href="/file/{href}?name={e(quote(n, safe=""))}" download>{e(n)}</a>'
         for n in downloads(root)
     ]
     button = (
-        '<span class="muted" id="trash-later">running: stop it to move it to the trash</span>'
+        f'<span class="muted" id="trash-later">{e(u["trash_later"])}</span>'
         if _running(root)
         else f'<form method="post" action="/trash/{href}">'
-        '<button id="trash-bundle" type="submit">move to trash</button></form>'
+        f'<button id="trash-bundle" type="submit">{e(u["trash_button"])}</button></form>'
     )
     return f'<div id="bundle-files" style="{BAR_STYLE}">{" · ".join(links)}{button}</div>'
 
 
-def import_form() -> str:
-    """The overview's import form and its link to the trash."""
+def import_form(lang: str = "en") -> str:
+    """The overview's import form and its link to the trash, in ``lang``."""
+    u = ui_labels(lang)
     return (
         '<form id="import" class="filters" method="post" action="/bundles/import" '
-        'enctype="multipart/form-data"><label>import a bundle (.zip) '
+        f'enctype="multipart/form-data"><label>{e(u["import_label"])} '
         '<input type="file" name="file" accept=".zip,application/zip"></label>'
-        '<button id="import-submit" type="submit">import</button>'
-        '<a id="trash-link" href="/trash">trash</a></form>'
+        f'<button id="import-submit" type="submit">{e(u["import_button"])}</button>'
+        f'<a id="trash-link" href="/trash">{e(u["trash_link"])}</a></form>'
     )
 
 
-def trash_html(items: list[Trashed], moved: str | None, error: str | None = None) -> str:
-    """The trash page: the line of a refused action, the undo of the move just made (when
-    ``moved`` is an entry), each entry with where it came from and its restore button."""
-    parts = ["<h1>Trash</h1>"]
+def trash_html(
+    items: list[Trashed], moved: str | None, error: str | None = None, lang: str = "en"
+) -> str:
+    """The trash page in ``lang``: the line of a refused action, the undo of the move just
+    made (when ``moved`` is an entry), each entry with where it came from and its restore
+    button."""
+    u = ui_labels(lang)
+    parts = [f"<h1>{e(u['trash_title'])}</h1>"]
     if error:
         parts.append(f'<p class="err" id="trash-error">{e(error)}</p>')
     entry = next((t for t in items if t.id == moved), None)
@@ -110,19 +117,19 @@ def trash_html(items: list[Trashed], moved: str | None, error: str | None = None
         parts.append(
             f'<form id="moved" class="filters" method="post" '
             f'action="/restore/{e(quote(entry.id, safe=""))}">'
-            f"<span>moved {e(entry.origin)} to the trash</span>"
-            '<button id="undo" type="submit">undo</button></form>'
+            f"<span>{e(u['moved'].format(origin=entry.origin))}</span>"
+            f'<button id="undo" type="submit">{e(u["undo"])}</button></form>'
         )
     if not items:
-        return "".join(parts) + '<p class="muted" id="trash-empty">The trash is empty.</p>'
+        return "".join(parts) + f'<p class="muted" id="trash-empty">{e(u["trash_empty"])}</p>'
     rows = "".join(
         f'<tr data-item="{e(t.id)}"><td>{e(t.origin)}</td>'
         f"<td>{e(time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(t.at)))}</td>"
         f'<td><form method="post" action="/restore/{e(quote(t.id, safe=""))}">'
-        '<button type="submit">restore</button></form></td></tr>'
+        f'<button type="submit">{e(u["restore"])}</button></form></td></tr>'
         for t in items
     )
-    head = "<tr><th>bundle</th><th>moved</th><th></th></tr>"
+    head = f"<tr>{th(lang, u['h_bundle'])}{th(lang, u['h_moved'])}<th></th></tr>"
     return "".join(parts) + f'<table id="trash"><thead>{head}</thead><tbody>{rows}</tbody></table>'
 
 
@@ -134,24 +141,27 @@ def _attachment(name: str) -> dict[str, str]:
     return {**HEADERS, "Content-Disposition": value}
 
 
-def _refused(status: int, title: str, body: str) -> web.Response:
-    response = page(title, body)
+def _refused(status: int, title: str, body: str, lang: str) -> web.Response:
+    response = page(title, body, lang=lang)
     response.set_status(status)
     return response
 
 
-def _import_refused(status: int, line: str) -> web.Response:
-    body = f'<h1>Import</h1><p class="err" id="import-error">{e(line)}</p>{import_form()}'
-    return _refused(status, "Import", body)
+def _import_refused(status: int, line: str, lang: str) -> web.Response:
+    title = ui_labels(lang)["import_title"]
+    body = f'<h1>{e(title)}</h1><p class="err" id="import-error">{e(line)}</p>'
+    return _refused(status, title, body + import_form(lang), lang)
 
 
 @dataclass(frozen=True)
 class BundleFiles:
     """The handlers of the module's routes over the runs folder ``runs`` (resolved);
-    ``max_upload_bytes`` caps an import's upload and its unpacked size (bytes)."""
+    ``max_upload_bytes`` caps an import's upload and its unpacked size (bytes); ``lang`` is
+    the language of the import and trash pages (``ui --lang``)."""
 
     runs: Path
     max_upload_bytes: int = IMPORT_MAX_BYTES
+    lang: str = "en"
 
     def routes(self) -> list[web.RouteDef]:
         """The routes to add to the app."""
@@ -208,27 +218,27 @@ class BundleFiles:
         """Import the uploaded zip (module docstring: statuses)."""
         too_big = f"import: the upload is larger than the {self.max_upload_bytes} bytes allowed"
         if (request.content_length or 0) > self.max_upload_bytes:
-            return _import_refused(413, too_big)
+            return _import_refused(413, too_big, self.lang)
         try:
             part = await (await request.multipart()).next()
         except (ValueError, AssertionError, KeyError):
             part = None
         if not isinstance(part, BodyPartReader) or part.name != "file" or not part.filename:
-            return _import_refused(200, "import: no file chosen; pick a bundle's .zip")
+            return _import_refused(200, "import: no file chosen; pick a bundle's .zip", self.lang)
         upload: Path | None = None
         try:
             fd, name = tempfile.mkstemp(prefix=".upload-", suffix=".zip", dir=self.runs)
             upload = Path(name)
             with os.fdopen(fd, "wb") as out:
                 if not await self._save(part, out):
-                    return _import_refused(413, too_big)
+                    return _import_refused(413, too_big, self.lang)
             target = await asyncio.to_thread(
                 import_bundle, self.runs, upload, self.max_upload_bytes
             )
         except TouchstoneError as exc:
-            return _import_refused(200, str(exc))
+            return _import_refused(200, str(exc), self.lang)
         except OSError as exc:
-            return _import_refused(500, f"import: cannot write under --runs ({exc})")
+            return _import_refused(500, f"import: cannot write under --runs ({exc})", self.lang)
         finally:
             if upload is not None:
                 upload.unlink(missing_ok=True)
@@ -246,11 +256,13 @@ class BundleFiles:
     async def trash_page(self, request: web.Request) -> web.Response:
         """The trash (with the undo of ``?moved=<id>``)."""
         listed = await asyncio.to_thread(trashed, self.runs)
-        return page("Trash", trash_html(listed, request.query.get("moved")))
+        body = trash_html(listed, request.query.get("moved"), lang=self.lang)
+        return page(ui_labels(self.lang)["trash_title"], body, lang=self.lang)
 
     async def _trash_refused(self, line: str) -> web.Response:
         listed = await asyncio.to_thread(trashed, self.runs)
-        return _refused(409, "Trash", trash_html(listed, None, line))
+        title = ui_labels(self.lang)["trash_title"]
+        return _refused(409, title, trash_html(listed, None, line, self.lang), self.lang)
 
     async def restore(self, request: web.Request) -> web.StreamResponse:
         """Move a trash entry back and show its result page."""

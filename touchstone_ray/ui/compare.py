@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 from touchstone_ray.bundle import Bundle, find_bundles
 from touchstone_ray.errors import BundleError
-from touchstone_ray.lang import labels
+from touchstone_ray.lang import labels, ui_labels
 from touchstone_ray.report.compare import (
     CompareRow,
     compare_cells,
@@ -27,7 +27,7 @@ from touchstone_ray.report.compare import (
     render_compare,
 )
 from touchstone_ray.scoring.scorecard import load_scorecard
-from touchstone_ray.ui._page import e
+from touchstone_ray.ui._page import e, th
 
 __all__ = ["Picked", "compare_download", "compare_html", "picked_rows", "row_id"]
 
@@ -41,29 +41,31 @@ def row_id(rel: str, model: str, variant: str) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class Picked:
-    """One ticked row: its compare figures and the facts that may differ between rows."""
+    """One ticked row: its compare figures and the facts that may differ between rows (label
+    key of :func:`touchstone_ray.lang.ui_labels` → value)."""
 
     rid: str
     row: CompareRow
-    facts: dict[str, str]
+    facts: dict[str, str | None]
 
 
-def _facts(root: Path, row: CompareRow) -> dict[str, str]:
+def _facts(root: Path, row: CompareRow) -> dict[str, str | None]:
     manifest = Bundle(root).read_manifest()
     engines = {m.model: str(m.engine) for m in manifest.models}
+    judges: str | None  # None: not judged
     try:
         judges = ", ".join(load_scorecard(root).judges) or "—"
     except BundleError:
-        judges = "(not judged)"
+        judges = None
     return {
-        "bundle": row.bundle,
-        "pack": row.pack,
-        "host / GPUs": row.hosts,
-        "engine": engines.get(row.model, "—"),
-        "judges": judges,
-        "touchstone": str(manifest.touchstone_version or "—"),
-        "model": row.model,
-        "variant": row.variant,
+        "fact_bundle": row.bundle,
+        "fact_pack": row.pack,
+        "fact_hosts": row.hosts,
+        "fact_engine": engines.get(row.model, "—"),
+        "fact_judges": judges,
+        "fact_touchstone": str(manifest.touchstone_version or "—"),
+        "fact_model": row.model,
+        "fact_variant": row.variant,
     }
 
 
@@ -79,10 +81,11 @@ def eval_bundles(runs: Path) -> list[Path]:
     return out
 
 
-def picked_rows(runs: Path, wanted: list[str]) -> tuple[list[Picked], str]:
-    """The ticked rows (``wanted`` row ids, in that order) and the report language. Ids of
-    bundles outside ``runs`` or rows that do not exist are ignored. Raises
-    :class:`BundleError` for a ticked bundle the report cannot read."""
+def picked_rows(runs: Path, wanted: list[str], lang: str | None = None) -> tuple[list[Picked], str]:
+    """The ticked rows (``wanted`` row ids, in that order) and their language (``lang``, else
+    as :func:`~touchstone_ray.report.compare.compare_rows` picks it). Ids of bundles outside
+    ``runs`` or rows that do not exist are ignored. Raises :class:`BundleError` for a ticked
+    bundle the report cannot read."""
     by_rel = {root.relative_to(runs).as_posix(): root for root in eval_bundles(runs)}
     need: dict[str, list[str]] = {}
     for rid in wanted:
@@ -92,17 +95,17 @@ def picked_rows(runs: Path, wanted: list[str]) -> tuple[list[Picked], str]:
     found: dict[str, Picked] = {}
     langs = set()
     for rel in need:
-        rows, lang = compare_rows([by_rel[rel]])
-        langs.add(lang)
+        rows, row_lang = compare_rows([by_rel[rel]], lang)
+        langs.add(row_lang)
         for row in rows:
             rid = row_id(rel, row.model, row.variant)
             if rid in need[rel]:
                 found[rid] = Picked(rid, row, _facts(by_rel[rel], row))
     picked = [found[r] for r in wanted if r in found]
-    return picked, langs.pop() if len(langs) == 1 else "en"
+    return picked, lang or (langs.pop() if len(langs) == 1 else "en")
 
 
-def _chooser(runs: Path, wanted: list[str]) -> str:
+def _chooser(runs: Path, wanted: list[str], u: dict[str, str]) -> str:
     items = []
     for root in eval_bundles(runs):
         rel = root.relative_to(runs).as_posix()
@@ -121,42 +124,47 @@ def _chooser(runs: Path, wanted: list[str]) -> str:
     return (
         '<form method="get" action="/compare" id="compare-pick"><ul>'
         + "".join(items)
-        + '</ul><button type="submit">compare</button></form>'
+        + f'</ul><button type="submit">{e(u["compare_button"])}</button></form>'
     )
 
 
-def compare_html(runs: Path, wanted: list[str]) -> str:
-    """The compare page body: the chooser and, for ticked rows, the shared facts, the table
-    and the download links."""
-    body = "<h1>Compare</h1>" + _chooser(runs, wanted)
+def compare_html(runs: Path, wanted: list[str], lang: str = "en") -> str:
+    """The compare page body in ``lang``: the chooser and, for ticked rows, the shared facts,
+    the table (figure heads with their glossary tooltip) and the download links."""
+    u = ui_labels(lang)
+    body = f"<h1>{e(u['compare_title'])}</h1>" + _chooser(runs, wanted, u)
     if not wanted:
         return body
-    picked, lang = picked_rows(runs, wanted)
+    picked, _ = picked_rows(runs, wanted, lang)
     if not picked:
-        return body + '<p class="muted">None of the ticked rows exists.</p>'
+        return body + f'<p class="muted">{e(u["none_exists"])}</p>'
     t = labels(lang)
+
+    def fact(p: Picked, n: str) -> str:
+        value = p.facts[n]
+        return u["not_judged"] if value is None else value
+
     names = list(picked[0].facts)
     shared = [n for n in names if len({p.facts[n] for p in picked}) == 1]
     differs = [n for n in names if n not in shared]
-    facts = "".join(f"<li><strong>{e(n)}</strong>: {e(picked[0].facts[n])}</li>" for n in shared)
-    head = "".join(f'<th class="differs">{e(n)}</th>' for n in differs) + "".join(
-        f"<th>{e(h)}</th>" for h in compare_head(t)[4:]
+    facts = "".join(f"<li><strong>{e(u[n])}</strong>: {e(fact(picked[0], n))}</li>" for n in shared)
+    head = "".join(f'<th class="differs">{e(u[n])}</th>' for n in differs) + "".join(
+        th(lang, h) for h in compare_head(t)[4:]
     )
     rows = "".join(
         "<tr>"
-        + "".join(f"<td>{e(p.facts[n])}</td>" for n in differs)
+        + "".join(f"<td>{e(fact(p, n))}</td>" for n in differs)
         + "".join(f"<td>{e(c)}</td>" for c in compare_cells(p.row, t)[4:])
         + "</tr>"
         for p in picked
     )
     query = "&".join(f"row={quote(p.rid)}" for p in picked)
     return body + (
-        f'<h2>Shared</h2><ul id="shared">{facts}</ul>'
-        f'<h2>Rows</h2><table id="compare"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody>'
-        f'</table><p><a id="csv" href="/compare.csv?{query}">leaderboard CSV</a> · '
-        f'<a id="md" href="/compare.md?{query}">meta-report (Markdown)</a> · '
-        f'<a id="md-unjudged" href="/compare.md?{query}&judged=0">meta-report without '
-        "judgements</a></p>"
+        f'<h2>{e(u["shared"])}</h2><ul id="shared">{facts}</ul>'
+        f'<h2>{e(u["rows"])}</h2><table id="compare"><thead><tr>{head}</tr></thead>'
+        f'<tbody>{rows}</tbody></table><p><a id="csv" href="/compare.csv?{query}">'
+        f'{e(u["csv"])}</a> · <a id="md" href="/compare.md?{query}">{e(u["meta_md"])}</a> · '
+        f'<a id="md-unjudged" href="/compare.md?{query}&judged=0">{e(u["meta_unjudged"])}</a></p>'
     )
 
 

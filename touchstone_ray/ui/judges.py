@@ -15,9 +15,10 @@ from collections import defaultdict
 from pathlib import Path
 
 from touchstone_ray.errors import BundleError
+from touchstone_ray.lang import labels, ui_labels
 from touchstone_ray.scoring.scorecard import load_scorecard
 from touchstone_ray.scoring.scorecard_model import JudgeCheck, Scorecard
-from touchstone_ray.ui._page import e
+from touchstone_ray.ui._page import e, th
 from touchstone_ray.ui.compare import eval_bundles
 
 __all__ = ["BEST", "judges_html", "pack_judges"]
@@ -58,20 +59,28 @@ def _spread(card: Scorecard, judge: str) -> str:
     return f"{min(values):.1f}–{max(values):.1f} %"
 
 
-def _agreement(card: Scorecard) -> str:
+def _agreement(card: Scorecard, u: dict[str, str]) -> str:
     agreement = card.agreement
     parts = [f"α {dim} {_num(stat.value)}" for dim, stat in agreement.dimension_alpha.items()]
-    parts.append(f"κ red flags {_num(agreement.red_flag_kappa.value)}")
+    parts.append(f"{u['a_red_flags']} {_num(agreement.red_flag_kappa.value)}")
     parts += [f"τ {pair} {_num(stat.value)}" for pair, stat in agreement.ranking_tau.items()]
     return "; ".join(parts)
 
 
-def judges_html(runs: Path) -> str:
-    """The judges page body."""
+HEAD = ("h_judge", "h_bundle", "h_qualification", "h_band", "h_recall", "h_gap", "h_spread")
+"""The judges table's column heads before the agreement (keys of
+:func:`touchstone_ray.lang.ui_labels`)."""
+
+
+def judges_html(runs: Path, lang: str = "en") -> str:
+    """The judges page body in ``lang``."""
+    t, u = labels(lang), ui_labels(lang)
     packs = pack_judges(runs)
+    title = f"<h1>{e(u['judges_title'])}</h1>"
     if not packs:
-        return '<h1>Judges</h1><p class="muted">No judged bundle yet.</p>'
-    parts = ["<h1>Judges</h1>"]
+        return title + f'<p class="muted">{e(u["no_judged"])}</p>'
+    head = "".join(th(lang, u[k]) for k in (*HEAD, "h_agreement"))
+    parts = [title]
     for pack, cards in packs.items():
         rows = []
         checks_seen: dict[str, JudgeCheck] = {}
@@ -81,18 +90,18 @@ def judges_html(runs: Path) -> str:
                 if check is not None and check.qualified:
                     checks_seen.setdefault(judge, check)
                 qualified = (
-                    "not checked"
+                    u["not_checked"]
                     if check is None
-                    else "qualified"
+                    else t["qualified"]
                     if check.qualified
-                    else "not qualified"
+                    else t["not_qualified"]
                 )
                 band, recall, gap = _figures(check)
                 rows.append(
                     f'<tr data-judge="{e(judge)}"><td>{e(judge)}</td><td>{e(rel)}</td>'
                     f"<td>{e(qualified)}</td><td>{_num(band)}</td><td>{_num(recall)}</td>"
                     f"<td>{_num(gap)}</td><td>{_spread(card, judge)}</td>"
-                    f"<td>{e(_agreement(card))}</td></tr>"
+                    f"<td>{e(_agreement(card, u))}</td></tr>"
                 )
         best = []
         for metric, pick in BEST.items():
@@ -108,10 +117,8 @@ def judges_html(runs: Path) -> str:
                 )
         parts.append(
             f'<section class="judges" data-pack="{e(pack)}"><h2>{e(pack)}</h2><table><thead><tr>'
-            "<th>judge</th><th>bundle</th><th>qualification</th><th>band accuracy</th>"
-            "<th>red-flag recall</th><th>score gap</th><th>quality spread</th>"
-            f"<th>agreement (bundle)</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
-            f"<p>best per metric (qualified judges):</p><ul>{''.join(best) or '<li>—</li>'}</ul>"
+            f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+            f"<p>{e(u['best_per_metric'])}</p><ul>{''.join(best) or '<li>—</li>'}</ul>"
             "</section>"
         )
     return "".join(parts)

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 
 from touchstone_ray.bundle import Bundle
 from touchstone_ray.errors import TouchstoneError
+from touchstone_ray.lang import header_tip, ui_labels
 from touchstone_ray.report import ReportData, load_report_data
 from touchstone_ray.ui._live_state import (
     HostProgress,
@@ -140,7 +141,8 @@ def sparkline(values: list[float], width: int = 160, height: int = 28) -> str:
     )
 
 
-SERIES_LABELS = {"ram": "host RAM used", "gpu": "GPU memory used", "engine": "engine RSS"}
+SERIES_LABELS = {"ram": "series_ram", "gpu": "series_gpu", "engine": "series_engine"}
+"""Sparkline series → its label's key in :func:`touchstone_ray.lang.ui_labels`."""
 
 
 def _eta(seconds: float | None) -> str:
@@ -162,45 +164,61 @@ def _short(text: object) -> str | None:
     return value if len(value) <= ERROR_CHARS else value[: ERROR_CHARS - 1] + "…"
 
 
-def _card(hp: HostProgress) -> str:
+def _tipped(lang: str, key: str) -> str:
+    """The label ``key`` with the glossary's tooltip of the figure it names."""
+    text = ui_labels(lang)[key]
+    return f'<span title="{e(header_tip(lang, text))}">{e(text)}</span>'
+
+
+def _card(hp: HostProgress, lang: str) -> str:
+    u = ui_labels(lang)
+    unit = u.get(f"unit_{hp.unit}", hp.unit)
     finished = hp.ok + hp.failed
     pct = 100.0 * finished / hp.planned if hp.planned else 0.0
-    kinds = ", ".join(f"{k} × {n}" for k, n in sorted(hp.failures_by_kind.items())) or "none"
+    kinds = ", ".join(f"{k} × {n}" for k, n in sorted(hp.failures_by_kind.items())) or u["none"]
     failures = "".join(
         f"<li><code>{e(f['key'])}</code> {e(f['error_kind'])}: {e(_short(f['error']))}</li>"
         for f in hp.last_failures
     )
     sparks = "".join(
-        f"<div>{e(SERIES_LABELS[k])}: {v[-1]:.0f} MB{sparkline(v)}</div>"
+        f"<div>{e(u[SERIES_LABELS[k]])}: {v[-1]:.0f} MB{sparkline(v)}</div>"
         for k, v in hp.series.items()
     )
     in_flight = "—" if hp.in_flight is None else hp.in_flight
-    model = f" · now {e(hp.current_model)}" if hp.current_model else ""
+    model = f" · {e(u['now'])} {e(hp.current_model)}" if hp.current_model else ""
     if hp.current_point:
-        model += f' at <span class="point">{e(hp.current_point)}</span>'
+        model += f' {e(u["at"])} <span class="point">{e(hp.current_point)}</span>'
     extra = (
-        f'<div class="extra">+{hp.extra} {e(hp.unit)} beyond the plan (capacity search)</div>'
+        f'<div class="extra">{e(u["beyond_plan"].format(n=hp.extra, unit=unit))}</div>'
         if hp.extra
         else ""
+    )
+    failed = f'<span class="failed">{e(u["n_failed"].format(n=hp.failed))}</span>'
+    progress = e(u["progress"]).format(
+        done=finished, planned=hp.planned, unit=e(unit), ok=hp.ok, failed=failed
     )
     return (
         f'<div class="card host-card" data-host="{e(hp.host)}"><h3>{e(hp.host)}</h3>'
         f'<div class="bar"><span style="width:{pct:.1f}%"></span></div>'
-        f'<div class="progress">{finished}/{hp.planned} {e(hp.unit)} ({hp.ok} ok, '
-        f'<span class="failed">{hp.failed} failed</span>)</div>{extra}'
-        f'<div>in flight: <span class="in-flight">{in_flight}</span>{model} · ETA '
+        f'<div class="progress">{progress}</div>'
+        f"{extra}<div>{_tipped(lang, 'in_flight')}: "
+        f'<span class="in-flight">{in_flight}</span>{model} · {_tipped(lang, "eta")} '
         f'<span class="eta">{_eta(hp.eta_s)}</span></div>'
-        f'<div class="failure-kinds">failures: {e(kinds)}</div>'
+        f'<div class="failure-kinds">{e(u["failures"])}: {e(kinds)}</div>'
         f'<ul class="failures">{failures}</ul>{sparks}</div>'
     )
 
 
-def live_body(live: LiveState) -> str:
-    """The HTML the live page shows (and each server-sent event replaces): the state badge
-    and one card per host."""
-    cards = "".join(_card(h) for h in live.hosts) or '<p class="muted">No host yet.</p>'
+def live_body(live: LiveState, lang: str = "en") -> str:
+    """The HTML the live page shows (and each server-sent event replaces) in ``lang``: the
+    state badge and one card per host."""
+    u = ui_labels(lang)
+    cards = "".join(_card(h, lang) for h in live.hosts)
+    cards = cards or f'<p class="muted">{e(u["no_host"])}</p>'
     stamp = time.strftime("%H:%M:%S", time.localtime(live.updated_at))
+    state = u.get(f"state_{live.state}", live.state)
     return (
-        f'<p>status <span class="badge s-{e(live.state)}" id="live-state">{e(live.state)}</span>'
-        f' <span class="muted">updated {stamp}</span></p><div class="cards">{cards}</div>'
+        f'<p>{e(u["live_status"])} <span class="badge s-{e(live.state)}" id="live-state">'
+        f'{e(state)}</span> <span class="muted">{e(u["updated"].format(time=stamp))}</span></p>'
+        f'<div class="cards">{cards}</div>'
     )

@@ -17,9 +17,10 @@ from urllib.parse import quote
 
 from touchstone_ray.bundle import Bundle, find_bundles
 from touchstone_ray.errors import BundleError
+from touchstone_ray.lang import ui_labels
 from touchstone_ray.scoring.scorecard import load_scorecard
 from touchstone_ray.scoring.scorecard_model import ScorecardRow
-from touchstone_ray.ui._page import e
+from touchstone_ray.ui._page import e, th
 
 __all__ = ["BundleSummary", "overview_html", "summaries", "summarize"]
 
@@ -107,8 +108,8 @@ def _matches(s: BundleSummary, filters: dict[str, str]) -> bool:
     )
 
 
-def _select(name: str, label: str, values: list[str], chosen: str) -> str:
-    opts = ['<option value="">all</option>'] + [
+def _select(name: str, label: str, values: list[str], chosen: str, lang: str) -> str:
+    opts = [f'<option value="">{e(ui_labels(lang)["all"])}</option>'] + [
         f'<option value="{e(v)}"{" selected" if v == chosen else ""}>{e(v)}</option>'
         for v in values
     ]
@@ -119,26 +120,30 @@ def _date(ts: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts else "—"
 
 
-def _ko(s: BundleSummary) -> str:
+def _ko(s: BundleSummary, u: dict[str, str]) -> str:
     if s.ko_passed is None:
         return ""
-    cls, text = ("ko-pass", "K.-o. passed") if s.ko_passed else ("ko-fail", "K.-o.")
-    return f' <span class="badge {cls}">{text}</span>'
+    cls, text = ("ko-pass", u["ko_passed_badge"]) if s.ko_passed else ("ko-fail", "K.-o.")
+    return f' <span class="badge {cls}">{e(text)}</span>'
 
 
-def _row(s: BundleSummary) -> str:
+def _row(s: BundleSummary, lang: str) -> str:
+    u = ui_labels(lang)
     link = quote(s.rel)
     # a perf bundle's result needs its summary.json, written when the run ends
-    pages = f'<a href="/run/{link}">result</a>' if s.kind == "eval" or s.state != "running" else ""
+    result = f'<a href="/run/{link}">{e(u["result"])}</a>'
+    pages = result if s.kind == "eval" or s.state != "running" else ""
     if s.state in ("running", "crashed"):
-        pages = f'<a href="/live/{link}">live</a>' + (" · " + pages if pages else "")
-    state = f'<span class="badge s-{e(s.state)}">{e(s.state)}</span>'
+        live = f'<a href="/live/{link}">{e(u["live"])}</a>'
+        pages = live + (" · " + pages if pages else "")
+    shown = u.get(f"state_{s.state}", s.state)
+    state = f'<span class="badge s-{e(s.state)}">{e(shown)}</span>'
     if s.resume:
         state += f'<br><code class="resume">{e(s.resume)}</code>'
     if s.error:
         state += f'<br><span class="err">{e(s.error)}</span>'
     quality = f"{s.quality_pct:.1f} %" if s.quality_pct is not None else "—"
-    best = f"{e(s.best)}<br>{e(s.rubric_level)}{_ko(s)}" if s.best else "—"
+    best = f"{e(s.best)}<br>{e(s.rubric_level)}{_ko(s, u)}" if s.best else "—"
     return (
         f'<tr data-bundle="{e(s.rel)}"><td>{e(s.name)}<br>{pages}</td><td>{e(s.kind)}</td>'
         f"<td>{state}</td><td>{e(len(s.models))} × {e(len(s.variants))}<br>"
@@ -149,44 +154,55 @@ def _row(s: BundleSummary) -> str:
 
 
 HEAD = (
-    "<tr><th>bundle</th><th>kind</th><th>status</th><th>models × variants</th><th>hosts</th>"
-    "<th>date</th><th>best · rubric level · K.-o.</th><th>quality</th></tr>"
+    "h_bundle",
+    "h_kind",
+    "h_status",
+    "h_models_variants",
+    "h_hosts",
+    "h_date",
+    "h_best",
+    "h_quality",
 )
+"""The overview table's column heads (keys of :func:`touchstone_ray.lang.ui_labels`)."""
 
 
-def table_html(rows: list[BundleSummary], filters: dict[str, str]) -> str:
+def table_html(rows: list[BundleSummary], filters: dict[str, str], lang: str = "en") -> str:
     """The grouped tables (one per pack) of the rows that pass ``filters`` (``pack``,
-    ``model``, ``host``)."""
+    ``model``, ``host``), labelled in ``lang``."""
+    u = ui_labels(lang)
     groups: dict[str, list[BundleSummary]] = defaultdict(list)
     for s in rows:
         if _matches(s, filters):
             groups[s.pack].append(s)
     if not groups:
-        return '<p class="muted">No bundles match.</p>'
+        return f'<p class="muted">{e(u["no_match"])}</p>'
+    head = "<tr>" + "".join(th(lang, u[k]) for k in HEAD) + "</tr>"
     parts = []
     for pack in sorted(groups):
-        body = "".join(_row(s) for s in groups[pack])
+        body = "".join(_row(s, lang) for s in groups[pack])
         parts.append(
             f'<section class="pack-group" data-pack="{e(pack)}"><h2>{e(pack)}</h2>'
-            f"<table><thead>{HEAD}</thead><tbody>{body}</tbody></table></section>"
+            f"<table><thead>{head}</thead><tbody>{body}</tbody></table></section>"
         )
     return "".join(parts)
 
 
-def overview_html(runs: Path, filters: dict[str, str]) -> str:
-    """The overview page's body: filters and the grouped tables."""
+def overview_html(runs: Path, filters: dict[str, str], lang: str = "en") -> str:
+    """The overview page's body in ``lang``: filters and the grouped tables."""
+    u = ui_labels(lang)
     rows = summaries(runs)
     packs = sorted({s.pack.split(" ")[0] for s in rows})
     models = sorted({m for s in rows for m in s.models})
     hosts = sorted({h for s in rows for h in s.hosts})
     form = (
         '<form class="filters" method="get" action="/">'
-        + _select("pack", "pack", packs, filters.get("pack", ""))
-        + _select("model", "model", models, filters.get("model", ""))
-        + _select("host", "host", hosts, filters.get("host", ""))
-        + '<button type="submit">filter</button></form>'
+        + _select("pack", u["f_pack"], packs, filters.get("pack", ""), lang)
+        + _select("model", u["f_model"], models, filters.get("model", ""), lang)
+        + _select("host", u["f_host"], hosts, filters.get("host", ""), lang)
+        + f'<button type="submit">{e(u["filter"])}</button></form>'
     )
+    under = u["runs_under"].format(path=runs)
     return (
-        f'<h1>Runs <span class="muted">under {e(runs)}</span></h1>{form}'
-        f'<div id="groups">{table_html(rows, filters)}</div>'
+        f'<h1>{e(u["runs_title"])} <span class="muted">{e(under)}</span></h1>{form}'
+        f'<div id="groups">{table_html(rows, filters, lang)}</div>'
     )

@@ -13,8 +13,10 @@ import tempfile
 from pathlib import Path
 
 from touchstone_ray.errors import TouchstoneError
-from touchstone_ray.pack import Pack, load_pack
-from touchstone_ray.ui._page import e
+from touchstone_ray.lang import labels, ui_labels
+from touchstone_ray.pack import load_pack
+from touchstone_ray.report import ko_rule_lines
+from touchstone_ray.ui._page import e, th
 
 __all__ = ["MAX_PASTE_BYTES", "pack_files", "pack_view_html", "packs_html", "validate_text"]
 
@@ -44,23 +46,26 @@ def validate_text(text: str | bytes) -> tuple[bool, str]:
             return False, str(exc).replace(str(path), PASTED)
 
 
-def _validator(text: str = "", result: tuple[bool, str] | None = None) -> str:
+def _validator(u: dict[str, str], text: str = "", result: tuple[bool, str] | None = None) -> str:
     out = ""
     if result is not None:
         cls = "ok" if result[0] else "err"
         out = f'<p id="validate-result" class="{cls}">{e(result[1])}</p>'
     return (
-        '<h2>Validate a pack</h2><form method="post" action="/packs/validate" '
+        f'<h2>{e(u["validate_title"])}</h2><form method="post" action="/packs/validate" '
         'enctype="multipart/form-data">'
         f'<textarea name="yaml" id="pack-yaml" spellcheck="false">{e(text)}</textarea>'
-        '<p><label>or upload a file <input type="file" name="file" id="pack-file"></label></p>'
-        f'<p><button type="submit" id="validate">validate</button></p></form>{out}'
+        f'<p><label>{e(u["upload"])} <input type="file" name="file" id="pack-file"></label></p>'
+        f'<p><button type="submit" id="validate">{e(u["validate"])}</button></p></form>{out}'
     )
 
 
-def packs_html(folder: Path, text: str = "", result: tuple[bool, str] | None = None) -> str:
-    """The packs page body: every pack file with its summary or error line, and the
-    validator (with the last result when given)."""
+def packs_html(
+    folder: Path, text: str = "", result: tuple[bool, str] | None = None, lang: str = "en"
+) -> str:
+    """The packs page body in ``lang``: every pack file with its summary or error line, and
+    the validator (with the last result when given)."""
+    u = ui_labels(lang)
     rows = []
     for path in pack_files(folder):
         try:
@@ -71,54 +76,56 @@ def packs_html(folder: Path, text: str = "", result: tuple[bool, str] | None = N
             f'<tr><td><a href="/packs/{e(path.name)}">{e(path.name)}</a></td>'
             f'<td class="{cls}">{e(line)}</td></tr>'
         )
+    head = f"<tr>{th(lang, u['h_file'])}{th(lang, u['h_check'])}</tr>"
     table = (
-        f"<table><thead><tr><th>file</th><th>check</th></tr></thead><tbody>{''.join(rows)}"
-        "</tbody></table>"
+        f"<table><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
         if rows
-        else f'<p class="muted">No packs in {e(folder)}.</p>'
+        else f'<p class="muted">{e(u["no_packs"].format(path=folder))}</p>'
     )
-    return f'<h1>Packs <span class="muted">in {e(folder)}</span></h1>{table}' + _validator(
-        text, result
-    )
+    title = f'{e(u["packs_title"])} <span class="muted">{e(u["packs_in"].format(path=folder))}'
+    return f"<h1>{title}</span></h1>{table}" + _validator(u, text, result)
 
 
-def _ko_words(pack: Pack) -> str:
-    rule = pack.ko_rule
-    flags = (
-        "any red flag on any prompt"
-        if rule.red_flag_scope == "all"
-        else "a red flag on " + (", ".join(rule.red_flag_prompts) or "no prompt")
-    )
-    return f"knocked out when {rule.dimension} scores {rule.threshold} or less, or {flags}"
-
-
-def pack_view_html(path: Path) -> str:
-    """One pack: dimensions, the K.-o. rule in words, variants, prompts with their flags.
-    Raises :class:`~touchstone_ray.errors.PackError` for an invalid pack."""
+def pack_view_html(path: Path) -> tuple[str, str]:
+    """``(language, body HTML)`` of one pack's page, in the pack's ``language``: dimensions,
+    the K.-o. rule in the report's words, variants, prompts with their flags. Raises
+    :class:`~touchstone_ray.errors.PackError` for an invalid pack."""
     pack = load_pack(path)
+    lang = pack.language
+    t, u = labels(lang), ui_labels(lang)
     dims = "".join(
         f"<tr><td>{e(d.id)}</td><td>{e(d.name)}</td><td>{e(d.weight)}</td></tr>"
         for d in pack.dimensions
     )
     variants = "".join(
-        f"<li><code>{e(v.id)}</code> {e(v.system_prompt or '(no system prompt)')}</li>"
+        f"<li><code>{e(v.id)}</code> {e(v.system_prompt or t['no_system_prompt'])}</li>"
         for v in pack.prompt_variants
     )
     prompts = []
     for category, p in pack.all_prompts():
         green = "".join(f"<li>✓ {e(f)}</li>" for f in p.green_flags)
         red = "".join(f"<li>✗ {e(f)}</li>" for f in p.red_flags)
-        safety = ' <span class="badge ko-fail">safety critical</span>' if p.safety_critical else ""
+        safety = (
+            f' <span class="badge ko-fail">{e(t["safety_critical"])}</span>'
+            if p.safety_critical
+            else ""
+        )
         prompts.append(
             f"<tr><td>{e(category.id)}</td><td>{e(p.id)}{safety}</td><td>{e(p.title)}</td>"
             f"<td><pre>{e(p.prompt)}</pre></td><td><ul>{green}{red}</ul></td></tr>"
         )
-    return (
+    rule = "".join(f"<li>{e(line)}</li>" for line in ko_rule_lines(pack, t))
+
+    def heads(*keys: str) -> str:
+        return "<tr>" + "".join(th(lang, u[k]) for k in keys) + "</tr>"
+
+    return lang, (
         f'<h1>{e(pack.title)} <span class="muted">{e(pack.summary())}</span></h1>'
-        f"<h2>Dimensions</h2><table><thead><tr><th>id</th><th>name</th><th>weight</th></tr>"
+        f"<h2>{e(u['pack_dimensions'])}</h2><table><thead>{heads('h_id', 'h_name', 'h_weight')}"
         f"</thead><tbody>{dims}</tbody></table>"
-        f'<h2>K.-o. rule</h2><p id="ko-rule">{e(_ko_words(pack))}</p>'
-        f"<h2>Variants</h2><ul>{variants}</ul>"
-        "<h2>Prompts</h2><table><thead><tr><th>category</th><th>id</th><th>title</th>"
-        f"<th>prompt</th><th>flags</th></tr></thead><tbody>{''.join(prompts)}</tbody></table>"
+        f'<h2>{e(t["ko_rule"])}</h2><ol id="ko-rule">{rule}</ol>'
+        f"<h2>{e(u['variants'])}</h2><ul>{variants}</ul>"
+        f"<h2>{e(u['prompts'])}</h2><table><thead>"
+        f"{heads('h_category', 'h_id', 'h_title', 'h_prompt', 'h_flags')}</thead>"
+        f"<tbody>{''.join(prompts)}</tbody></table>"
     )

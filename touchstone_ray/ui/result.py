@@ -8,21 +8,34 @@ the filters ``prompt``, ``model``, ``variant``, ``score`` (exact 1..5 in any ver
 ``red_flag`` (``1``: a verdict raised one). A K.-o. block on top names, per row, whether the
 rule passed, the branch that fired (the scorecard's ``ko_reason``), the red-flagged prompts
 and the prompts where a judge raised a red flag outside ``red_flag_prompts`` (under
-``curated`` these do not knock out; shown so they are not lost).
+``curated`` these do not knock out; shown so they are not lost), under the pack's K.-o. rule
+in the report's words (:func:`touchstone_ray.report.ko_rule_lines`).
+
+Issue 31 items 4 and 5: the page speaks the pack's ``language`` throughout (the report's
+labels, :func:`touchstone_ray.lang.ui_labels` around them), and every column head that names a
+figure carries the glossary's definition and unit as its tooltip
+(:func:`touchstone_ray.lang.header_tip`; the pack-built heads by :func:`report_tips`).
 """
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 from touchstone_ray.doc import REPORT_CSS, Block, Heading, HtmlWriter
 from touchstone_ray.errors import BundleError
-from touchstone_ray.lang import labels
+from touchstone_ray.lang import header_tip, labels, ui_labels
 from touchstone_ray.records import EvalResponse
-from touchstone_ray.report import ReportData, answer_blocks, build_document, load_report_data
-from touchstone_ray.ui._page import e
+from touchstone_ray.report import (
+    ReportData,
+    answer_blocks,
+    build_document,
+    ko_rule_lines,
+    load_report_data,
+)
+from touchstone_ray.ui._page import e, th
 
-__all__ = ["FILTERS", "filter_answers", "perf_result_html", "result_html"]
+__all__ = ["FILTERS", "filter_answers", "perf_result_html", "report_tips", "result_html"]
 
 FILTERS = ("prompt", "model", "variant", "score", "red_flag")
 """Query parameters of the answers filter."""
@@ -49,35 +62,52 @@ def filter_answers(data: ReportData, filters: dict[str, str]) -> list[EvalRespon
     return out
 
 
-def _select(name: str, values: list[str], chosen: str) -> str:
-    opts = ['<option value="">all</option>'] + [
+def _select(name: str, values: list[str], chosen: str, u: dict[str, str]) -> str:
+    opts = [f'<option value="">{e(u["all"])}</option>'] + [
         f'<option value="{e(v)}"{" selected" if v == chosen else ""}>{e(v)}</option>'
         for v in values
     ]
-    return f'<label>{name}<br><select name="{name}">{"".join(opts)}</select></label>'
+    label = e(u[f"f_{name}"])
+    return f'<label>{label}<br><select name="{name}">{"".join(opts)}</select></label>'
 
 
 def _filter_form(data: ReportData, filters: dict[str, str], action: str) -> str:
+    u = ui_labels(data.lang)
     red = " checked" if filters.get("red_flag") == "1" else ""
+    prompts = [p.id for p in data.pack.prompts()]
+    variants = [v.id for v in data.pack.prompt_variants]
     return (
         f'<form class="filters" id="answer-filters" method="get" action="{e(action)}">'
-        + _select("prompt", [p.id for p in data.pack.prompts()], filters.get("prompt", ""))
-        + _select("model", sorted({r.model for r in data.responses}), filters.get("model", ""))
-        + _select("variant", [v.id for v in data.pack.prompt_variants], filters.get("variant", ""))
-        + _select("score", ["1", "2", "3", "4", "5"], filters.get("score", ""))
-        + f'<label><input type="checkbox" name="red_flag" value="1"{red}> red flag</label>'
-        + '<button type="submit">filter answers</button></form>'
+        + _select("prompt", prompts, filters.get("prompt", ""), u)
+        + _select("model", sorted({r.model for r in data.responses}), filters.get("model", ""), u)
+        + _select("variant", variants, filters.get("variant", ""), u)
+        + _select("score", ["1", "2", "3", "4", "5"], filters.get("score", ""), u)
+        + f'<label><input type="checkbox" name="red_flag" value="1"{red}> '
+        f"{e(u['f_red_flag'])}</label>"
+        + f'<button type="submit">{e(u["filter_answers"])}</button></form>'
     )
+
+
+def report_tips(data: ReportData) -> dict[str, str]:
+    """The report's column heads built from the pack (head text → English glossary term):
+    each dimension's ``<id> ×<weight>`` and each judge's column hold dimension scores, each
+    category's ``<id> <name>`` the mean answer score (:mod:`touchstone_ray.report`'s
+    ranking, per-judge and per-category tables)."""
+    tips = {f"{d.id} ×{d.weight}": "Dimension score" for d in data.pack.dimensions}
+    tips.update({judge: "Dimension score" for judge in data.judges})
+    tips.update({f"{c.id} {c.name}": "Mean answer" for c in data.pack.categories})
+    return tips
 
 
 def _ko_block(data: ReportData) -> str:
     if not data.card:
         return ""
+    t, u = labels(data.lang), ui_labels(data.lang)
     rows = []
     for (model, variant), row in data.card_rows.items():
         passed = row.ko_passed
         badge = (
-            '<span class="badge ko-pass">passed</span>'
+            f'<span class="badge ko-pass">{e(t["passed"])}</span>'
             if passed
             else '<span class="badge ko-fail">K.-o.</span>'
         )
@@ -98,12 +128,12 @@ def _ko_block(data: ReportData) -> str:
             f'<td class="ko-reason">{e(row.ko_reason)}</td><td>{e(flagged)}</td>'
             f'<td class="uncurated">{e(other)}</td></tr>'
         )
-    rule = data.pack.ko_rule
+    lang = data.lang
+    rule = "".join(f"<li>{e(line)}</li>" for line in ko_rule_lines(data.pack, t))
+    heads = (u["h_row"], t["ko"], u["h_branch"], u["h_flagged"], u["h_uncurated"])
     return (
-        f'<section id="ko"><h2>K.-o.</h2><p class="muted">rule: {e(rule.dimension)} at or below '
-        f"{e(rule.threshold)} or a red flag ({e(rule.red_flag_scope)})</p><table><thead><tr>"
-        "<th>row</th><th>K.-o.</th><th>branch that fired</th><th>red-flagged prompts</th>"
-        "<th>red flags outside the curated prompts</th></tr>"
+        f'<section id="ko"><h2>{e(t["ko_rule"])}</h2><ol class="muted" id="ko-rule">{rule}</ol>'
+        f"<table><thead><tr>{''.join(th(lang, h) for h in heads)}</tr>"
         f"</thead><tbody>{''.join(rows)}</tbody></table></section>"
     )
 
@@ -132,7 +162,8 @@ def result_html(root: Path, filters: dict[str, str], action: str) -> tuple[str, 
     answers: list[Block] = []
     for r in shown:
         answers += answer_blocks(data, r, t)
-    w = HtmlWriter()
+    w = HtmlWriter(partial(header_tip, data.lang, extra=report_tips(data)))
+    count = ui_labels(data.lang)["answer_count"].format(shown=len(shown), total=len(data.responses))
     body = (
         f'<style>{REPORT_CSS}</style><div class="report">'
         + "".join(w.block(b) for b in before[:1])
@@ -140,7 +171,7 @@ def result_html(root: Path, filters: dict[str, str], action: str) -> tuple[str, 
         + "".join(w.block(b) for b in before[1:])
         + f'<h2 id="answers">{e(t["answers"])}</h2>'
         + _filter_form(data, filters, action)
-        + f'<p class="muted" id="answer-count">{len(shown)} of {len(data.responses)} answers</p>'
+        + f'<p class="muted" id="answer-count">{e(count)}</p>'
         + f'<div id="answer-list">{"".join(w.block(b) for b in answers)}</div>'
         + "".join(w.block(b) for b in after)
         + "</div>"
@@ -163,6 +194,6 @@ def perf_result_html(root: Path) -> tuple[str, str]:
             f"{root.name}: the perf run is still going; its result is shown here when it ends"
         )
     doc = perf_document(root)
-    w = HtmlWriter()
+    w = HtmlWriter(partial(header_tip, doc.lang))
     body = f'<style>{REPORT_CSS}</style><div class="report">'
     return doc.title, body + "".join(w.block(b) for b in doc.blocks) + "</div>"
