@@ -17,7 +17,7 @@ from judge_server import JudgeServer, is_holistic
 from judging_factories import cells, pack_dict, response, write_bundle
 
 from touchstone_ray.errors import PackError
-from touchstone_ray.judging.checks import NO_CALIBRATION, degenerate_warnings, judge_check
+from touchstone_ray.judging.checks import check_line, degenerate_warnings, judge_check
 from touchstone_ray.judging.runner import run_judge
 from touchstone_ray.pack import Pack, pack_from_data
 from touchstone_ray.records import EvalResponse
@@ -76,16 +76,48 @@ def test_unqualified_reasons_by_hand() -> None:
         0.5,
     )
     assert check["score_gap"] == 0.0
+    # the pack is German: its warnings too
     assert check["warnings"] == [
-        "band accuracy 0.40 < 0.80 on 5 calibration items",
-        "missed the expected red flag on 1 of 2 calibration items (B1)",
+        "Band-Treffer 0.40 < 0.80 bei 5 Kalibrierungsantworten",
+        "erwartete Red Flag verfehlt bei 1 von 2 Kalibrierungsantworten (B1)",
     ]
+    english = pack_from_data({**pack_dict(language="en"), "calibration": CALIBRATION}, "t")
+    check = judge_check(
+        english, cal_records(english, [1, 1, 1, 1, 1], [False, False, True, False, False]), [], []
+    )
+    assert check["warnings"] == [
+        "band accuracy 0.60 < 0.80 on 5 calibration items",
+        "missed the expected red flag on 1 of 2 calibration items (A1)",
+    ]
+    assert check_line("j", check, counted=False, lang="en") == (
+        "judge j: NOT qualified, not counted (band accuracy 0.60, red-flag recall 0.50, score "
+        "gap 0.00, 5 calibration items); warnings: band accuracy 0.60 < 0.80 on 5 calibration "
+        "items; missed the expected red flag on 1 of 2 calibration items (A1)"
+    )
+
+
+def test_one_calibration_item_is_named_in_the_singular() -> None:
+    one = [{"prompt": "B1", "answer": "Erfunden.", "expect": "low", "red_flag": True}]
+    for language, line in (
+        ("en", "band accuracy 0.00 < 0.80 on 1 calibration item"),
+        ("de", "Band-Treffer 0.00 < 0.80 bei 1 Kalibrierungsantwort"),
+    ):
+        pack = pack_from_data({**pack_dict(language=language), "calibration": one}, "t")
+        check = judge_check(pack, cal_records(pack, [5], [True]), [], [])
+        assert check["warnings"] == [line]
+    assert check_line("j", check, counted=True, lang="de") == (
+        "Judge j: NICHT qualifiziert, trotzdem gezählt (--allow-unqualified) (Band-Treffer 0.00, "
+        "Red-Flag-Recall 1.00, Abstand k. A., 1 Kalibrierungsantwort); Warnungen: Band-Treffer "
+        "0.00 < 0.80 bei 1 Kalibrierungsantwort"
+    )
 
 
 def test_no_calibration_is_qualified_with_a_warning() -> None:
     check = judge_check(cal_pack([]), {}, [], [])
     assert (check["qualified"], check["band_accuracy"], check["n_calibration"]) == (True, None, 0)
-    assert check["warnings"] == [NO_CALIBRATION]
+    assert check["warnings"] == [
+        "keine Kalibrierungsantworten: der Judge wurde nicht an bekannten Antworten geprüft"
+    ]
 
 
 def verdict_rec(score: int, rationale: str, **extra: Any) -> dict[str, Any]:
@@ -158,15 +190,16 @@ def test_simulated_good_and_constant_judges(tmp_path: Path) -> None:
     )
     assert const["score_gap"] == 0.0
     assert const["warnings"] == [
-        "band accuracy 0.00 < 0.80 on 5 calibration items",
-        "missed the expected red flag on 2 of 2 calibration items (B1, A1)",
-        "same score 3 on 20 of 20 (100 %) answers",
-        "rationale under 20 characters on 20 of 20 (100 %)",
-        "rationale 'ok' repeated verbatim on 20 of 20 (100 %) answers",
-        "holistic rationale cites no prompt id on 8 of 8 (100 %) dimensions",
+        "Band-Treffer 0.00 < 0.80 bei 5 Kalibrierungsantworten",
+        "erwartete Red Flag verfehlt bei 2 von 2 Kalibrierungsantworten (B1, A1)",
+        "gleiche Punktzahl 3 bei 20 von 20 (100 %) Antworten",
+        "Begründung unter 20 Zeichen bei 20 von 20 (100 %)",
+        "Begründung 'ok' wörtlich wiederholt bei 20 von 20 (100 %) Antworten",
+        "ganzheitliche Begründung nennt keine Prompt-ID bei 8 von 8 (100 %) Dimensionen",
     ]
     assert (card["judges"], card["unqualified_judges"]) == (["good"], ["const"])
-    assert "judge const: NOT qualified, not counted" in out.getvalue()
+    assert "Judge const: NICHT qualifiziert, nicht gezählt" in out.getvalue()
+    assert "judge fertig: 1 Judge, 20 Antworten, 4 Zeilen; Rang 1: " in out.getvalue()
     stored = (bundle / "judgements" / "const" / "calibration.jsonl").read_text().splitlines()
     assert len(stored) == 5
 
@@ -180,7 +213,7 @@ def test_simulated_good_and_constant_judges(tmp_path: Path) -> None:
     only_const = write_judges(tmp_path / "const.yaml", [SIM_CONST])
     out = io.StringIO()
     assert run_judge(bundle, only_const, out=out) == 1
-    assert "no qualified judge: const failed calibration" in out.getvalue()
+    assert "kein qualifizierter Judge: const bei der Kalibrierung durchgefallen" in out.getvalue()
     card = json.loads((bundle / "scorecard.json").read_text())
     assert card["judges"] == [] and card["unqualified_judges"] == ["const"]
 

@@ -156,9 +156,9 @@ def test_gemma_judge_is_not_qualified(real_server: LlamaServer, tmp_path: Path) 
     assert check["red_flag_recall"] == sum(caught) / 1
     reasons = []
     if sum(in_band) / 2 < 0.8:
-        reasons.append(f"band accuracy {sum(in_band) / 2:.2f} < 0.80 on 2 calibration items")
+        reasons.append(f"Band-Treffer {sum(in_band) / 2:.2f} < 0.80 bei 2 Kalibrierungsantworten")
     if not all(caught):
-        reasons.append("missed the expected red flag")
+        reasons.append("erwartete Red Flag verfehlt")
     assert reasons, "Gemma 3 270M passed calibration; the test's premise no longer holds"
     assert all(any(w.startswith(r) for w in check["warnings"]) for r in reasons)
 

@@ -21,7 +21,8 @@ ones): the same score on ≥ 90 % of ≥ 10 answers; rationales under 20 charact
 the answers; one rationale repeated verbatim on ≥ 30 % of ≥ 10 answers; holistic dimensions
 whose rationale cites no prompt id of the pack on ≥ 50 % of the dimensions; named flags that
 are not the prompt's (``unknown_flags``). Warnings do not disqualify; they are shown beside the
-ranking.
+ranking. Warnings and :func:`check_line` speak the pack's ``language``
+(:func:`touchstone_ray.lang.lines`), with ``1 calibration item`` in the singular.
 
 Answers sent to a **simulated** judge carry the simulator's quality marker of their band
 (``⟦sim q=1.00⟧`` for high, ``⟦sim q=0.00⟧`` for low; :func:`calibration_answer`): the
@@ -39,12 +40,12 @@ from typing import Any
 from touchstone_ray.judging.cache import answer_cache_key
 from touchstone_ray.judging.client import AnswerJob
 from touchstone_ray.judging.config import JudgeSpec
+from touchstone_ray.lang import count, lines
 from touchstone_ray.pack import CalibrationItem, Pack
 
 __all__ = [
     "BAND_ACCURACY_MIN",
     "CALIBRATION_MODEL",
-    "NO_CALIBRATION",
     "calibration_answer",
     "calibration_jobs",
     "check_line",
@@ -66,7 +67,6 @@ UNCITED_SHARE = 0.5
 """Holistic dimensions citing no prompt id on ≥ 50 % of them → warning."""
 CALIBRATION_MODEL = "calibration"
 """The ``model`` of calibration records (never a row of the scorecard)."""
-NO_CALIBRATION = "no calibration items: the judge was not checked on known answers"
 
 
 def calibration_answer(item: CalibrationItem, spec: JudgeSpec) -> str:
@@ -103,35 +103,42 @@ def calibration_jobs(spec: JudgeSpec, pack: Pack, repeats: int = 1) -> list[Answ
     return jobs
 
 
-def _share(part: int, whole: int) -> str:
-    return f"{part} of {whole} ({100 * part / whole:.0f} %)"
-
-
 def degenerate_warnings(
     verdicts: Iterable[Mapping[str, Any]],
     reports: Iterable[Mapping[str, Any]],
+    lang: str = "en",
 ) -> list[str]:
-    """Warnings about one judge's output on the real answers (see the module docstring).
+    """Warnings about one judge's output on the real answers (see the module docstring), in
+    ``lang``.
 
     ``verdicts`` / ``reports``: that judge's stored records; rule-based verdicts
     (``n_calls == 0`` and no ``raw``) are left out.
     """
+    w = lines(lang)
+
+    def share(part: int, whole: int) -> str:
+        return w["share"].format(part=part, whole=whole, pct=f"{100 * part / whole:.0f}")
+
     asked = [v for v in verdicts if v.get("raw") is not None or v.get("n_calls", 1)]
     scored = [v for v in asked if v.get("status") == "scored" and v.get("score") is not None]
     out: list[str] = []
     n = len(scored)
     if n >= MIN_ANSWERS:
-        score, count = Counter(int(v["score"]) for v in scored).most_common(1)[0]
-        if count >= SAME_SCORE_SHARE * n:
-            out.append(f"same score {score} on {_share(count, n)} answers")
+        score, same = Counter(int(v["score"]) for v in scored).most_common(1)[0]
+        if same >= SAME_SCORE_SHARE * n:
+            out.append(w["same_score"].format(score=score, share=share(same, n)))
     if n:
         rationales = [" ".join(str(v.get("rationale") or "").split()) for v in scored]
         short = sum(len(r) < SHORT_RATIONALE_CHARS for r in rationales)
         if short >= SHORT_SHARE * n:
-            out.append(f"rationale under {SHORT_RATIONALE_CHARS} characters on {_share(short, n)}")
-        text, count = Counter(rationales).most_common(1)[0]
-        if n >= MIN_ANSWERS and count >= 2 and count >= REPEATED_SHARE * n:
-            out.append(f"rationale {text[:40]!r} repeated verbatim on {_share(count, n)} answers")
+            out.append(
+                w["short_rationale"].format(chars=SHORT_RATIONALE_CHARS, share=share(short, n))
+            )
+        text, repeated = Counter(rationales).most_common(1)[0]
+        if n >= MIN_ANSWERS and repeated >= 2 and repeated >= REPEATED_SHARE * n:
+            out.append(
+                w["repeated_rationale"].format(text=repr(text[:40]), share=share(repeated, n))
+            )
     dims = [
         cited
         for r in reports
@@ -140,11 +147,10 @@ def degenerate_warnings(
     ]
     uncited = sum(not c for c in dims)
     if dims and uncited >= UNCITED_SHARE * len(dims):
-        share = _share(uncited, len(dims))
-        out.append(f"holistic rationale cites no prompt id on {share} dimensions")
+        out.append(w["uncited"].format(share=share(uncited, len(dims))))
     unknown = sum(len(v.get("unknown_flags") or []) for v in asked)
     if unknown:
-        out.append(f"{unknown} named flags are not the prompt's (kept in unknown_flags)")
+        out.append(w["unknown_flags"].format(n=unknown))
     return out
 
 
@@ -161,7 +167,8 @@ def judge_check(
     reports: Sequence[Mapping[str, Any]],
 ) -> dict[str, Any]:
     """One judge's ``judge_checks`` entry: ``{qualified, band_accuracy, red_flag_recall,
-    score_gap, n_calibration, warnings, n_unknown_flags, n_red_flag_unnamed, calibration}``.
+    score_gap, n_calibration, warnings, n_unknown_flags, n_red_flag_unnamed, calibration}``;
+    the warnings in the pack's ``language``.
 
     ``calibration``: the judge's calibration records by key (:func:`calibration_jobs`);
     ``verdicts`` / ``reports``: its records on the real answers. ``n_unknown_flags`` counts the
@@ -169,6 +176,8 @@ def judge_check(
     flag without naming one (both on the real answers); ``calibration`` lists per item
     ``{prompt, expect, red_flag, score, red_flag_raised, in_band}``.
     """
+    lang = pack.language
+    w = lines(lang)
     warnings: list[str] = []
     jobs = {
         f"{CALIBRATION_MODEL}|{pack.prompt_variants[0].id}|{item.prompt}|{i}": item
@@ -193,7 +202,7 @@ def judge_check(
     gap: float | None = None
     if not items:
         qualified = True
-        warnings.append(NO_CALIBRATION)
+        warnings.append(w["no_calibration"])
     else:
         band = sum(i["in_band"] for i in items) / len(items)
         expected = [i for i in items if i["red_flag"] is True]
@@ -203,17 +212,21 @@ def judge_check(
         gap = statistics.fmean(high) - statistics.fmean(low) if high and low else None
         qualified = band >= BAND_ACCURACY_MIN and (recall is None or recall == 1.0)
         if band < BAND_ACCURACY_MIN:
-            warnings.append(
-                f"band accuracy {band:.2f} < {BAND_ACCURACY_MIN:.2f} on {len(items)} "
-                "calibration items"
+            band_line = w["band_low"].format(
+                band=f"{band:.2f}",
+                minimum=f"{BAND_ACCURACY_MIN:.2f}",
+                items=count(lang, len(items), "item"),
             )
+            warnings.append(band_line)
         missed = [i["prompt"] for i in expected if not i["red_flag_raised"]]
         if missed:
-            warnings.append(
-                f"missed the expected red flag on {len(missed)} of {len(expected)} calibration "
-                f"items ({', '.join(missed)})"
+            missed_line = w["missed_flags"].format(
+                missed=len(missed),
+                items=count(lang, len(expected), "item"),
+                ids=", ".join(missed),
             )
-    warnings += degenerate_warnings(verdicts, reports)
+            warnings.append(missed_line)
+    warnings += degenerate_warnings(verdicts, reports, lang)
     asked = [v for v in verdicts if v.get("status") == "scored"]
     return {
         "qualified": qualified,
@@ -230,22 +243,27 @@ def judge_check(
     }
 
 
-def check_line(judge_id: str, check: dict[str, Any], counted: bool) -> str:
-    """One line for the ``judge`` output: ``judge <id>: qualified (band accuracy 1.00, red-flag
-    recall 1.00, score gap 3.25, 8 calibration items)`` and the warnings; ``counted`` says
-    whether an unqualified judge was counted anyway (``--allow-unqualified``)."""
+def check_line(judge_id: str, check: dict[str, Any], counted: bool, lang: str = "en") -> str:
+    """One line for the ``judge`` output in ``lang`` (the pack's): ``judge <id>: qualified
+    (band accuracy 1.00, red-flag recall 1.00, score gap 3.25, 8 calibration items)`` and the
+    warnings; ``counted`` says whether an unqualified judge was counted anyway
+    (``--allow-unqualified``)."""
+    w = lines(lang)
 
     def fmt(value: float | None) -> str:
-        return "n/a" if value is None else f"{value:.2f}"
+        return w["n_a"] if value is None else f"{value:.2f}"
 
-    state = "qualified" if check["qualified"] else "NOT qualified"
+    state = w["qualified"] if check["qualified"] else w["not_qualified"]
     if not check["qualified"]:
-        state += ", counted anyway (--allow-unqualified)" if counted else ", not counted"
-    line = (
-        f"judge {judge_id}: {state} (band accuracy {fmt(check['band_accuracy'])}, red-flag "
-        f"recall {fmt(check['red_flag_recall'])}, score gap {fmt(check['score_gap'])}, "
-        f"{check['n_calibration']} calibration items)"
+        state += ", " + (w["counted_anyway"] if counted else w["not_counted"])
+    line = w["check_line"].format(
+        judge=judge_id,
+        state=state,
+        band=fmt(check["band_accuracy"]),
+        recall=fmt(check["red_flag_recall"]),
+        gap=fmt(check["score_gap"]),
+        items=count(lang, check["n_calibration"], "item"),
     )
     if check["warnings"]:
-        line += "; warnings: " + "; ".join(check["warnings"])
+        line += f"; {w['warnings']}: " + "; ".join(check["warnings"])
     return line

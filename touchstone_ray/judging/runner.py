@@ -47,6 +47,7 @@ from touchstone_ray.judging.checks import check_line, judge_check
 from touchstone_ray.judging.config import JudgeConfig, JudgeSpec, load_judge_config
 from touchstone_ray.judging.driver import JudgeDriver, JudgeRun
 from touchstone_ray.judging.worklist import JudgePlan, plan_judge
+from touchstone_ray.lang import count, lines
 from touchstone_ray.records import HolisticReport, Verdict
 from touchstone_ray.scoring.scorecard import build_scorecard, write_scorecard
 
@@ -255,7 +256,7 @@ def _run_judge(
     }
     counted = [j for j in complete if allow_unqualified or checks[j]["qualified"]]
     for judge_id in complete:
-        print(check_line(judge_id, checks[judge_id], judge_id in counted), file=out)
+        print(check_line(judge_id, checks[judge_id], judge_id in counted, pack.language), file=out)
     verdicts: list[Verdict] = []
     reports: list[HolisticReport] = []
     for judge_id in counted:
@@ -279,21 +280,22 @@ def _run_judge(
         spreads=_spreads(plans[j] for j in counted) if repeats > 1 else None,
     )
     path = write_scorecard(bundle.root, card)
+    w = lines(pack.language)
     if not counted:
-        print(
-            f"no qualified judge: {', '.join(complete)} failed calibration; their verdicts are "
-            "stored; rerun with --allow-unqualified to count them anyway",
-            file=out,
-        )
+        print(w["no_qualified"].format(judges=", ".join(complete)), file=out)
         print(path, file=out, flush=True)
         return 1
     best = card.rows[0] if card.rows else None
-    lead = f"; rank 1: {best.model} / {best.variant}" if best else ""
-    print(
-        f"judge {'aborted' if aborted else 'done'}: {len(counted)} judges, {len(responses)} "
-        f"answers, {len(card.rows)} rows{lead} in {elapsed:.1f} s",
-        file=out,
+    lead = w["rank_1"].format(model=best.model, variant=best.variant) if best else ""
+    end = w["judge_end"].format(
+        state=w["judge_aborted" if aborted else "judge_done"],
+        judges=count(pack.language, len(counted), "judge"),
+        answers=count(pack.language, len(responses), "answer"),
+        rows=count(pack.language, len(card.rows), "row"),
+        lead=lead,
+        elapsed=f"{elapsed:.1f}",
     )
+    print(end, file=out)
     print(path, file=out, flush=True)
     return 1 if aborted else 0
 

@@ -3,9 +3,9 @@
 
 Each language module holds ``SCORECARD`` (scorecard labels), ``REPORT`` (labels only the report
 and the web UI use), ``LEVELS`` (rubric levels), ``GLOSSARY`` (metric definitions and units),
-``JUDGE`` (the judge templates' wording), ``UI`` (the web UI's own labels) and ``PLURALS``
-(nouns for counts), with the same keys in every language. An unknown language falls back to
-English.
+``JUDGE`` (the judge templates' wording), ``UI`` (the web UI's own labels), ``LINES`` (the
+CLI's end-of-run lines, the judge checks' warnings) and ``PLURALS`` (nouns for counts), with
+the same keys in every language. An unknown language falls back to English.
 
 The glossary is the one source of what a figure means: :func:`header_tip` gives the tooltip of
 a column head (a scorecard, report or UI label named in :data:`METRIC_TERMS`) from it. Glossary
@@ -29,6 +29,7 @@ __all__ = [
     "judge_texts",
     "labels",
     "levels",
+    "lines",
     "metric_tip",
     "scorecard_labels",
     "ui_labels",
@@ -70,6 +71,13 @@ def glossary(lang: str) -> tuple[tuple[str, str, str], ...]:
 def judge_texts(lang: str) -> dict[str, str]:
     """The judge templates' wording in ``lang``."""
     table: dict[str, str] = _table(lang).JUDGE
+    return table
+
+
+def lines(lang: str) -> dict[str, str]:
+    """The CLI's end-of-run lines and the judge checks' warnings in ``lang``
+    (``str.format`` templates)."""
+    table: dict[str, str] = _table(lang).LINES
     return table
 
 
