@@ -235,7 +235,7 @@ def test_dry_run_resume_changes_nothing(base: Base, tmp_path: Path) -> None:
     before = snapshot(bundle)
     outcome, printed = run(base.pack, base.config, resume=bundle, dry_run=True)
     assert outcome.bundle is None
-    assert "1 cells on 2 hosts" in printed.splitlines()[-1]
+    assert printed.splitlines()[-1] == "1 cell on 2 hosts"
     assert snapshot(bundle) == before
 
 

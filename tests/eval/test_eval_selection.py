@@ -64,7 +64,14 @@ def test_dry_run_counts_only_the_selected_cells(tmp_path: Path) -> None:
     assert printed.splitlines() == [
         "host local:",
         "  1. m (simulated, concurrency 2): 4 cells = 2 variants × 2 cells/variant",
-        "4 cells on 1 hosts",
+        "4 cells on 1 host",
+    ]
+    pack = write_yaml(tmp_path / "de.yaml", {**PACK, "language": "de"})
+    _, printed = run(pack, _config(tmp_path), dry_run=True, prompts=["A1"])
+    assert printed.splitlines() == [
+        "Host local:",
+        "  1. m (simulated, Parallelität 2): 2 Zellen = 2 Varianten × 1 Zellen/Variante",
+        "2 Zellen auf 1 Host",
     ]
 
 

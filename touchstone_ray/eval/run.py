@@ -35,6 +35,7 @@ from touchstone_ray.fleet import (
     resolve_hosts,
     spawn_client,
 )
+from touchstone_ray.lang import count, lines
 from touchstone_ray.pack import Pack, load_pack
 from touchstone_ray.telemetry.engines import EngineTarget
 from touchstone_ray.telemetry.finalize import finalize_bundle
@@ -86,21 +87,29 @@ class EvalOutcome:
 def print_plan(
     pack: Pack, plans: dict[str, list[ModelPlan]], skip: Container[str], out: TextIO
 ) -> None:
-    """The ``--dry-run`` plan: per host, models in run order with their cell counts."""
+    """The ``--dry-run`` plan in the pack's language: per host, models in run order with their
+    cell counts (``1 cell``, ``2 cells``)."""
+    lang = pack.language
+    w = lines(lang)
     total = 0
     for host, models in plans.items():
-        print(f"host {host}:", file=out)
+        print(w["plan_host"].format(host=host), file=out)
         for order, plan in enumerate(models, start=1):
             todo = sum(1 for _ in plan.cells(pack, skip))
             total += todo
-            print(
-                f"  {order}. {plan.label} ({plan.spec.engine}, concurrency "
-                f"{plan.spec.concurrency}): {todo} cells = {len(plan.variants)} variants × "
-                f"{plan.cells_per_variant(pack)} cells/variant"
-                + (f", {plan.n_cells(pack) - todo} done" if todo != plan.n_cells(pack) else ""),
-                file=out,
+            left = plan.n_cells(pack) - todo
+            line = w["plan_model"].format(
+                order=order,
+                label=plan.label,
+                engine=plan.spec.engine,
+                concurrency=plan.spec.concurrency,
+                cells=count(lang, todo, "cell"),
+                variants=count(lang, len(plan.variants), "variant"),
+                per=plan.cells_per_variant(pack),
             )
-    print(f"{total} cells on {len(plans)} hosts", file=out)
+            print(line + (w["plan_done"].format(n=left) if left else ""), file=out)
+    cells, hosts = count(lang, total, "cell"), count(lang, len(plans), "host")
+    print(w["plan_total"].format(cells=cells, hosts=hosts), file=out)
 
 
 def _selection(opts: EvalOptions) -> dict[str, Any] | None:
