@@ -122,7 +122,8 @@ def test_buero_pack_on_the_simulated_fleet(rc: RayCluster, tmp_path: Path) -> No
             assert set(r) == fields, set(r) ^ fields
             assert r["host"] == "local" and r["node_id"] == driver_node
             assert r["finish_reason"] == "stop" and r["token_count_source"] == "server"
-    assert "eval done: 128 ok, 0 failed, 0 reused in " in printed
+    # buero is German: so is the run's last line
+    assert "eval fertig: 128 ok, 0 fehlgeschlagen, 0 wiederverwendet in " in printed
 
 
 def test_in_flight_requests_never_exceed_concurrency(rc: RayCluster, tmp_path: Path) -> None:

@@ -166,7 +166,7 @@ def pipeline(
 
     killed_at = kill_when(proc, count, 1, log, CLI_TIMEOUT_S)
     (bundle,) = list(out.iterdir())
-    assert "eval done" not in read_log(log)[0]
+    assert "eval fertig" not in read_log(log)[0]  # the pack is German
     resume_out = _ok(
         cli("eval", "--pack", str(pack), "--config", str(fleet), *address,
             "--resume", str(bundle), timeout=CLI_TIMEOUT_S),
@@ -209,7 +209,7 @@ def test_resume_after_sigkill_completes_every_cell_once(pipeline: Pipeline) -> N
     n_reused, n_todo = (int(reused[0].split()[0]), int(reused[0].split(", ")[1].split()[0]))
     assert n_reused >= pipeline.killed_at - 1  # the last line may have been a failed attempt
     assert n_reused + n_todo == N_CELLS
-    assert f"eval done: {n_todo} ok, 0 failed" in pipeline.resume_out
+    assert f"eval fertig: {n_todo} ok, 0 fehlgeschlagen" in pipeline.resume_out
     assert pipeline.resume_out.strip().splitlines()[-1] == str(pipeline.bundle)
     manifest = json.loads((pipeline.bundle / "bundle.json").read_text())
     assert manifest["status"] == "done"

@@ -218,17 +218,30 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
     busy = busy_line(flagged)
     if busy:  # before the summary: the last two lines stay the summary and the bundle path
         print(busy, file=out)
-    kinds = ", ".join(f"{k} {n}" for k, n in sorted(outcome.failures_by_kind.items()))
-    print(
-        f"eval {'failed' if failed else 'done'}: {outcome.n_ok} ok, "
-        f"{outcome.n_failed} failed"
-        + (f" ({kinds})" if kinds else "")
-        + f", {outcome.n_reused} reused in {elapsed:.1f} s"
-        + "".join(f"; {h} stopped before its cells: {r}" for h, r in sorted(stopped.items())),
-        file=out,
-    )
+    print(end_line(outcome, elapsed, pack.language), file=out)
     print(bundle.root, file=out, flush=True)
     return outcome
+
+
+def end_line(outcome: EvalOutcome, elapsed_s: float, lang: str) -> str:
+    """The run's last line but the bundle path, in the pack's language ``lang``: ``eval done:
+    N ok, M failed (kind n, …), R reused in S s`` and each host stopped before its cells."""
+    w = lines(lang)
+    kinds = ", ".join(f"{k} {n}" for k, n in sorted(outcome.failures_by_kind.items()))
+    stopped = "".join(
+        w["host_stopped"].format(host=h, reason=r) for h, r in sorted(outcome.hosts_stopped.items())
+    )
+    return (
+        w["eval_end"].format(
+            state=w["eval_failed" if outcome.exit_code else "eval_done"],
+            ok=outcome.n_ok,
+            failed=outcome.n_failed,
+            kinds=f" ({kinds})" if kinds else "",
+            reused=outcome.n_reused,
+            elapsed=f"{elapsed_s:.1f}",
+        )
+        + stopped
+    )
 
 
 def busy_line(flagged: Counter[str]) -> str | None:

@@ -36,6 +36,14 @@ LINES: dict[str, str] = {
         "kein qualifizierter Judge: {judges} bei der Kalibrierung durchgefallen; ihre Urteile "
         "sind gespeichert; mit --allow-unqualified erneut starten, um sie trotzdem zu zählen"
     ),
+    # the eval run's end
+    "eval_end": (
+        "eval {state}: {ok} ok, {failed} fehlgeschlagen{kinds}, {reused} wiederverwendet in "
+        "{elapsed} s"
+    ),
+    "eval_done": "fertig",
+    "eval_failed": "fehlgeschlagen",
+    "host_stopped": "; {host} vor seinen Zellen angehalten: {reason}",
     # the eval plan (--dry-run)
     "plan_host": "Host {host}:",
     "plan_model": (

@@ -34,6 +34,11 @@ LINES: dict[str, str] = {
         "no qualified judge: {judges} failed calibration; their verdicts are stored; rerun "
         "with --allow-unqualified to count them anyway"
     ),
+    # the eval run's end
+    "eval_end": "eval {state}: {ok} ok, {failed} failed{kinds}, {reused} reused in {elapsed} s",
+    "eval_done": "done",
+    "eval_failed": "failed",
+    "host_stopped": "; {host} stopped before its cells: {reason}",
     # the eval plan (--dry-run)
     "plan_host": "host {host}:",
     "plan_model": (
