@@ -328,8 +328,8 @@ def test_a_failed_run_of_another_config_keeps_the_stored_verdicts(
     wrong = judge_config(broken, server, base_url=dead, temperature=0.1, max_consecutive_failures=3)
     out = io.StringIO()
     assert run_judge(bundle, wrong, out=out) == 1
-    kept = "(the scorecard of an earlier run is kept)"
-    assert f"no new scorecard: no judge has complete judgements {kept}" in out.getvalue()
+    kept = "(die Scorecard eines früheren Laufs bleibt)"  # the pack is German
+    assert f"keine neue Scorecard: kein Judge hat vollständige Urteile {kept}" in out.getvalue()
     assert f"judge canned: aborted: endpoint {dead} unreachable from" in out.getvalue()
     assert len(verdict_lines(bundle)) == len(first)  # asked nothing: its endpoint was down
 
@@ -440,10 +440,10 @@ def test_a_judge_whose_actor_is_not_up_in_time_is_aborted_and_asked_nothing(
     lines = out.getvalue().splitlines()
     assert f"judge canned: aborted: {reason}; stored verdicts kept, rerun to resume" in lines
     assert (
-        f"judge canned: aborted ({reason}): 0 scored, 0 unscored, 0 judge errors; 0 reports "
-        "(0 degraded); 0 calls" in lines
+        f"Judge canned: abgebrochen ({reason}): 0 bewertet, 0 unbewertet, 0 Judge-Fehler; "
+        "0 Berichte (0 eingeschränkt); 0 Aufrufe" in lines
     )
-    assert lines[-1].startswith("no new scorecard: no judge has complete judgements (")
+    assert lines[-1].startswith("keine neue Scorecard: kein Judge hat vollständige Urteile (")
     assert server.bodies == []
     assert verdict_lines(bundle) == []
 

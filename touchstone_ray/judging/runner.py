@@ -109,16 +109,24 @@ def _judgements(plan: JudgePlan) -> tuple[list[Verdict], list[HolisticReport]]:
     return verdicts, reports
 
 
-def _summary(run: JudgeRun) -> str:
+def _summary(run: JudgeRun, lang: str) -> str:
+    """The judge's last line in the pack's language ``lang``."""
+    w = lines(lang)
     verdicts = run.plan.verdicts.values()
     scored = sum(1 for v in verdicts if v.get("status") == "scored")
     unscored = sum(1 for v in verdicts if str(v.get("status")).startswith("unscored"))
     errors = sum(1 for v in verdicts if v.get("status") == "judge_error")
     degraded = sum(1 for r in run.plan.reports.values() if r.get("status") == "degraded")
-    state = f"aborted ({run.aborted})" if run.aborted else "done"
-    return (
-        f"judge {run.spec.id}: {state}: {scored} scored, {unscored} unscored, {errors} judge "
-        f"errors; {len(run.plan.reports)} reports ({degraded} degraded); {run.n_calls} calls"
+    state = w["summary_aborted"].format(reason=run.aborted) if run.aborted else w["judge_done"]
+    return w["judge_summary"].format(
+        judge=run.spec.id,
+        state=state,
+        scored=scored,
+        unscored=unscored,
+        errors=count(lang, errors, "judge_error"),
+        reports=count(lang, len(run.plan.reports), "report"),
+        degraded=degraded,
+        calls=count(lang, run.n_calls, "call"),
     )
 
 
@@ -228,22 +236,16 @@ def _run_judge(
         close_stores()
 
     for run in runs:
-        print(_summary(run), file=out)
+        print(_summary(run, pack.language), file=out)
     aborted = [r.spec.id for r in runs if r.aborted]
     complete = [
         spec.id for spec in config.judges if spec.id not in aborted and plans[spec.id].complete
     ]
     elapsed = time.monotonic() - started
+    w = lines(pack.language)
     if not complete:
-        kept = (
-            " (the scorecard of an earlier run is kept)"
-            if bundle.layout.scorecard_json.exists()
-            else ""
-        )
-        print(
-            f"no new scorecard: no judge has complete judgements{kept} ({elapsed:.1f} s)",
-            file=out,
-        )
+        kept = w["scorecard_kept"] if bundle.layout.scorecard_json.exists() else ""
+        print(w["no_scorecard"].format(kept=kept, elapsed=f"{elapsed:.1f}"), file=out)
         return 1
     checks = {
         j: judge_check(
@@ -280,7 +282,6 @@ def _run_judge(
         spreads=_spreads(plans[j] for j in counted) if repeats > 1 else None,
     )
     path = write_scorecard(bundle.root, card)
-    w = lines(pack.language)
     if not counted:
         print(w["no_qualified"].format(judges=", ".join(complete)), file=out)
         print(path, file=out, flush=True)

@@ -36,6 +36,16 @@ LINES: dict[str, str] = {
         "kein qualifizierter Judge: {judges} bei der Kalibrierung durchgefallen; ihre Urteile "
         "sind gespeichert; mit --allow-unqualified erneut starten, um sie trotzdem zu zählen"
     ),
+    # each judge's last line
+    "judge_summary": (
+        "Judge {judge}: {state}: {scored} bewertet, {unscored} unbewertet, {errors}; {reports} "
+        "({degraded} eingeschränkt); {calls}"
+    ),
+    "summary_aborted": "abgebrochen ({reason})",
+    "no_scorecard": (
+        "keine neue Scorecard: kein Judge hat vollständige Urteile{kept} ({elapsed} s)"
+    ),
+    "scorecard_kept": " (die Scorecard eines früheren Laufs bleibt)",
     # the eval run's end
     "eval_end": (
         "eval {state}: {ok} ok, {failed} fehlgeschlagen{kinds}, {reused} wiederverwendet in "

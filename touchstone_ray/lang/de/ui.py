@@ -147,6 +147,9 @@ PLURALS: dict[str, tuple[str, str]] = {
     "judge": ("Judge", "Judges"),
     "answer": ("Antwort", "Antworten"),
     "row": ("Zeile", "Zeilen"),
+    "judge_error": ("Judge-Fehler", "Judge-Fehler"),
+    "report": ("Bericht", "Berichte"),
+    "call": ("Aufruf", "Aufrufe"),
     "item": ("Kalibrierungsantwort", "Kalibrierungsantworten"),
 }
 """Noun → (singular, plural), for counts in lines (``1 Host``, ``2 Hosts``)."""

@@ -34,6 +34,14 @@ LINES: dict[str, str] = {
         "no qualified judge: {judges} failed calibration; their verdicts are stored; rerun "
         "with --allow-unqualified to count them anyway"
     ),
+    # each judge's last line
+    "judge_summary": (
+        "judge {judge}: {state}: {scored} scored, {unscored} unscored, {errors}; {reports} "
+        "({degraded} degraded); {calls}"
+    ),
+    "summary_aborted": "aborted ({reason})",
+    "no_scorecard": "no new scorecard: no judge has complete judgements{kept} ({elapsed} s)",
+    "scorecard_kept": " (the scorecard of an earlier run is kept)",
     # the eval run's end
     "eval_end": "eval {state}: {ok} ok, {failed} failed{kinds}, {reused} reused in {elapsed} s",
     "eval_done": "done",

@@ -147,6 +147,9 @@ PLURALS: dict[str, tuple[str, str]] = {
     "judge": ("judge", "judges"),
     "answer": ("answer", "answers"),
     "row": ("row", "rows"),
+    "judge_error": ("judge error", "judge errors"),
+    "report": ("report", "reports"),
+    "call": ("call", "calls"),
     "item": ("calibration item", "calibration items"),
 }
 """Noun → (singular, plural), for counts in lines (``1 host``, ``2 hosts``)."""
