@@ -34,24 +34,19 @@ def test_lookups_fall_back_to_english() -> None:
 
 
 def test_glossary_entries_line_up_by_position() -> None:
-    assert [unit for _, _, unit in de.GLOSSARY][-14:] == [
-        "Punkte 1–5",
-        "Punkte (Δ Token: Token, Δ E2E: s)",
-        "Urteile",
-        "0…1",
-        "0…1",
-        "Punkte",
-        "Antworten",
-        "Flags",
-        "Punkte",
-        "%",
-        "Punkte / Anteil / %",
-        "min, s",
-        "Zellen (Anfragen)",
-        "Zellen",
-    ]
-    assert lang.glossary_entry("de", "Band accuracy")[0] == "Band-Treffer"
-    assert lang.glossary_entry("en", "Cell") == en.GLOSSARY[-1]
+    pairs = {
+        "Dimension score": ("Dimensionspunkte", "Punkte 1–5"),
+        "Band accuracy": ("Band-Treffer", "0…1"),
+        "Judge spread": ("Judge-Streuung", "Punkte"),
+        "ETA": ("Restzeit", "min, s"),
+        "Cell": ("Zelle", "Zellen"),
+        "Capacity": ("Kapazität", "Nutzer"),
+        "Excluded": ("Ausgeschlossen", "Anfragen"),
+    }
+    for term, (german, unit) in pairs.items():
+        name, _, shown = lang.glossary_entry("de", term)
+        assert (name, shown) == (german, unit), term
+    assert lang.glossary_entry("en", "Excluded") == en.GLOSSARY[-1]
 
 
 def test_every_metric_label_names_one_label_and_one_glossary_entry() -> None:

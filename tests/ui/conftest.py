@@ -19,6 +19,7 @@ from ui_helpers import (
     make_bundle,
     packs_folder,
     perf_bundle,
+    perf_summary,
     renamed_pack_bundle,
     ui_server,
 )
@@ -42,13 +43,13 @@ def add_judge_checks(root: Path) -> None:
 @pytest.fixture(scope="session")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UiServer]:
     """The UI over a runs folder holding a judged ``mini`` bundle (in a sub-folder), an
-    unjudged ``mini2`` bundle, a crashed ``mini`` bundle and a perf bundle."""
+    unjudged ``mini2`` bundle, a crashed ``mini`` bundle and a perf bundle with its summary."""
     base = tmp_path_factory.mktemp("ui")
     runs = base / "runs"
     add_judge_checks(make_bundle(runs / "lab"))
     renamed_pack_bundle(runs, OTHER, "mini2")
     crashed_bundle(runs / "old", CRASHED.split("/")[1])
-    perf_bundle(runs, PERF)
+    perf_summary(perf_bundle(runs, PERF))
     with ui_server(runs, packs_folder(base)) as server:
         yield server
 

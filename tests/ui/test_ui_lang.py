@@ -45,7 +45,7 @@ NOT_FIGURES = {
     "en": {
         "bundle", "date", "hosts", "kind", "models × variants", "status", "judges", "pack",
         "judge", "qualification", "file", "check", "moved", "host / GPUs", "model", "variant",
-        "engine", "touchstone",
+        "engine", "touchstone", "host", "context", "n", "prompt tokens", "line",
     },
 }  # fmt: skip
 """Column heads that name no figure (identities, texts, settings), per page language; any
@@ -88,6 +88,12 @@ def test_every_figure_head_on_every_page_carries_its_glossary_tooltip(
     )
     band = page.locator("th", has_text="Band-Treffer").first.get_attribute("title")
     assert band == lang.metric_tip("de", "Band accuracy")
+    page.goto(site.url + f"/run/{PERF}")
+    total = page.locator("table#points th", has_text="total tok/s").get_attribute("title")
+    assert total == (
+        "Total tok/s: Output tokens of all of a perf point's requests ÷ the point's wall time: "
+        "what the server delivers to every stream together. (unit: tokens/s)"
+    )
     page.goto(site.url + f"/live/{CRASHED}")
     live_tips = (
         page.locator(".host-card")
@@ -180,12 +186,16 @@ def test_lang_de_makes_the_other_pages_german(german_site: UiServer, page: Any) 
     assert page.locator(f'tr[data-bundle="{JUDGED}"] .badge').first.inner_text() == "bewertet"
     assert page.locator(f'tr[data-bundle="{JUDGED}"] .ko-pass').inner_text() == "K.-o. bestanden"
     assert page.locator("#import-submit").inner_text() == "importieren"
-    for path in ("/", COMPARE, "/judges", "/packs", "/trash", f"/run/{PERF}"):
+    for path in ("/", COMPARE, "/judges", "/packs", "/trash"):
         page.goto(german_site.url + path)
         assert page.locator("html").get_attribute("lang") == "de", path
         assert [t for t in shown_labels(page) if t in english] == [], path
     page.goto(german_site.url + "/judges")
     assert page.locator('tr[data-judge="j1"] td').nth(2).inner_text() == "qualifiziert"
+    # a perf bundle's pages speak its report's language, English
+    page.goto(german_site.url + f"/run/{PERF}")
+    assert page.locator("html").get_attribute("lang") == "en"
+    assert page.locator("header.top a").nth(1).inner_text() == "Runs"
 
 
 def test_lang_other_than_de_or_en_is_refused_with_one_line(tmp_path: Path) -> None:

@@ -102,6 +102,36 @@ def perf_bundle(parent: Path, name: str) -> Path:
     return root
 
 
+def perf_summary(root: Path) -> Path:
+    """Give the perf bundle ``root`` a ``summary.json`` (SPEC §7b) of one point and its
+    capacity, so its result page shows the perf report's tables."""
+    q = {"p50": 0.1, "p95": 0.2, "p99": 0.3}
+    point = {
+        "model": "gemma3-270m",
+        "host": "gpu-a",
+        "context": "256",
+        "context_target_tokens": 256,
+        "concurrency": 1,
+        "n": 3,
+        "cached": False,
+        **{k: q for k in ("ttft_s", "tpot_s", "e2e_s", "send_lateness_s")},
+        "ttft_cv_pct": 5.0,
+        "decode_tps_median": 48.0,
+        "prefill_tps_median": 600.0,
+        "total_tps": 47.0,
+        "slo_share": 1.0,
+        "n_excluded": {},
+    }
+    capacity = {"model": "gemma3-270m", "host": "gpu-a", "context": 256, "capacity": 1}
+    summary = {
+        "slo": {"ttft": 0.5},
+        "points": [point],
+        "capacity": {"gemma3-270m|gpu-a": {**capacity, "line": "1 user at once"}},
+    }
+    (root / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    return root
+
+
 def packs_folder(parent: Path) -> Path:
     """A packs folder with the shipped ``buero.yaml`` and the invalid ``broken.yaml``."""
     folder = parent / "packs"

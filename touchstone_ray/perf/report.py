@@ -31,6 +31,48 @@ SCHEDULES = {
 setting existed ran the closed loop)."""
 
 
+CAPACITY_HEAD = ("model", "host", "prompt tokens", "users at once", "line")
+"""Column heads of the capacity table."""
+POINTS_HEAD = (
+    "model",
+    "host",
+    "context",
+    "c",
+    "n",
+    "TTFT p50",
+    "TTFT p95",
+    "TTFT p99",
+    "TPOT p50",
+    "E2E p50",
+    "CV %",
+    "decode tok/s",
+    "prefill tok/s",
+    "total tok/s",
+    "SLO share",
+    "lateness p99 (s)",
+    "excluded",
+)
+"""Column heads of the points table."""
+HEAD_TERMS = {
+    "users at once": "Capacity",
+    "c": "Under load (c = N)",
+    "TTFT p50": "TTFT",
+    "TTFT p95": "TTFT",
+    "TTFT p99": "TTFT",
+    "TPOT p50": "TPOT",
+    "E2E p50": "E2E",
+    "CV %": "CV % TTFT",
+    "decode tok/s": "Decode tok/s",
+    "prefill tok/s": "Prefill tok/s",
+    "total tok/s": "Total tok/s",
+    "SLO share": "SLO share",
+    "lateness p99 (s)": "Send lateness",
+    "excluded": "Excluded",
+}
+"""Column head → the English term of the glossary entry that explains it
+(:func:`touchstone_ray.lang.header_tip`'s ``extra``; the web UI's tooltips)."""
+
+
 def is_perf_bundle(root: Path) -> bool:
     """Whether ``root/bundle.json`` says ``kind: perf`` (``False`` when unreadable)."""
     try:
@@ -145,7 +187,7 @@ def build_perf_document(summary: dict[str, Any], manifest: Manifest) -> Document
         b.append(Heading(2, "Capacity"))
         b.append(
             Table(
-                ("model", "host", "prompt tokens", "users at once", "line"),
+                CAPACITY_HEAD,
                 tuple(
                     (
                         cell(c["model"]),
@@ -161,25 +203,6 @@ def build_perf_document(summary: dict[str, Any], manifest: Manifest) -> Document
             )
         )
     b.append(Heading(2, "Points"))
-    head = (
-        "model",
-        "host",
-        "context",
-        "c",
-        "n",
-        "TTFT p50",
-        "TTFT p95",
-        "TTFT p99",
-        "TPOT p50",
-        "E2E p50",
-        "CV %",
-        "decode tok/s",
-        "prefill tok/s",
-        "total tok/s",
-        "SLO share",
-        "lateness p99 (s)",
-        "excluded",
-    )
     rows = []
     for p in points:
         rows.append(
@@ -208,7 +231,7 @@ def build_perf_document(summary: dict[str, Any], manifest: Manifest) -> Document
                 cell(", ".join(f"{k} {n}" for k, n in p["n_excluded"].items()) or "—"),
             )
         )
-    b.append(Table(head, tuple(rows), sortable=True, css_id="points"))
+    b.append(Table(POINTS_HEAD, tuple(rows), sortable=True, css_id="points"))
     return doc
 
 

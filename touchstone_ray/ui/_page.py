@@ -116,14 +116,18 @@ def page(
     return web.Response(text=text, content_type="text/html", headers=HEADERS)
 
 
+PERF_LANG = "en"
+"""The language of a perf bundle's pages: its report's (``perf.report`` writes English)."""
+
+
 def bundle_lang(root: Path, default: str) -> str:
-    """The language of the pages that show the bundle ``root``: its frozen pack's
-    ``language`` (SPEC §3), else ``default`` (``ui --lang``: a perf bundle, or a pack that
-    cannot be read)."""
+    """The language of the pages that show the bundle ``root``: an eval bundle's frozen
+    pack's ``language`` (SPEC §3), a perf bundle's :data:`PERF_LANG`, else ``default``
+    (``ui --lang``: a bundle that cannot be read)."""
     from touchstone_ray.bundle import Bundle
 
     try:
         bundle = Bundle(root)
-        return bundle.pack().language if bundle.kind() == "eval" else default
+        return bundle.pack().language if bundle.kind() == "eval" else PERF_LANG
     except TouchstoneError:
         return default

@@ -187,13 +187,13 @@ def perf_result_html(root: Path) -> tuple[str, str]:
     and for a perf bundle without a readable ``summary.json`` (one that died before).
     """
     from touchstone_ray.bundle import Bundle
-    from touchstone_ray.perf.report import perf_document
+    from touchstone_ray.perf.report import HEAD_TERMS, perf_document
 
     if Bundle(root).run_state() == "running":
         raise BundleError(
             f"{root.name}: the perf run is still going; its result is shown here when it ends"
         )
     doc = perf_document(root)
-    w = HtmlWriter(partial(header_tip, doc.lang))
+    w = HtmlWriter(partial(header_tip, doc.lang, extra=HEAD_TERMS))
     body = f'<style>{REPORT_CSS}</style><div class="report">'
     return doc.title, body + "".join(w.block(b) for b in doc.blocks) + "</div>"

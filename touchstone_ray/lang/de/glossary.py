@@ -306,5 +306,35 @@ GLOSSARY: tuple[tuple[str, str, str], ...] = (
         "keine Antwort nach allen Versuchen (error_kind sagt, warum).",
         "Zellen",
     ),
+    (
+        "Gesamt-tok/s",
+        "Ausgabe-Token aller Anfragen eines Perf-Punkts ÷ seine Laufzeit: was der Server allen "
+        "Strömen zusammen liefert.",
+        "Token/s",
+    ),
+    (
+        "SLO-Anteil",
+        "Anteil der gezählten Anfragen eines Perf-Punkts, die jedes SLO-Ziel (TTFT, TPOT) "
+        "einhielten: sein Goodput.",
+        "0…1",
+    ),
+    (
+        "Sendeverzug",
+        "Um wie viel später als geplant eine Perf-Anfrage gesendet wurde (die eigene "
+        "Verzögerung des Lastgenerators); p99 je Punkt.",
+        "s",
+    ),
+    (
+        "Kapazität",
+        "Die höchste Parallelität, bei der ≥ 90 % der Anfragen jedes SLO-Ziel einhalten: "
+        "gleichzeitige Nutzer.",
+        "Nutzer",
+    ),
+    (
+        "Ausgeschlossen",
+        "Anfragen eines Perf-Punkts, die nicht in seine Werte eingehen, nach Grund "
+        "(fehlgeschlagen, belastet, gedrosselt; Prompt-Cache-Treffer zählen nur für Decode).",
+        "Anfragen",
+    ),
 )
 """The report's glossary: (term, definition, unit) for every metric (SPEC §9)."""

@@ -299,5 +299,35 @@ GLOSSARY: tuple[tuple[str, str, str], ...] = (
         "every attempt (error_kind says why).",
         "cells",
     ),
+    (
+        "Total tok/s",
+        "Output tokens of all of a perf point's requests ÷ the point's wall time: what the "
+        "server delivers to every stream together.",
+        "tokens/s",
+    ),
+    (
+        "SLO share",
+        "Share of a perf point's counted requests that met every SLO target (TTFT, TPOT): its "
+        "goodput.",
+        "0…1",
+    ),
+    (
+        "Send lateness",
+        "How much later than scheduled a perf request was sent (the load generator's own "
+        "delay); p99 per point.",
+        "s",
+    ),
+    (
+        "Capacity",
+        "The highest concurrency at which ≥ 90 % of the requests meet every SLO target: users "
+        "at once.",
+        "users",
+    ),
+    (
+        "Excluded",
+        "Requests of a perf point left out of its figures, by reason (failed, contended, "
+        "throttled; prompt-cached ones count for decode only).",
+        "requests",
+    ),
 )
 """The report's glossary: (term, definition, unit) for every metric (SPEC §9)."""
