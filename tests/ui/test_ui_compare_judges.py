@@ -69,8 +69,8 @@ def test_judges_page_shows_qualification_agreement_spread_and_best(
         "α Q1 0.61; α Q2 —; κ red flags 0.50; τ j1 vs j2 0.67",
     ]
     assert section.locator("ul li").all_inner_texts() == [
-        "band_accuracy: j1 (0.90)",
-        "red_flag_recall: j1 (1.00)",
-        "score_gap: j2 (0.20)",
+        "band accuracy: j1 (0.90)",
+        "red-flag recall: j1 (1.00)",
+        "score gap: j2 (0.20)",
     ]
     shot(page, "judges")

@@ -192,6 +192,7 @@ def test_lang_de_makes_the_other_pages_german(german_site: UiServer, page: Any) 
         assert [t for t in shown_labels(page) if t in english] == [], path
     page.goto(german_site.url + "/judges")
     assert page.locator('tr[data-judge="j1"] td').nth(2).inner_text() == "qualifiziert"
+    assert page.locator("section.judges ul li").first.inner_text() == "Band-Treffer: j1 (0.90)"
     # a perf bundle's pages speak its report's language, English
     page.goto(german_site.url + f"/run/{PERF}")
     assert page.locator("html").get_attribute("lang") == "en"

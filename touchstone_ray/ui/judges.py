@@ -25,6 +25,8 @@ __all__ = ["BEST", "judges_html", "pack_judges"]
 
 BEST = {"band_accuracy": max, "red_flag_recall": max, "score_gap": min}
 """Judge-check metric → how the best judge is chosen."""
+SHOWN = {"band_accuracy": "h_band", "red_flag_recall": "h_recall", "score_gap": "h_gap"}
+"""Judge-check metric → its label's key in :func:`touchstone_ray.lang.ui_labels`."""
 
 
 def _num(value: float | None, digits: int = 2) -> str:
@@ -113,7 +115,8 @@ def judges_html(runs: Path, lang: str = "en") -> str:
             if scored:
                 winner = pick(scored, key=lambda j: scored[j])
                 best.append(
-                    f"<li>{e(metric)}: <strong>{e(winner)}</strong> ({_num(scored[winner])})</li>"
+                    f"<li>{e(u[SHOWN[metric]])}: <strong>{e(winner)}</strong> "
+                    f"({_num(scored[winner])})</li>"
                 )
         parts.append(
             f'<section class="judges" data-pack="{e(pack)}"><h2>{e(pack)}</h2><table><thead><tr>'
