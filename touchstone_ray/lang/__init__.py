@@ -181,7 +181,6 @@ METRIC_TERMS: dict[str, str] = {
     "h_branch": "K.-o.",
     "h_flagged": "Red flag / green flag",
     "h_uncurated": "Red flag / green flag",
-    "ko_block": "K.-o.",
     "eta": "ETA",
     "in_flight": "In flight",
 }

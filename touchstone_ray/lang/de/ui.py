@@ -39,7 +39,6 @@ UI: dict[str, str] = {
     "state_judged": "bewertet",
     "state_unreadable": "unlesbar",
     # the result page
-    "ko_block": "K.-o.",
     "h_row": "Zeile",
     "h_branch": "ausgelöster Zweig",
     "h_flagged": "Prompts mit Red Flag",

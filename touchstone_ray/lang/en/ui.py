@@ -39,7 +39,6 @@ UI: dict[str, str] = {
     "state_judged": "judged",
     "state_unreadable": "unreadable",
     # the result page
-    "ko_block": "K.-o.",
     "h_row": "row",
     "h_branch": "branch that fired",
     "h_flagged": "red-flagged prompts",
