@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     )
     from touchstone_ray.fleet.client_actor import (
         STREAMS_PER_PROCESS,
-        WARMUP_PROMPT,
         HostClient,
         max_stream_workers,
         spawn_client,
@@ -74,8 +73,10 @@ if TYPE_CHECKING:
         PreflightStart,
         check_hosts,
         preflight_problems,
+        preflight_warnings,
         run_hosts,
     )
+    from touchstone_ray.fleet.probe import WARMUP_PROMPT, probe_warning
     from touchstone_ray.fleet.prompts import (
         PromptCount,
         cell_messages,
@@ -104,7 +105,7 @@ _MODULE_OF: dict[str, str] = {
     "TASK_NAMES_PER_MODEL": "cells",
     "Cell": "cells",
     "STREAMS_PER_PROCESS": "client_actor",
-    "WARMUP_PROMPT": "client_actor",
+    "WARMUP_PROMPT": "probe",
     "HostClient": "client_actor",
     "cpu_model": "host_facts",
     "gpu_inventory": "host_facts",
@@ -133,6 +134,8 @@ _MODULE_OF: dict[str, str] = {
     "PreflightStart": "preflight",
     "check_hosts": "preflight",
     "preflight_problems": "preflight",
+    "preflight_warnings": "preflight",
+    "probe_warning": "probe",
     "run_hosts": "preflight",
     "PromptCount": "prompts",
     "cell_messages": "prompts",
@@ -193,6 +196,8 @@ __all__ = [
     "nonce_line",
     "pin",
     "preflight_problems",
+    "preflight_warnings",
+    "probe_warning",
     "ray_logging_level",
     "resolve_address",
     "resolve_hosts",
