@@ -145,6 +145,24 @@ def test_the_default_template_is_named_leaks_and_the_report_warns(
     assert f"| {MODEL_ALIAS} ⚠ Server fehlkonfiguriert | baseline |" in overview
 
 
+def test_hosts_warns_about_the_template_and_keeps_exit_0(
+    real_server: LlamaServer, ray_local: LocalRay, tmp_path: Path
+) -> None:
+    from touchstone_ray.fleet.preflight import run_hosts
+
+    model = {"id": MODEL_ALIAS, "engine": "llamacpp", "base_url": real_server.base_url}
+    config = _write(tmp_path / "config.yaml", {"models": [model]})
+    out = io.StringIO()
+    assert run_hosts(config, None, out) == 0  # a warning, not a problem
+    warnings = [ln for ln in out.getvalue().splitlines() if ln.startswith("warning: ")]
+    assert len(warnings) == 1
+    assert warnings[0].startswith(
+        f"warning: local: {MODEL_ALIAS}: chat template (/props) is {CHATML} but the served "
+        "model does not know its markers <|im_start|>, <|im_end|> ("
+    )
+    assert warnings[0].endswith(" tokens): the answers will leak them; pass --chat-template gemma")
+
+
 def test_the_gemma_template_leaks_nothing(
     gemma_template: LlamaServer,
     ray_local: LocalRay,
