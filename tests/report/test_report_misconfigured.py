@@ -80,3 +80,15 @@ def test_the_english_report_speaks_english(tmp_path: Path) -> None:
 def test_no_misconfigured_row_no_warning(judged_bundle: Path) -> None:
     overview = _overview(judged_bundle)
     assert "fehlkonfiguriert" not in overview and "⚠" not in overview
+
+
+def test_the_rating_task_warns_and_marks_the_row_too(fresh_bundle: Path) -> None:
+    _flag(fresh_bundle)
+    write_report(fresh_bundle, "md", unjudged=True)
+    text = (fresh_bundle / "rating-task.md").read_text(encoding="utf-8")
+    overview = text.split("\n## ", 2)[1]
+    assert overview.index("> [!warning] Server fehlkonfiguriert") < overview.index("| Modell |")
+    marked = [ln for ln in overview.splitlines() if "⚠ Server fehlkonfiguriert |" in ln]
+    assert len(marked) == 1 and marked[0].startswith(
+        "| m-fast ⚠ Server fehlkonfiguriert | baseline |"
+    )
