@@ -220,6 +220,7 @@ PINNED: dict[str, list[str]] = {
         "split_streams",
         "start_failed_line",
         "start_local",
+        "store_servers",
         "url_host",
     ],
     "touchstone_ray.judging": [

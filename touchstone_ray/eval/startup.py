@@ -40,11 +40,8 @@ from touchstone_ray.eval.context import (
 from touchstone_ray.eval.driver import HostRun, MatrixRunner
 from touchstone_ray.eval.matrix import ModelPlan
 from touchstone_ray.eval.sink import RecordSink
-from touchstone_ray.fleet import Call, MonitorSet, PreflightStart
+from touchstone_ray.fleet import Call, MonitorSet, PreflightStart, store_servers
 from touchstone_ray.pack import Pack
-
-SERVER_KEYS = ("engine_kind", "server_facts", "template")
-"""The keys of a preflight entry stored in ``bundle.json`` ``servers.<model>``."""
 
 
 @dataclass
@@ -138,15 +135,8 @@ class HostStart(PreflightStart):
         host, start = self.run.host, self.start
         start.sink.event("preflight", host=host, result=result)
         start.preflight[host] = result or {}
-        servers = {
-            label: {k: entry[k] for k in SERVER_KEYS if entry.get(k)}
-            for label, entry in (result or {}).items()
-        }
-        servers = {label: server for label, server in servers.items() if server}
-        if servers:
-            with start.bundle.edit_manifest() as manifest:
-                for label, server in servers.items():
-                    manifest.server(label).update(server)
+        with start.bundle.edit_manifest() as manifest:
+            store_servers(manifest, result)
         if problems and start.strict_preflight:
             self._stop(f"preflight failed ({len(problems)} problems): " + "; ".join(problems))
             return

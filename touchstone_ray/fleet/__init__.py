@@ -75,6 +75,7 @@ if TYPE_CHECKING:
         preflight_problems,
         preflight_warnings,
         run_hosts,
+        store_servers,
     )
     from touchstone_ray.fleet.probe import WARMUP_PROMPT, probe_warning
     from touchstone_ray.fleet.prompts import (
@@ -137,6 +138,7 @@ _MODULE_OF: dict[str, str] = {
     "preflight_warnings": "preflight",
     "probe_warning": "probe",
     "run_hosts": "preflight",
+    "store_servers": "preflight",
     "PromptCount": "prompts",
     "cell_messages": "prompts",
     "estimate_prompt_tokens": "prompts",
@@ -208,6 +210,7 @@ __all__ = [
     "split_streams",
     "start_failed_line",
     "start_local",
+    "store_servers",
     "url_host",
 ]
 

@@ -6,7 +6,8 @@
 - :class:`PreflightStart`: a run's (eval, perf) start of one host's client actor, ``ready``
   and ``preflight``, as the first lane of that actor.
 - :func:`preflight_problems`: the one wording of a preflight's problems, for all of them;
-  :func:`preflight_warnings` of its warnings (a chat template the model does not know).
+  :func:`preflight_warnings` of its warnings (a chat template the model does not know);
+  :func:`store_servers` keeps what it found about each server in ``bundle.json``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from touchstone_ray.bundle import TemplateCheck
+from touchstone_ray.bundle import Manifest, TemplateCheck
 from touchstone_ray.config import FleetConfig, load_config
 from touchstone_ray.fleet.actors import StartLane, close_actors
 from touchstone_ray.fleet.dispatch import Call
@@ -64,6 +65,20 @@ def preflight_warnings(host: str, result: Mapping[str, Mapping[str, Any]] | None
             if line is not None:
                 warnings.append(f"{host}: {line}")
     return warnings
+
+
+SERVER_KEYS = ("engine_kind", "server_facts", "template")
+"""The keys of a preflight entry kept in ``bundle.json`` ``servers.<model>``."""
+
+
+def store_servers(manifest: Manifest, result: Mapping[str, Mapping[str, Any]] | None) -> None:
+    """Put each model's :data:`SERVER_KEYS` (those with a value) of a host's preflight answer
+    into ``manifest.servers`` (:class:`~touchstone_ray.bundle.ServerEntry`; keys already
+    there, such as an earlier run's warm-up probe, stay)."""
+    for label, entry in (result or {}).items():
+        found = {k: entry[k] for k in SERVER_KEYS if entry.get(k)}
+        if found:
+            manifest.server(label).update(found)
 
 
 class PreflightStart(StartLane):
