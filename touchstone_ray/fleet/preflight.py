@@ -25,7 +25,6 @@ from touchstone_ray.fleet.actors import StartLane, close_actors
 from touchstone_ray.fleet.dispatch import Call
 from touchstone_ray.fleet.hosts import NodeInfo, current_nodes, resolve_hosts
 from touchstone_ray.fleet.session import dashboard_exposure_warning, ensure_ray
-from touchstone_ray.fleet.template_check import template_warning
 
 CALL_TIMEOUT_S = 60.0
 """How long one host may take to start its actor and answer (s), for ``hosts``."""
@@ -56,7 +55,10 @@ def preflight_warnings(host: str, result: Mapping[str, Mapping[str, Any]] | None
     """The warnings of one host's preflight answer, one line each, not problems (the run goes
     on): ``<host>: <label>: chat template … pass --chat-template gemma`` for a template whose
     control markers the served model does not know
-    (:func:`~touchstone_ray.fleet.template_check.template_warning`)."""
+    (:func:`~touchstone_ray.fleet.template_check.template_warning`; the marker tables load
+    only here)."""
+    from touchstone_ray.fleet.template_check import template_warning
+
     warnings: list[str] = []
     for label, entry in (result or {}).items():
         template = entry.get("template")

@@ -13,7 +13,6 @@ Measured on the real llama.cpp server with Gemma 3 270M and its ChatML fallback 
 
 from __future__ import annotations
 
-from touchstone_ray.answers import answer_flags
 from touchstone_ray.bundle import WarmupProbe
 
 __all__ = [
@@ -66,7 +65,10 @@ def probe_answer(
     ``finish_reason`` as sent): its :data:`PROBE_FLAGS`, its first :data:`EXAMPLE_CHARS`
     characters and, when flagged, the likely fix: ``pass <template_fix>`` where the template
     check named the server flag (``--chat-template gemma``) and the flag is a template one, else
-    :data:`PROBE_FIXES` of the first flag."""
+    :data:`PROBE_FIXES` of the first flag. The detectors (and numpy) load on first use, as
+    for every answer in the client actor."""
+    from touchstone_ray.answers import answer_flags
+
     flags = answer_flags(content, reasoning, finish_reason, WARMUP_PROMPT, None, None)
     found = [f for f in flags if f in PROBE_FLAGS]
     probe = WarmupProbe(flags=found, example=content[:EXAMPLE_CHARS])
