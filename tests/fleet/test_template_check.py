@@ -5,6 +5,8 @@ token counts the real llama.cpp server gave for Gemma 3 270M (``/tokenize`` with
 from __future__ import annotations
 
 from touchstone_ray.answers import TEMPLATE_MARKERS
+from touchstone_ray.bundle import Manifest, WarmupProbe
+from touchstone_ray.fleet.preflight import preflight_warnings, store_servers
 from touchstone_ray.fleet.template_check import (
     FALLBACK_FIX,
     diagnose_template,
@@ -80,3 +82,25 @@ def test_without_a_tokenizer_only_the_families_are_named() -> None:
 def test_an_unknown_template_has_no_family_and_no_warning() -> None:
     check = diagnose_template("/props", "{{ messages }}", None, gemma_tokens())
     assert (check.families, check.unknown_markers, check.fix) == ([], [], None)
+
+
+def test_a_hosts_preflight_warns_once_per_unknown_template_and_keeps_the_checks() -> None:
+    bad = diagnose_template("/props", CHATML, None, gemma_tokens())
+    good = diagnose_template("/props", GEMMA, None, gemma_tokens())
+    result = {
+        "leaky": {"reachable": True, "engine_kind": "llamacpp", "template": bad.to_dict()},
+        "fine": {"reachable": True, "engine_kind": "llamacpp", "template": good.to_dict()},
+        "gone": {"reachable": False, "error": "EngineRefused: x", "served": []},
+    }
+    assert preflight_warnings("gpu-a", result) == [f"gpu-a: {template_warning('leaky', bad)}"]
+    manifest = Manifest()
+    manifest.server("leaky").warmup = WarmupProbe(flags=["template_leak"])  # an earlier run's
+    store_servers(manifest, result)
+    servers = manifest.to_dict()["servers"]
+    assert list(servers) == ["leaky", "fine"]  # nothing found about "gone"
+    assert servers["leaky"] == {
+        "warmup": {"flags": ["template_leak"]},
+        "engine_kind": "llamacpp",
+        "template": bad.to_dict(),
+    }
+    assert servers["fine"] == {"engine_kind": "llamacpp", "template": good.to_dict()}
