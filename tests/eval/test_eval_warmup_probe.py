@@ -79,6 +79,9 @@ def test_a_flagged_warmup_warns_and_strict_stops_only_that_model(
     assert resumed.models_stopped == {} and resumed.exit_code == 0
     records = shard_lines(outcome.bundle)
     assert sorted(r["key"] for r in records) == sorted(all_keys(pack_data, ["clean", "leak"]))
+    after = json.loads((outcome.bundle / "bundle.json").read_text(encoding="utf-8"))["servers"]
+    assert after["leak"]["stopped_reason"] is None  # this run went on
+    assert after["leak"]["warmup"]["flags"] == ["template_leak", "prompt_echo"]
     leak = {r["key"]: r["answer_flags"] for r in records if r["model"] == "leak"}
     assert leak == {  # "Notfall!" (E1) is one word: too short a prompt to look for
         "leak|baseline|A1|1": ["template_leak", "prompt_echo"],

@@ -293,8 +293,9 @@ class ServerEntry(KeptObject):
     warmup: WarmupProbe | None = None
     """The warm-up answer's probe; absent without a warm-up."""
     stopped_reason: str | None = None
-    """Why the model stopped before its cells (``--strict-preflight`` and a flagged warm-up
-    answer); its cells have no record, so ``--resume`` runs them."""
+    """Why the model stopped before its cells in the latest run (``--strict-preflight`` and a
+    flagged warm-up answer); its cells have no record, so ``--resume`` runs them. ``None``
+    (written as ``null`` once a later run went on) when it was not stopped."""
 
 
 class RayInfo(KeptObject):

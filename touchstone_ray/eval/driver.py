@@ -222,6 +222,8 @@ class _PhaseLane(Lane):
             server.warmup = probe
             if stop:
                 server.stopped_reason = f"warm-up answer shows {', '.join(probe.flags)}"
+            elif server.stopped_reason is not None:  # stopped by an earlier run, not this one
+                server.stopped_reason = None
         if warning is None:
             return
         print(f"preflight: warning: {warning}", file=sys.stderr, flush=True)
