@@ -209,6 +209,7 @@ PINNED: dict[str, list[str]] = {
         "pin",
         "preflight_problems",
         "preflight_warnings",
+        "probe_reason",
         "probe_warning",
         "ray_logging_level",
         "resolve_address",

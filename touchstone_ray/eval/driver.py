@@ -38,6 +38,7 @@ from touchstone_ray.fleet import (
     Lane,
     Pinned,
     call_deadline_s,
+    probe_reason,
     probe_warning,
 )
 
@@ -217,18 +218,18 @@ class _PhaseLane(Lane):
         run, sink = self.run, self.runner.sink
         warning = probe_warning(run.host, self.label, probe)
         stop = warning is not None and self.runner.strict_preflight
+        reason = probe_reason(probe)
         with sink.bundle.edit_manifest() as manifest:
             server = manifest.server(self.label)
             server.warmup = probe
             if stop:
-                server.stopped_reason = f"warm-up answer shows {', '.join(probe.flags)}"
+                server.stopped_reason = reason
             elif server.stopped_reason is not None:  # stopped by an earlier run, not this one
                 server.stopped_reason = None
         if warning is None:
             return
         print(f"preflight: warning: {warning}", file=sys.stderr, flush=True)
         if stop:
-            reason = f"warm-up answer shows {', '.join(probe.flags)}"
             self.runner.models_stopped[self.label] = reason
             sink.event("model_stopped", host=run.host, model=self.label, reason=reason)
             self.phase.exhausted = True

@@ -77,7 +77,7 @@ if TYPE_CHECKING:
         run_hosts,
         store_servers,
     )
-    from touchstone_ray.fleet.probe import WARMUP_PROMPT, probe_warning
+    from touchstone_ray.fleet.probe import WARMUP_PROMPT, probe_reason, probe_warning
     from touchstone_ray.fleet.prompts import (
         PromptCount,
         cell_messages,
@@ -136,6 +136,7 @@ _MODULE_OF: dict[str, str] = {
     "check_hosts": "preflight",
     "preflight_problems": "preflight",
     "preflight_warnings": "preflight",
+    "probe_reason": "probe",
     "probe_warning": "probe",
     "run_hosts": "preflight",
     "store_servers": "preflight",
@@ -199,6 +200,7 @@ __all__ = [
     "pin",
     "preflight_problems",
     "preflight_warnings",
+    "probe_reason",
     "probe_warning",
     "ray_logging_level",
     "resolve_address",

@@ -22,6 +22,7 @@ __all__ = [
     "WARMUP_MAX_TOKENS",
     "WARMUP_PROMPT",
     "probe_answer",
+    "probe_reason",
     "probe_warning",
 ]
 
@@ -78,6 +79,12 @@ def probe_answer(
     return probe
 
 
+def probe_reason(probe: WarmupProbe) -> str:
+    """``warm-up answer shows template_leak, prompt_echo``: what a flagged probe found (the
+    reason a model stopped under ``--strict-preflight``)."""
+    return f"warm-up answer shows {', '.join(probe.flags)}"
+
+
 def probe_warning(host: str, label: str, probe: WarmupProbe) -> str | None:
     """One line for a flagged warm-up answer, ``None`` for a clean one::
 
@@ -86,7 +93,4 @@ def probe_warning(host: str, label: str, probe: WarmupProbe) -> str | None:
     """
     if not probe.flags:
         return None
-    return (
-        f"{host}: {label}: warm-up answer shows {', '.join(probe.flags)} "
-        f"({probe.example!r}): likely fix: {probe.fix}"
-    )
+    return f"{host}: {label}: {probe_reason(probe)} ({probe.example!r}): likely fix: {probe.fix}"
