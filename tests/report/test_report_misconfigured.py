@@ -4,10 +4,9 @@ pack's language; a row at exactly half does not."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from report_factories import make_bundle
+from report_factories import make_bundle, set_answer_flags
 
 from touchstone_ray.report import load_report_data, write_report
 from touchstone_ray.report._flags import misconfigured_rows
@@ -25,13 +24,7 @@ FLAGS = {
 
 
 def _flag(root: Path) -> None:
-    for shard in (root / "responses").glob("*.jsonl"):
-        lines = []
-        for line in shard.read_text(encoding="utf-8").splitlines():
-            record = json.loads(line)
-            record["answer_flags"] = FLAGS.get(record["key"], [])
-            lines.append(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
-        shard.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    set_answer_flags(root, FLAGS)
 
 
 def _overview(root: Path) -> str:
