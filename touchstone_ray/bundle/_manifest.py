@@ -258,8 +258,9 @@ class TemplateCheck(KeptObject):
     """The template's markers that are not one token of the served model (the model will
     write them as text: ``template_leak``); ``None``: not checkable (no tokenizer)."""
     model_families: list[str] | None = None
-    """Families all of whose markers are single tokens of the served model (the templates it
-    was trained on); ``None``: not checkable."""
+    """Families all of whose markers are single tokens of the served model: its own template's
+    family among them (a one-marker family may also be a plain token of its vocabulary, as
+    ``</s>`` is for Gemma 3); ``None``: not checkable."""
     fix: str | None = None
     """The server flag to pass when markers are unknown (``--chat-template gemma``, or
     ``--jinja`` with a GGUF that carries its template); ``None``: nothing to fix or unknown."""
