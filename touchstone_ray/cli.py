@@ -92,7 +92,12 @@ def eval_command(
         str | None, typer.Option(help="A quick try: comma-separated prompt ids.")
     ] = None,
     strict_preflight: Annotated[
-        bool, typer.Option(help="Abort if an endpoint is unreachable or a model not served.")
+        bool,
+        typer.Option(
+            help="Stop a host whose endpoint is unreachable or whose model is not served, and "
+            "a model whose warm-up answer shows template_leak, prompt_echo, repetition_loop "
+            "or empty, before their cells (--resume runs them later)."
+        ),
     ] = False,
     dry_run: Annotated[bool, typer.Option(help="Print the plan and exit.")] = False,
     allow_cut: Annotated[

@@ -21,7 +21,7 @@ import httpx
 import yaml
 
 from touchstone_ray.eval.run import EvalOptions, EvalOutcome, run_eval
-from touchstone_ray.fleet.client_actor import WARMUP_PROMPT
+from touchstone_ray.fleet.probe import WARMUP_PROMPT
 from touchstone_ray.sim._text import request_key
 
 REPO = Path(__file__).resolve().parents[2]

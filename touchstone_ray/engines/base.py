@@ -159,6 +159,20 @@ class Engine(ABC):
         tokenizer; ``None`` when the server has no tokenizer endpoint (default)."""
         return None
 
+    async def chat_template(self, model: str) -> dict[str, Any] | None:
+        """The chat template the server applies to ``model``'s messages, as the server sends
+        it: ``{"source": <endpoint>, "template": <text>, "caps": <the server's capability
+        flags or None>}``; ``None`` (default) when the server does not show it. Raises
+        :class:`EngineError` when unreachable."""
+        return None
+
+    async def token_counts(self, texts: list[str]) -> list[int] | None:
+        """Tokens of each of ``texts`` by the served model's tokenizer, with control text read
+        as the model's special tokens where it has them (no BOS added), so a chat-template
+        marker the model knows counts 1; ``None`` (default) when the server has no tokenizer
+        endpoint. Raises :class:`EngineError` when unreachable."""
+        return None
+
     async def server_metrics(self, model: str) -> dict[str, Any] | None:
         """A small snapshot of the server's own request metrics (e.g. a TTFT histogram's
         ``count`` and ``sum_s``) to diff around a model's cells; ``None`` (default) when the

@@ -66,8 +66,8 @@ class EvalOptions:
 
 @dataclass
 class EvalOutcome:
-    """What a run did; ``exit_code`` 1 if any cell failed or a host stopped before its
-    cells, else 0."""
+    """What a run did; ``exit_code`` 1 if any cell failed or a host or model stopped before
+    its cells, else 0."""
 
     bundle: Path | None
     n_ok: int = 0
@@ -77,10 +77,13 @@ class EvalOutcome:
     hosts_stopped: dict[str, str] = field(default_factory=dict)
     """Host → why it stopped before its cells (``--strict-preflight``); its cells have no
     record, so a ``--resume`` runs them."""
+    models_stopped: dict[str, str] = field(default_factory=dict)
+    """Model label → why it stopped before its cells (``--strict-preflight`` and a flagged
+    warm-up answer); its cells have no record, so a ``--resume`` runs them."""
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.n_failed or self.hosts_stopped else 0
+        return 1 if self.n_failed or self.hosts_stopped or self.models_stopped else 0
 
 
 def print_plan(
@@ -191,6 +194,7 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
             baselines=fleet.monitors,
             startup=fleet.start.lane,
             on_tick=fleet.start.tick,
+            strict_preflight=opts.strict_preflight,
         )
         runner.run()
         stopped = fleet.start.stopped
@@ -201,6 +205,7 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
     outcome.n_ok, outcome.n_failed = sink.n_ok, sink.n_failed
     outcome.failures_by_kind = dict(sink.failures_by_kind)
     outcome.hosts_stopped = dict(stopped)
+    outcome.models_stopped = dict(runner.models_stopped)
     elapsed = time.monotonic() - started
     sink.event("run_done", ok=outcome.n_ok, failed=outcome.n_failed, elapsed_s=elapsed)
     sink.close()
@@ -215,7 +220,11 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
         f"{outcome.n_failed} failed"
         + (f" ({kinds})" if kinds else "")
         + f", {outcome.n_reused} reused in {elapsed:.1f} s"
-        + "".join(f"; {h} stopped before its cells: {r}" for h, r in sorted(stopped.items())),
+        + "".join(f"; {h} stopped before its cells: {r}" for h, r in sorted(stopped.items()))
+        + "".join(
+            f"; {m} stopped before its cells: {r}"
+            for m, r in sorted(outcome.models_stopped.items())
+        ),
         file=out,
     )
     print(bundle.root, file=out, flush=True)

@@ -8,7 +8,9 @@ other host, :class:`HostStart` makes these calls to the host's client actor:
    host's monitor; an actor not ready within its deadline loses the host (``node_lost``
    records for its cells, as a dead node does).
 2. When the preflight lands: a ``preflight`` event, each problem printed
-   (``preflight: <host>: …``), the servers' facts into ``bundle.json`` ``servers``. With
+   (``preflight: <host>: …``) and each warning (``preflight: warning: <host>: …``: a chat
+   template whose markers the served model does not know), the servers' facts and template
+   checks into ``bundle.json`` ``servers``. With
    ``--strict-preflight`` a host with problems stops here: its cells never start and write
    no record (a later ``--resume`` runs them), the reason goes into the ``host_stopped``
    event and ``hosts.<host>.stopped_reason``, and the run exits 1; the other hosts go on.
@@ -38,7 +40,7 @@ from touchstone_ray.eval.context import (
 from touchstone_ray.eval.driver import HostRun, MatrixRunner
 from touchstone_ray.eval.matrix import ModelPlan
 from touchstone_ray.eval.sink import RecordSink
-from touchstone_ray.fleet import Call, MonitorSet, PreflightStart
+from touchstone_ray.fleet import Call, MonitorSet, PreflightStart, store_servers
 from touchstone_ray.pack import Pack
 
 
@@ -133,14 +135,8 @@ class HostStart(PreflightStart):
         host, start = self.run.host, self.start
         start.sink.event("preflight", host=host, result=result)
         start.preflight[host] = result or {}
-        servers = {
-            label: {k: entry[k] for k in ("engine_kind", "server_facts") if entry.get(k)}
-            for label, entry in (result or {}).items()
-        }
-        servers = {label: server for label, server in servers.items() if server}
-        if servers:
-            with start.bundle.edit_manifest() as manifest:
-                manifest.servers = {**(manifest.servers or {}), **servers}
+        with start.bundle.edit_manifest() as manifest:
+            store_servers(manifest, result)
         if problems and start.strict_preflight:
             self._stop(f"preflight failed ({len(problems)} problems): " + "; ".join(problems))
             return

@@ -37,6 +37,7 @@ from touchstone_ray.engines.registry import create_engine, engine_class
 from touchstone_ray.fleet.cells import Cell
 from touchstone_ray.fleet.host_facts import host_facts
 from touchstone_ray.fleet.metrics import CellMetrics
+from touchstone_ray.fleet.probe import WARMUP_MAX_TOKENS, WARMUP_PROMPT, probe_answer
 from touchstone_ray.fleet.prompts import (
     PromptCount,
     cell_messages,
@@ -45,9 +46,6 @@ from touchstone_ray.fleet.prompts import (
     nonce_line,
 )
 from touchstone_ray.records import CellIdentity, EvalResponse
-
-WARMUP_PROMPT = "Antworte mit einem Wort: bereit?"
-"""The untimed warm-up request's user message."""
 
 STREAMS_PER_PROCESS = 16
 """The most concurrent streams to one endpoint that one client process (one asyncio loop)
@@ -256,6 +254,8 @@ class HostClient:
         self._starting: set[asyncio.Task[None]] = set()
         self.language = language
         """The pack's language, for :func:`~touchstone_ray.answers.answer_flags`."""
+        self._template_fixes: dict[str, str | None] = {}
+        """Model label → the server flag its template check named (:meth:`preflight`)."""
 
     def _engine(self, label: str) -> Engine:
         if label not in self._engines:
@@ -355,7 +355,11 @@ class HostClient:
         """Per model label: endpoint reached from this host, served models, engine version,
         the engine recognised (``engine_kind``: a config ``engine:`` value or ``None``) and
         ``suggested_engine`` when that is more specific than the configured one, the server's
-        ``server_facts`` and its ``context_limit`` (tokens or ``None``)."""
+        ``server_facts``, its ``context_limit`` (tokens or ``None``) and the ``template``
+        check (:func:`~touchstone_ray.fleet.template_check.check_template`, as a dict; absent
+        where the server does not show its template)."""
+        from touchstone_ray.fleet.template_check import check_template
+
         out: dict[str, dict[str, Any]] = {}
         for label, spec in self.specs.items():
             engine = self._engine(label)
@@ -379,6 +383,10 @@ class HostClient:
                 entry["context_limit"] = await engine.context_limit(spec.id)
             except Exception as exc:
                 entry["server_facts_error"] = f"{type(exc).__name__}: {exc}"
+            template = await check_template(engine, spec.id)
+            if template is not None:
+                entry["template"] = template.to_dict()
+                self._template_fixes[label] = template.fix
             out[label] = entry
         return out
 
@@ -447,15 +455,29 @@ class HostClient:
         )
 
     async def warmup(self, label: str) -> dict[str, Any]:
-        """One untimed request; returns ``{"ok", "error", "load_duration_s"}``. Then takes the
-        model's "before" server-metrics snapshot (:meth:`mark_cells_start`)."""
+        """One untimed request; returns ``{"ok", "error", "load_duration_s", "probe"}``, where
+        ``probe`` is the answer's content probe
+        (:func:`~touchstone_ray.fleet.probe.probe_answer`, as a dict, naming the template
+        check's fix; ``None`` for a failed request). Then takes the model's "before"
+        server-metrics snapshot (:meth:`mark_cells_start`)."""
         engine = self._engine(label)
+        message = {"role": "user", "content": WARMUP_PROMPT}
         async with self._sems[label]:
-            result = await engine.chat(
-                self._request(label, 16, [{"role": "user", "content": WARMUP_PROMPT}])
-            )
+            result = await engine.chat(self._request(label, WARMUP_MAX_TOKENS, [message]))
         await self.mark_cells_start(label)
-        return {"ok": result.ok, "error": result.error, "load_duration_s": result.load_duration_s}
+        probe = None
+        if result.ok:
+            fix = self._template_fixes.get(label)
+            found = probe_answer(
+                result.response_text, result.reasoning_text, result.finish_reason, fix
+            )
+            probe = found.to_dict()
+        return {
+            "ok": result.ok,
+            "error": result.error,
+            "load_duration_s": result.load_duration_s,
+            "probe": probe,
+        }
 
     async def run_cell(self, cell: Cell, is_cold_start: bool) -> dict[str, Any]:
         """Run one cell and return its :class:`EvalResponse` as a dict (never raises for a

@@ -11,6 +11,7 @@ Honoured: ``options.temperature``, ``options.seed``, ``options.num_predict`` (â†
 ``format`` (judge mode). Empty ``messages`` is a load request (``done_reason: load``), or with
 ``keep_alive: 0`` an unload request (``done_reason: unload``).
 Errors are ``{"error": "â€¦"}``; a mid-stream error is such a line inside the 200 stream.
+``POST /api/show`` answers every model with a ChatML ``template`` (:data:`SHOW_TEMPLATE`).
 """
 
 from __future__ import annotations
@@ -213,6 +214,30 @@ async def ps(request: web.Request) -> web.Response:
     return web.json_response({"models": models})
 
 
+SHOW_TEMPLATE = (
+    "{{- if .System }}<|im_start|>system\n{{ .System }}<|im_end|>\n{{ end }}"
+    "{{- range .Messages }}<|im_start|>{{ .Role }}\n{{ .Content }}<|im_end|>\n{{ end }}"
+    "<|im_start|>assistant\n"
+)
+"""The chat template ``/api/show`` reports for every model: ChatML as a Go template (the form
+of Ollama's Qwen models)."""
+
+
+async def show(request: web.Request) -> web.Response:
+    """``POST /api/show {"model"}``: the model's ``template``, ``details`` and
+    ``capabilities``; 400 without a model name."""
+    try:
+        body = await request.json()
+    except ValueError:
+        body = None
+    name = body.get("model") if isinstance(body, dict) else None
+    if not isinstance(name, str) or not name:
+        return web.json_response({"error": "model is required"}, status=400)
+    return web.json_response(
+        {"template": SHOW_TEMPLATE, "details": _details(), "capabilities": ["completion"]}
+    )
+
+
 async def version(request: web.Request) -> web.Response:
     """``GET /api/version``."""
     return web.json_response({"version": "0.0.0-sim"})
@@ -224,3 +249,4 @@ def add_routes(app: web.Application) -> None:
     app.router.add_get("/api/tags", tags)
     app.router.add_get("/api/ps", ps)
     app.router.add_get("/api/version", version)
+    app.router.add_post("/api/show", show)

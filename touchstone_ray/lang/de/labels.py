@@ -215,6 +215,22 @@ REPORT: dict[str, str] = {
         "Chat-Template des Servers passt nicht zum Modell), den wiederholten Prompt "
         "(prompt_echo) oder ein im Reasoning verbrauchtes Budget (cut_in_reasoning)."
     ),
+    "misconfigured_title": "Server fehlkonfiguriert",
+    "misconfigured": (
+        "Diese Antworten zeigen eine Fehlkonfiguration des Servers; die Punkte sagen nichts "
+        "über das Modell."
+    ),
+    "misconfigured_row": (
+        "{n} von {total} Antworten ({pct} %) mit Chat-Template-Text (template_leak) oder dem "
+        "wiederholten Prompt (prompt_echo)"
+    ),
+    "misconfigured_fix": (
+        "Wahrscheinliche Ursache: das Chat-Template des Servers passt nicht zum Modell "
+        "(llama.cpp: --chat-template NAME oder --jinja mit einem GGUF, das sein Template "
+        "mitbringt; Ollama: TEMPLATE im Modelfile). Das Feld servers in "
+        "bundle.json nennt je Modell die Marker und das Flag."
+    ),
+    "misconfigured_mark": "Server fehlkonfiguriert",
     "n_answers": "Antworten",
     "tests": "Prüft",
     "green": "Green Flags",

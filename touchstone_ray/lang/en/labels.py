@@ -210,6 +210,21 @@ REPORT: dict[str, str] = {
         "chat template does not fit the model), the prompt repeated (prompt_echo) or a budget "
         "spent inside the reasoning (cut_in_reasoning)."
     ),
+    "misconfigured_title": "Server misconfigured",
+    "misconfigured": (
+        "These answers show a server misconfiguration; the scores say nothing about the model."
+    ),
+    "misconfigured_row": (
+        "{n} of {total} answers ({pct} %) with chat-template text (template_leak) or the "
+        "prompt repeated (prompt_echo)"
+    ),
+    "misconfigured_fix": (
+        "Likely cause: the server's chat template does not fit the model (llama.cpp: "
+        "--chat-template NAME, or --jinja with a GGUF that carries its template; Ollama: the "
+        "Modelfile's TEMPLATE). The servers field of bundle.json names "
+        "the markers and the flag per model."
+    ),
+    "misconfigured_mark": "server misconfigured",
     "n_answers": "Answers",
     "tests": "Tests",
     "green": "Green flags",
