@@ -499,6 +499,7 @@ class HostClient:
             context_tokens=limit,
             input_truncated=input_truncated(server_prompt, count, limit) if result.ok else None,
             answer_flags=await self._answer_flags(cell, result) if result.ok else [],
+            max_tokens_sent=cell.max_tokens,
         )
         out = record.model_dump(mode="json")
         self._metrics.cell_done(out)
