@@ -85,6 +85,7 @@ PINNED: dict[str, list[str]] = {
         "TEMPLATE_VERSION",
         "Bundle",
         "CacheFields",
+        "ContextChoice",
         "EmbedSettings",
         "EngineFound",
         "Footprint",
