@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from eval_helpers import run, shard_lines, tiny_pack, write_yaml
+from eval_helpers import quick_fleet, run, shard_lines, tiny_pack, write_yaml
 from ray_env import RayCluster
 
 from touchstone_ray.pack import load_pack
@@ -45,15 +45,7 @@ def test_every_ollama_model_gets_a_context_and_a_cut_is_flagged(
             "sim": SIM | {"context_length": 16384, "models": ["oai"]},
         },
     ]
-    config = write_yaml(
-        tmp_path / "fleet.yaml",
-        {
-            "ray": {"include_dashboard": False},
-            "models": models,
-            "scheduling": {"warmup": False, "max_attempts": 1},
-            "monitor": {"interval_s": 0.2, "gpu": "off"},
-        },
-    )
+    config = quick_fleet(tmp_path / "fleet.yaml", models)
     outcome, printed = run(pack, config, out=tmp_path / "runs", allow_cut=True)
     assert outcome.exit_code == 0, printed
     assert outcome.bundle is not None

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from eval_helpers import cli, run, shard_lines, tiny_pack, write_yaml
+from eval_helpers import cli, quick_fleet, run, shard_lines, tiny_pack, write_yaml
 from ray_env import RayCluster
 
 from touchstone_ray.config import load_config
@@ -32,15 +32,7 @@ def test_headroom_is_sent_and_null_sampling_is_left_out(rc: RayCluster, tmp_path
             "sim": SIM | {"api": "ollama"},
         },
     ]
-    config = write_yaml(
-        tmp_path / "fleet.yaml",
-        {
-            "ray": {"include_dashboard": False},
-            "models": models,
-            "scheduling": {"warmup": False, "max_attempts": 1},
-            "monitor": {"interval_s": 0.2, "gpu": "off"},
-        },
-    )
+    config = quick_fleet(tmp_path / "fleet.yaml", models)
     outcome, printed = run(pack, config, out=tmp_path / "runs")
     assert outcome.exit_code == 0, printed
     assert outcome.bundle is not None
@@ -49,9 +41,13 @@ def test_headroom_is_sent_and_null_sampling_is_left_out(rc: RayCluster, tmp_path
     for key, r in records.items():
         capped = r["prompt_id"] != "E1"
         assert r["max_tokens_sent"] == (50 if capped else None), key
-        cap_key = "max_tokens" if r["model"] == "oa" else "num_predict"
-        # the budget sent is the one recorded; no temperature or seed went out
-        assert r["request"] == ({cap_key: 50} if capped else {}), key
+        # the budget sent is the one recorded; no temperature or seed went out (Ollama also
+        # gets its context, here what the uncapped E1 needs: more than 4096 tokens)
+        if r["model"] == "oa":
+            assert r["request"] == ({"max_tokens": 50} if capped else {}), key
+        else:
+            sent = {"num_ctx": r["context_tokens"]} | ({"num_predict": 50} if capped else {})
+            assert r["request"] == sent and r["context_tokens"] > 4096, key
         assert (r["finish_reason"], r["answer_flags"]) == ("stop", []), key
         # 20 token intervals at 200 tok/s lie between the first reasoning and the first answer
         # token; a busy machine only stretches them
