@@ -72,6 +72,20 @@ def write_yaml(path: Path, data: Any) -> Path:
     return path
 
 
+def quick_fleet(path: Path, models: list[dict[str, Any]]) -> Path:
+    """A fleet config of ``models`` at ``path`` for a quick local run: no dashboard, no
+    warm-up, one attempt per cell, host samples every 0.2 s, no GPU sampling."""
+    return write_yaml(
+        path,
+        {
+            "ray": {"include_dashboard": False},
+            "models": models,
+            "scheduling": {"warmup": False, "max_attempts": 1},
+            "monitor": {"interval_s": 0.2, "gpu": "off"},
+        },
+    )
+
+
 def all_keys(pack: dict[str, Any], models: list[str]) -> set[str]:
     """Every cell key of ``pack`` for ``models`` (all variants)."""
     return {

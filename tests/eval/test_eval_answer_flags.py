@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from eval_helpers import run, shard_lines, tiny_pack, write_yaml
+from eval_helpers import quick_fleet, run, shard_lines, tiny_pack, write_yaml
 from ray_env import RayCluster
 
 from touchstone_ray.records import EVAL_RESPONSE_FIELDS, EvalResponse
@@ -33,15 +33,7 @@ def test_each_shape_lands_in_its_records_flags(rc: RayCluster, tmp_path: Path) -
         {"id": name, "engine": "simulated", "concurrency": 2, "sim": BASE | knobs}
         for name, knobs in MODELS.items()
     ]
-    config = write_yaml(
-        tmp_path / "fleet.yaml",
-        {
-            "ray": {"include_dashboard": False},
-            "models": models,
-            "scheduling": {"warmup": False, "max_attempts": 1},
-            "monitor": {"interval_s": 0.2, "gpu": "off"},
-        },
-    )
+    config = quick_fleet(tmp_path / "fleet.yaml", models)
     outcome, printed = run(pack, config, out=tmp_path / "runs")
     assert outcome.bundle is not None, printed
     assert outcome.exit_code == 1  # the "down" model failed every cell

@@ -44,6 +44,7 @@ from touchstone_ray.bundle._judgements import (
 )
 from touchstone_ray.bundle._layout import JUDGE_ID_PATTERN, LIVE_FILES, Layout, ShardFolder
 from touchstone_ray.bundle._manifest import (
+    ContextChoice,
     EmbedSettings,
     EngineFound,
     Footprint,
@@ -73,6 +74,7 @@ __all__ = [
     "TEMPLATE_VERSION",
     "Bundle",
     "CacheFields",
+    "ContextChoice",
     "EmbedSettings",
     "EngineFound",
     "Footprint",

@@ -26,6 +26,7 @@ from touchstone_ray.errors import BundleError, field_error
 from touchstone_ray.storage import atomic_write_json
 
 __all__ = [
+    "ContextChoice",
     "EmbedSettings",
     "EngineFound",
     "Footprint",
@@ -57,6 +58,21 @@ class PackRef(KeptObject):
     """sha256 hex of the frozen ``pack.yaml``'s bytes (resume and judge refuse another)."""
 
 
+class ContextChoice(KeptObject):
+    """``models[].context``: the context a model's cells had, as chosen at the start of the
+    run (:mod:`touchstone_ray.eval.context`)."""
+
+    tokens: int | None = None
+    """The context a cell had (tokens); ``None``: not known (nothing checked or sent)."""
+    source: str | None = None
+    """``configured`` (``context_tokens``) | ``extra_body`` (``options.num_ctx``) | ``server``
+    (its own per-request limit) | ``model`` (the model's context length the server reports,
+    Ollama ``/api/show``) | ``prompts`` (the largest prompt count plus its ``max_tokens``);
+    ``None`` with ``tokens``."""
+    sent: bool | None = None
+    """``tokens`` went out with every request (Ollama ``options.num_ctx``)."""
+
+
 class ModelEntry(KeptObject):
     """One entry of ``models``: the label and the model's frozen fleet config entry (secrets
     redacted; the keys of :class:`~touchstone_ray.config.ModelSpec`, the ones below typed)."""
@@ -83,8 +99,13 @@ class ModelEntry(KeptObject):
     """Context the model was given (tokens); ``None``: the server's default."""
     engine_process: str | None = None
     """Substring naming the serving process when it is not found by its port."""
+    reasoning_headroom_tokens: int | None = None
+    """Tokens added to every prompt's ``max_tokens`` for this model (absent in older
+    bundles)."""
     sim: dict[str, Any] | None = None
     """Simulator knobs of a ``simulated`` model."""
+    context: ContextChoice | None = None
+    """As landed: the context its cells had, chosen at the start of the (latest) run."""
 
 
 class HostGpu(KeptObject):

@@ -83,6 +83,11 @@ class Engine(ABC):
     checks_server_ttft: ClassVar[bool] = False
     """The server reports its own TTFT (:meth:`server_metrics`): the eval snapshots it before
     and after a model's cells and stores the server's mean beside ours."""
+    sends_context: ClassVar[bool] = False
+    """The protocol gives the context per request (Ollama ``options.num_ctx``,
+    :attr:`ChatRequest.context_tokens`): a request without one gets the server's default, which
+    may silently cut a long prompt, so the eval always sends one
+    (:mod:`touchstone_ray.eval.context`)."""
 
     @classmethod
     def without_thinking(cls, extra_body: dict[str, Any]) -> None:
@@ -152,6 +157,12 @@ class Engine(ABC):
     async def context_limit(self, model: str) -> int | None:
         """The most tokens (prompt + completion) one request to ``model`` may use on this
         server, as the server reports it; ``None`` when it does not say (default)."""
+        return None
+
+    async def model_context_length(self, model: str) -> int | None:
+        """The context ``model`` was trained for (tokens), as the server reports it, where the
+        server takes the context per request (:attr:`sends_context`); ``None`` (default) when
+        it does not say."""
         return None
 
     async def count_prompt_tokens(self, model: str, messages: list[dict[str, str]]) -> int | None:

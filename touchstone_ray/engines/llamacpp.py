@@ -98,7 +98,8 @@ class LlamaCppEngine(OpenAIEngine):
 
     async def context_limit(self, model: str) -> int | None:
         """``n_ctx`` of one slot (tokens): ``/props`` ``default_generation_settings.n_ctx``,
-        else the smallest ``n_ctx`` in ``/slots``."""
+        else the smallest ``n_ctx`` in ``/slots``, else ``max_model_len`` where ``/v1/models``
+        lists one."""
         n_ctx = (await self.server_facts(model))["n_ctx"]
         if n_ctx:
             return int(n_ctx)
@@ -107,7 +108,7 @@ class LlamaCppEngine(OpenAIEngine):
             [s.get("n_ctx") for s in slots or [] if isinstance(s, dict)] if status == 200 else []
         )
         ints = [n for n in sizes if isinstance(n, int) and n > 0]
-        return min(ints) if ints else None
+        return min(ints) if ints else await super().context_limit(model)
 
     async def count_prompt_tokens(self, model: str, messages: list[dict[str, str]]) -> int | None:
         """Tokens of the templated prompt: ``/apply-template`` then ``/tokenize`` with

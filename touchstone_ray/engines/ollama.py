@@ -97,6 +97,7 @@ class OllamaEngine(Engine):
     chat_path = "/api/chat"
     embed_path = "/api/embed"
     needs_unload = True
+    sends_context = True
 
     @classmethod
     def without_thinking(cls, extra_body: dict[str, Any]) -> None:
@@ -176,3 +177,14 @@ class OllamaEngine(Engine):
         if not isinstance(models, list):
             raise StreamProtocolError(f"{path} answer has no 'models' list")
         return [str(m.get("name") or m.get("model")) for m in models if isinstance(m, dict)]
+
+    async def model_context_length(self, model: str) -> int | None:
+        """``model_info["<general.architecture>.context_length"]`` from ``POST /api/show``
+        (tokens; Ollama API docs, "Show Model Information"); ``None`` when not listed.
+        Raises :class:`EngineError` when the server does not answer 2xx."""
+        data = await self._checked_json("POST", self.base_url + "/api/show", {"model": model})
+        info = data.get("model_info") if isinstance(data, dict) else None
+        if not isinstance(info, dict):
+            return None
+        value = info.get(f"{info.get('general.architecture')}.context_length")
+        return value if isinstance(value, int) and value > 0 else None

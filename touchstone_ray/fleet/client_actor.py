@@ -41,6 +41,7 @@ from touchstone_ray.fleet.probe import WARMUP_MAX_TOKENS, WARMUP_PROMPT, probe_a
 from touchstone_ray.fleet.prompts import (
     PromptCount,
     cell_messages,
+    context_need,
     estimate_prompt_tokens,
     input_truncated,
     nonce_line,
@@ -355,9 +356,11 @@ class HostClient:
         """Per model label: endpoint reached from this host, served models, engine version,
         the engine recognised (``engine_kind``: a config ``engine:`` value or ``None``) and
         ``suggested_engine`` when that is more specific than the configured one, the server's
-        ``server_facts``, its ``context_limit`` (tokens or ``None``) and the ``template``
-        check (:func:`~touchstone_ray.fleet.template_check.check_template`, as a dict; absent
-        where the server does not show its template)."""
+        ``server_facts``, its ``context_limit`` (tokens or ``None``), ``sends_context``
+        (the protocol takes the context per request) and for those servers the model's own
+        ``model_context_length`` (tokens or ``None``), and the ``template`` check
+        (:func:`~touchstone_ray.fleet.template_check.check_template`, as a dict; absent where
+        the server does not show its template)."""
         from touchstone_ray.fleet.template_check import check_template
 
         out: dict[str, dict[str, Any]] = {}
@@ -378,9 +381,12 @@ class HostClient:
             entry["engine_kind"] = kind
             if kind is not None and spec.engine == "openai":
                 entry["suggested_engine"] = kind
+            entry["sends_context"] = engine.sends_context
             try:
                 entry["server_facts"] = await engine.server_facts(spec.id)
                 entry["context_limit"] = await engine.context_limit(spec.id)
+                if engine.sends_context:
+                    entry["model_context_length"] = await engine.model_context_length(spec.id)
             except Exception as exc:
                 entry["server_facts_error"] = f"{type(exc).__name__}: {exc}"
             template = await check_template(engine, spec.id)
@@ -400,7 +406,10 @@ class HostClient:
         """Count the prompt tokens of ``cells`` (one per ``variant|prompt_id``; with cache
         busting, the nonce of that cell) by the server's tokenizer, else the estimate of
         :mod:`touchstone_ray.fleet.prompts`; remember them and the context ``limit`` (tokens)
-        for the records. Returns ``variant|prompt_id`` → ``(tokens, source)``."""
+        for the records and, where the server takes it per request, for every request. A
+        server that takes it per request and gets no ``limit`` is given what the prompts need
+        (:func:`~touchstone_ray.fleet.prompts.context_need`), never its own default. Returns
+        ``variant|prompt_id`` → ``(tokens, source)``."""
         engine = self._engine(label)
         model = self.specs[label].id
         counts: dict[str, PromptCount] = {}
@@ -417,6 +426,10 @@ class HostClient:
             )
             counts[f"{cell.variant}|{cell.prompt_id}"] = count
         self._counts[label] = counts
+        if limit is None and engine.sends_context:
+            limit = context_need(
+                (counts[f"{c.variant}|{c.prompt_id}"].tokens, c.max_tokens) for c in cells
+            )
         self._limits[label] = limit
         return {key: (c.tokens, c.source) for key, c in counts.items()}
 
@@ -451,7 +464,7 @@ class HostClient:
             max_tokens=max_tokens,
             extra_body=spec.extra_body,
             keep_alive=spec.keep_alive if engine_class(spec.engine).needs_unload else None,
-            context_tokens=spec.context_tokens,
+            context_tokens=self._limits.get(label, spec.context_tokens),
         )
 
     async def warmup(self, label: str) -> dict[str, Any]:
@@ -521,6 +534,7 @@ class HostClient:
             context_tokens=limit,
             input_truncated=input_truncated(server_prompt, count, limit) if result.ok else None,
             answer_flags=await self._answer_flags(cell, result) if result.ok else [],
+            max_tokens_sent=cell.max_tokens,
         )
         out = record.model_dump(mode="json")
         self._metrics.cell_done(out)

@@ -144,7 +144,8 @@ class HostReport:
     node: NodeInfo
     models: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Model label → ``{"reachable", "error", "served", "model_served", "engine_version",
-    "engine_kind", "suggested_engine"?, "server_facts", "context_limit"}``."""
+    "engine_kind", "suggested_engine"?, "sends_context", "server_facts", "context_limit",
+    "model_context_length"?}``."""
     gpu: str = "unknown"
     psi: str = "unknown"
     error: str | None = None

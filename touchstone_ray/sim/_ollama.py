@@ -7,11 +7,13 @@ nanoseconds (``total_duration``, ``load_duration``, ``prompt_eval_duration``,
 ``eval_duration``) with the token counts ``prompt_eval_count`` / ``eval_count`` (``eval_count``
 = tokens sent on both channels). ``stream: false`` gives one object with the whole message.
 Honoured: ``options.temperature``, ``options.seed``, ``options.num_predict`` (→ ``length``),
+``options.num_ctx`` (a longer prompt is cut to it, ``prompt_eval_count`` shows it),
 ``think`` (false → no ``thinking``), ``keep_alive`` (0 → unloaded after the request),
 ``format`` (judge mode). Empty ``messages`` is a load request (``done_reason: load``), or with
 ``keep_alive: 0`` an unload request (``done_reason: unload``).
+``POST /api/show`` gives a ChatML ``template`` (:data:`SHOW_TEMPLATE`) and ``model_info`` (the
+model's context length, where known).
 Errors are ``{"error": "…"}``; a mid-stream error is such a line inside the 200 stream.
-``POST /api/show`` answers every model with a ChatML ``template`` (:data:`SHOW_TEMPLATE`).
 """
 
 from __future__ import annotations
@@ -139,6 +141,7 @@ async def chat(request: web.Request) -> web.StreamResponse:
     options: dict[str, Any] = raw_options if isinstance(raw_options, dict) else {}
     num_predict = options.get("num_predict")
     limit = num_predict if isinstance(num_predict, int) and num_predict > 0 else None
+    num_ctx = options.get("num_ctx")
     req = ChatRequest(
         protocol="ollama",
         model=model,
@@ -149,6 +152,7 @@ async def chat(request: web.Request) -> web.StreamResponse:
         schema=judge_schema(body, "ollama"),
         sampling=sampling_key(options.get("temperature"), options.get("seed")),
         keep_alive_s=keep_alive_s,
+        num_ctx=num_ctx if isinstance(num_ctx, int) and num_ctx > 0 else None,
     )
     return await run_chat(request, req, OllamaEncoder(model))
 
@@ -224,17 +228,26 @@ of Ollama's Qwen models)."""
 
 
 async def show(request: web.Request) -> web.Response:
-    """``POST /api/show {"model"}``: the model's ``template``, ``details`` and
-    ``capabilities``; 400 without a model name."""
-    try:
-        body = await request.json()
-    except ValueError:
-        body = None
-    name = body.get("model") if isinstance(body, dict) else None
-    if not isinstance(name, str) or not name:
-        return web.json_response({"error": "model is required"}, status=400)
+    """``POST /api/show {"model"}``: the model's ``template`` (:data:`SHOW_TEMPLATE`),
+    ``details``, ``capabilities`` and ``model_info`` with ``general.architecture`` ``sim`` and,
+    where the ``context_length`` knob is set, ``sim.context_length``; 404 for a model not
+    served."""
+    body = await read_body(request)
+    model = body.get("model") or body.get("name") if isinstance(body, dict) else None
+    state = request.app[STATE_KEY]
+    if not isinstance(model, str) or not state.config.serves(model):
+        return web.json_response({"error": f'model "{model}" not found'}, status=404)
+    info: dict[str, Any] = {"general.architecture": "sim"}
+    length = state.config.for_model(model).context_length
+    if length is not None:
+        info["sim.context_length"] = length
     return web.json_response(
-        {"template": SHOW_TEMPLATE, "details": _details(), "capabilities": ["completion"]}
+        {
+            "template": SHOW_TEMPLATE,
+            "details": _details(),
+            "capabilities": ["completion"],
+            "model_info": info,
+        }
     )
 
 

@@ -231,6 +231,18 @@ REPORT: dict[str, str] = {
         "bundle.json nennt je Modell die Marker und das Flag."
     ),
     "misconfigured_mark": "Server fehlkonfiguriert",
+    "repeat_stability": "Stabilität über Wiederholungen",
+    "repeat_stability_note": (
+        "Je Zeile: Prompts mit mindestens zwei gültigen Wiederholungen, davon mit stets "
+        "gleicher Antwort (Byte für Byte). Auch bei Temperatur 0 nicht garantiert: llama.cpp "
+        "rechnet die Anfragen seiner Slots (--parallel > 1) in einem Batch, ein anderer Batch "
+        "summiert in anderer Reihenfolge, knappe Token-Entscheidungen kippen; Ollama und vLLM "
+        "bündeln gleichzeitige Anfragen ebenso. Jede Wiederholung wird trotzdem bewertet."
+    ),
+    "repeat_prompts": "Prompts mit Wiederholungen",
+    "repeat_stable": "stabil",
+    "repeat_stability_pct": "Stabilität %",
+    "repeat_unstable": "Abweichend (verschiedene Antworten)",
     "n_answers": "Antworten",
     "tests": "Prüft",
     "green": "Green Flags",

@@ -225,6 +225,18 @@ REPORT: dict[str, str] = {
         "the markers and the flag per model."
     ),
     "misconfigured_mark": "server misconfigured",
+    "repeat_stability": "Repeat stability",
+    "repeat_stability_note": (
+        "Per row: prompts with at least two ok repeats, and of those the ones that got the same "
+        "answer every time (byte for byte). Temperature 0 does not guarantee it: llama.cpp "
+        "decodes the requests of its slots (--parallel > 1) in one batch, another batch sums "
+        "in another order and near-tied tokens flip; Ollama and vLLM batch concurrent requests "
+        "likewise. Every repeat is judged all the same."
+    ),
+    "repeat_prompts": "Prompts with repeats",
+    "repeat_stable": "stable",
+    "repeat_stability_pct": "Stability %",
+    "repeat_unstable": "Differing (distinct answers)",
     "n_answers": "Answers",
     "tests": "Tests",
     "green": "Green flags",
