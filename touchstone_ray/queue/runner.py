@@ -32,11 +32,23 @@ from pathlib import Path
 from typing import TextIO
 
 from touchstone_ray.config import load_config
-from touchstone_ray.errors import one_line
+from touchstone_ray.errors import ConfigError, one_line
 from touchstone_ray.fleet.local_head import die_with_parent
 from touchstone_ray.queue.hosts import HostOps
-from touchstone_ray.queue.spec import EntrySpec, HostReset, QueueSpec, entry_fingerprint
-from touchstone_ray.queue.state import EntryState, QueueLog, entries_text, read_states
+from touchstone_ray.queue.spec import (
+    EntrySpec,
+    HostReset,
+    QueueSpec,
+    entry_fingerprint,
+    load_queue,
+)
+from touchstone_ray.queue.state import (
+    EntryState,
+    QueueLog,
+    entries_text,
+    read_states,
+    stop_file,
+)
 from touchstone_ray.queue.summary import write_summary
 
 __all__ = ["KILL_AFTER_S", "POLL_S", "entry_hosts", "run_queue"]
@@ -191,7 +203,7 @@ class EntryRun:
             if stage != self.entry.kind and self.bundle is None:
                 break
             code = self._stage(stage)
-            if self.state in ("stalled", "timeout"):
+            if self.state in ("stalled", "timeout", "stopped"):
                 return
             if code == 0:
                 q.log.write("stage_done", self.entry.name, stage=stage, bundle=str(self.bundle))
@@ -247,6 +259,8 @@ class EntryRun:
 
     def _watchdog(self, began: float) -> tuple[str, str] | None:
         """``(state, reason)`` when the entry must stop now, else ``None``."""
+        if stop_file(self.queue.folder, self.entry.name).exists():
+            return "stopped", "stopped on request"
         timeout = self.entry.timeout_s
         if timeout is not None and time.monotonic() - self.started > timeout:
             return "timeout", f"ran past its timeout_s ({timeout:g} s)"
@@ -270,7 +284,12 @@ class QueueRunner:
     """The driver of one queue: leases hosts, starts entries, writes the log and summary."""
 
     def __init__(
-        self, spec: QueueSpec, address: str | None, out: TextIO, child_env: dict[str, str]
+        self,
+        spec: QueueSpec,
+        address: str | None,
+        out: TextIO,
+        child_env: dict[str, str],
+        source: Path | None = None,
     ) -> None:
         assert spec.out is not None
         self.spec = spec
@@ -278,11 +297,17 @@ class QueueRunner:
         self.address = address
         self.out = out
         self.child_env = child_env
+        self.source = source
+        """The queue file, followed while the queue runs (entries added, removed, reordered);
+        ``None``: the entries of ``spec`` only."""
+        self._source_stamp = _stamp(source)
         self.log = QueueLog(self.folder)
         self._say_lock = threading.Lock()
         self._host_ops: HostOps | None = None
         self._baseline_mb: dict[str, float | None] = {}
         self._reset_seen: set[str] = set()
+        self._skipped: dict[str, str] = {}
+        """Entry name → fingerprint of the entries this run decided not to run."""
 
     def say(self, line: str) -> None:
         """Print one progress line (threads share the output)."""
@@ -324,41 +349,86 @@ class QueueRunner:
         self._baseline_mb[host] = ops.used_mb(host)
         return None
 
-    def run(self) -> int:
-        """Run every entry not finished before; 0 when all ended ``done``, else 1."""
+    def _plan(self, entry: EntrySpec, states: dict[str, EntryState]) -> EntryRun | None:
+        """The entry's run, or ``None`` when it ended ``done`` (or ``stopped``, its stop file
+        still there) with the same fingerprint; says why in one line."""
+        fingerprint = entry_fingerprint(entry)
+        before = states.get(entry.name)
+        if before is not None and before.fingerprint != fingerprint:
+            if before.state == "done":
+                self.say(
+                    f"entry {entry.name}: its pack, config or settings changed since it "
+                    "finished; running it again"
+                )
+            before = None
+        elif before is not None and before.state == "done":
+            self.say(f"entry {entry.name}: done before, skipped")
+            self._skipped[entry.name] = fingerprint
+            return None
+        elif before is not None and stop_file(self.folder, entry.name).exists():
+            self.say(f"entry {entry.name}: stopped on request before, skipped")
+            self._skipped[entry.name] = fingerprint
+            return None
+        folder = self.folder / entry.name
+        return EntryRun(entry, folder, fingerprint, entry_hosts(entry), before, self)
+
+    def _follow(self, waiting: list[EntryRun], taken: set[str]) -> list[EntryRun]:
+        """The waiting entries after a change of the queue file: entries added there are
+        planned, removed ones dropped, the rest in the file's order (``taken``: names started
+        in this run). A file that does not load keeps the entries read before, with a line."""
+        stamp = _stamp(self.source)
+        if self.source is None or stamp == self._source_stamp:
+            return waiting
+        self._source_stamp = stamp
+        if stamp is None:  # the file is gone: nothing more to start
+            return []
+        try:
+            spec = load_queue(self.source)
+        except ConfigError as exc:
+            self.say(f"queue: {exc}; going on with the entries read before")
+            return waiting
+        self.spec = spec.model_copy(update={"out": self.folder})
+        known = {run.entry.name: run for run in waiting}
         states = read_states(self.folder)
-        waiting: list[EntryRun] = []
-        for entry in self.spec.entries:
-            fingerprint = entry_fingerprint(entry)
-            before = states.get(entry.name)
-            if before is not None and before.fingerprint != fingerprint:
-                if before.state == "done":
-                    self.say(
-                        f"entry {entry.name}: its pack, config or settings changed since it "
-                        "finished; running it again"
-                    )
-                before = None
-            elif before is not None and before.state == "done":
-                self.say(f"entry {entry.name}: done before, skipped")
+        planned: list[EntryRun] = []
+        for entry in spec.entries:
+            if entry.name in taken:
                 continue
-            folder = self.folder / entry.name
-            run = EntryRun(entry, folder, fingerprint, entry_hosts(entry), before, self)
-            waiting.append(run)
+            fingerprint = entry_fingerprint(entry)
+            run = known.get(entry.name)
+            if run is not None and run.fingerprint == fingerprint:
+                planned.append(run)
+            elif self._skipped.get(entry.name) != fingerprint:
+                self._skipped.pop(entry.name, None)
+                if (new := self._plan(entry, states)) is not None:
+                    planned.append(new)
+        return planned
+
+    def run(self) -> int:
+        """Run every entry not finished before (and, following :attr:`source`, those added
+        while it runs); 0 when all ended ``done``, else 1."""
+        states = read_states(self.folder)
+        waiting = [r for e in self.spec.entries if (r := self._plan(e, states)) is not None]
         running: list[EntryRun] = []
         held: set[str] = set()
         ended: list[EntryRun] = []
+        taken: set[str] = set()
         write_summary(self.spec, read_states(self.folder))
-        while waiting or running:
+        while True:
             for run in list(running):
                 if run.thread is not None and not run.thread.is_alive():
                     running.remove(run)
                     held -= run.hosts
                     ended.append(run)
                     write_summary(self.spec, read_states(self.folder))
+            waiting = self._follow(waiting, taken)
+            if not (waiting or running):
+                break
             ahead: set[str] = set()
             for run in list(waiting):
                 if not (run.hosts & held or run.hosts & ahead):
                     waiting.remove(run)
+                    taken.add(run.entry.name)
                     held |= run.hosts
                     run.started = time.monotonic()
                     run.thread = threading.Thread(
@@ -375,7 +445,16 @@ class QueueRunner:
         if self.spec.notify_command:
             _notify(self.spec.notify_command, summary, self.say)
         states = read_states(self.folder)
-        return 0 if all(states[e.name].state == "done" for e in self.spec.entries) else 1
+        ends = [states.get(e.name, EntryState(e.name)).state for e in self.spec.entries]
+        return 0 if all(state == "done" for state in ends) else 1
+
+
+def _stamp(path: Path | None) -> int | None:
+    """``path``'s mtime (ns), ``None`` when it is missing or not given."""
+    try:
+        return None if path is None else path.stat().st_mtime_ns
+    except OSError:
+        return None
 
 
 def _notify(command: str, summary: Path, say: Callable[[str], None]) -> None:
@@ -390,7 +469,6 @@ def run_queue(path: Path, address: str | None, out: TextIO = sys.stdout) -> int:
     Raises :class:`~touchstone_ray.errors.ConfigError` for a bad queue file (before anything
     runs)."""
     from touchstone_ray.fleet.local_head import LocalCluster
-    from touchstone_ray.queue.spec import load_queue
 
     spec = load_queue(path)
     for entry in spec.entries:  # every config readable before the night starts
@@ -402,7 +480,7 @@ def run_queue(path: Path, address: str | None, out: TextIO = sys.stdout) -> int:
         address, env = local.address, local.client_env()
         print(f"queue: started a local Ray head at {address} for the queue", file=out)
     try:
-        return QueueRunner(spec, address, out, env).run()
+        return QueueRunner(spec, address, out, env, source=path).run()
     finally:
         if local is not None:
             import ray

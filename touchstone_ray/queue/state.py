@@ -2,9 +2,10 @@
 
 One line per step (epoch s ``ts`` in each): ``entry_started`` (``fingerprint``), ``stage_done``
 (``stage`` eval | perf | judge | report, ``bundle``), ``entry_ended`` (``state`` done | failed
-| stalled | timeout, ``reason``, ``duration_s``). A queue driver killed at any point leaves a
-prefix of these lines: an entry without ``entry_ended`` is resumed, a torn last line is cut
-off (:func:`~touchstone_ray.storage.repair_torn_tail`) before the queue writes again.
+| stalled | timeout | stopped, ``reason``, ``duration_s``). A queue driver killed at any
+point leaves a prefix of these lines: an entry without ``entry_ended`` is resumed, a torn last
+line is cut off (:func:`~touchstone_ray.storage.repair_torn_tail`) before the queue writes
+again.
 """
 
 from __future__ import annotations
@@ -16,11 +17,20 @@ from typing import Any
 
 from touchstone_ray.storage import JsonlWriter, read_jsonl, repair_torn_tail
 
-__all__ = ["ENDED", "EntryState", "QueueLog", "entries_text", "read_states"]
+__all__ = ["ENDED", "EntryState", "QueueLog", "entries_text", "read_states", "stop_file"]
 
 STATE_FILE = "queue-state.jsonl"
-ENDED = ("done", "failed", "stalled", "timeout")
+ENDED = ("done", "failed", "stalled", "timeout", "stopped")
 """An entry's end states."""
+STOP_FILE = "stop-requested"
+"""In an entry's folder: asks the queue driver to stop the entry (the UI's stop button)."""
+
+
+def stop_file(folder: Path, entry: str) -> Path:
+    """The file whose presence stops entry ``entry`` of the queue whose folder is ``folder``:
+    its running stage gets SIGTERM and the entry ends ``stopped``; while the file is there, a
+    later run skips the entry."""
+    return folder / entry / STOP_FILE
 
 
 def entries_text(n: int) -> str:
