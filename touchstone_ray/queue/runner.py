@@ -20,6 +20,7 @@ its bundle (``--resume``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -35,6 +36,7 @@ from touchstone_ray.config import load_config
 from touchstone_ray.errors import ConfigError, one_line
 from touchstone_ray.fleet.local_head import die_with_parent
 from touchstone_ray.queue.hosts import HostOps
+from touchstone_ray.queue.spare import Spare
 from touchstone_ray.queue.spec import (
     EntrySpec,
     HostReset,
@@ -94,7 +96,8 @@ def newest_record(bundle: Path) -> float | None:
 
 
 def _cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "touchstone_ray.cli", *args]
+    """A ``touchstone-ray`` command line, without the program."""
+    return list(args)
 
 
 def _last_line(path: Path) -> str:
@@ -132,7 +135,7 @@ class EntryRun:
         return stages
 
     def command(self, stage: str) -> list[str]:
-        """The child command of ``stage``."""
+        """The ``touchstone-ray`` arguments of ``stage``."""
         e, address = self.entry, self.queue.address
         at = ["--address", address] if address else []
         if stage in ("eval", "perf"):
@@ -175,6 +178,7 @@ class EntryRun:
         )
         tail = f": {self.reason}" if self.reason else ""
         self.queue.say(f"entry {self.entry.name}: {self.state} in {duration:.1f} s{tail}")
+        self.queue.wake.set()  # the driver starts what waited for this entry's hosts now
 
     def _run(self) -> None:
         q = self.queue
@@ -224,31 +228,20 @@ class EntryRun:
         q = self.queue
         self.folder.mkdir(parents=True, exist_ok=True)
         q.say(f"entry {self.entry.name}: {stage} started")
-        with (
-            open(self.folder / f"{stage}.out", "w") as out,
-            open(self.folder / f"{stage}.err", "w") as err,
-        ):
-            child = subprocess.Popen(
-                self.command(stage),
-                stdout=out,
-                stderr=err,
-                stdin=subprocess.DEVNULL,
-                env=q.child_env,
-                start_new_session=True,
-                preexec_fn=die_with_parent,  # a SIGKILLed queue leaves no stage running
-            )
-            began = time.time()
-            while child.poll() is None:
-                time.sleep(POLL_S)
-                if self.bundle is None and stage in ("eval", "perf"):
-                    self.bundle = find_bundle(self.folder)
-                why = self._watchdog(began)
-                if why is not None:
-                    self.state, self.reason = why
-                    q.say(f"entry {self.entry.name}: {self.reason}; stopping its {stage}")
-                    _stop(child)
-                    break
-            code = child.wait()
+        child = q.start_stage(self.command(stage), self.folder / stage)
+        began = time.time()
+        while child.poll() is None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.wait(timeout=POLL_S)  # returns as soon as the stage exits
+            if self.bundle is None and stage in ("eval", "perf"):
+                self.bundle = find_bundle(self.folder)
+            why = self._watchdog(began) if child.poll() is None else None
+            if why is not None:
+                self.state, self.reason = why
+                q.say(f"entry {self.entry.name}: {self.reason}; stopping its {stage}")
+                _stop(child)
+                break
+        code = child.wait()
         if stage in ("eval", "perf"):
             printed = _last_line(self.folder / f"{stage}.out")
             if printed and Path(printed, "bundle.json").is_file():
@@ -308,6 +301,43 @@ class QueueRunner:
         self._reset_seen: set[str] = set()
         self._skipped: dict[str, str] = {}
         """Entry name → fingerprint of the entries this run decided not to run."""
+        self.wake = threading.Event()
+        """Set when an entry ended: the driver's loop looks at once instead of after
+        :data:`POLL_S`."""
+        self._spare: Spare | None = None
+        self._spare_lock = threading.Lock()
+
+    def start_stage(self, args: list[str], files: Path) -> subprocess.Popen[bytes]:
+        """Start ``touchstone-ray args`` (output to ``files`` + ``.out`` / ``.err``): in the
+        warm spare when one is ready (:mod:`.spare`), else a new process."""
+        out, err = files.with_suffix(".out"), files.with_suffix(".err")
+        with self._spare_lock:
+            spare, self._spare = self._spare, None
+        self.wake.set()  # the driver's thread starts the next spare
+        child = spare.run(args, out, err) if spare is not None else None
+        if child is not None:
+            return child
+        with open(out, "w") as out_file, open(err, "w") as err_file:
+            return subprocess.Popen(
+                [sys.executable, "-m", "touchstone_ray.cli", *args],
+                stdout=out_file,
+                stderr=err_file,
+                stdin=subprocess.DEVNULL,
+                env=self.child_env,
+                start_new_session=True,
+                preexec_fn=die_with_parent,  # a SIGKILLed queue leaves no stage running
+            )
+
+    def _keep_spare(self, needed: bool) -> None:
+        """Start a spare when ``needed`` and none is ready; end the ready one when not. On the
+        driver's own thread: a child's ``die_with_parent`` is tied to the thread that started
+        it."""
+        with self._spare_lock:
+            if needed and self._spare is None:
+                self._spare = Spare(self.address, self.child_env)
+            elif not needed and self._spare is not None:
+                self._spare.close()
+                self._spare = None
 
     def say(self, line: str) -> None:
         """Print one progress line (threads share the output)."""
@@ -414,14 +444,18 @@ class QueueRunner:
         ended: list[EntryRun] = []
         taken: set[str] = set()
         write_summary(self.spec, read_states(self.folder))
+        summaries = _Summaries(self.folder)
         while True:
+            finished = False
             for run in list(running):
                 if run.thread is not None and not run.thread.is_alive():
                     running.remove(run)
                     held -= run.hosts
                     ended.append(run)
-                    write_summary(self.spec, read_states(self.folder))
+                    finished = True
+            self.wake.clear()
             waiting = self._follow(waiting, taken)
+            self._keep_spare(bool(waiting or running))
             if not (waiting or running):
                 break
             ahead: set[str] = set()
@@ -438,7 +472,10 @@ class QueueRunner:
                     run.thread.start()
                     running.append(run)
                 ahead |= run.hosts
-            time.sleep(POLL_S)
+            if finished:
+                summaries.ask(self.spec)
+            self.wake.wait(POLL_S)
+        summaries.close()
         summary = write_summary(self.spec, read_states(self.folder))
         self.log.close()
         self.say(f"queue: {entries_text(len(ended))} run; summary {summary}")
@@ -447,6 +484,47 @@ class QueueRunner:
         states = read_states(self.folder)
         ends = [states.get(e.name, EntryState(e.name)).state for e in self.spec.entries]
         return 0 if all(state == "done" for state in ends) else 1
+
+
+class _Summaries:
+    """Rewrites the summary after an entry ended, on a thread of its own at nice 19: it reads
+    every bundle (a second or more of CPU), and the next entries' start-up on the same machine
+    comes first."""
+
+    NICE = 19
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._asked: QueueSpec | None = None
+        self._done = False
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._loop, name="queue:summary", daemon=True)
+        self._thread.start()
+
+    def ask(self, spec: QueueSpec) -> None:
+        """Rewrite the summary of ``spec`` soon (once, however often asked meanwhile)."""
+        with self._cond:
+            self._asked = spec
+            self._cond.notify()
+
+    def close(self) -> None:
+        """Finish the rewrite asked for last, then end the thread."""
+        with self._cond:
+            self._done = True
+            self._cond.notify()
+        self._thread.join()
+
+    def _loop(self) -> None:
+        with contextlib.suppress(OSError):  # Linux: a nice value is per thread
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self.NICE)
+        while True:
+            with self._cond:
+                while self._asked is None and not self._done:
+                    self._cond.wait()
+                spec, self._asked = self._asked, None
+                if spec is None:
+                    return
+            write_summary(spec, read_states(self.folder))
 
 
 def _stamp(path: Path | None) -> int | None:
