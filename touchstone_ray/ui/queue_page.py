@@ -33,6 +33,8 @@ __all__ = ["QUEUE", "entries_html", "setup", "start_or_queue"]
 
 QUEUE = web.AppKey("queue", UiQueue)
 STEPS = {"up": -1, "down": 1}
+INLINE = 'style="display:inline"'
+"""The row's buttons side by side."""
 """The move form's ``step`` → places in the file."""
 
 
@@ -51,12 +53,13 @@ def _actions(row: QueueRow) -> str:
     if row.state == "pending":
         for step, label in (("up", "↑"), ("down", "↓")):
             buttons.append(
-                f'<form method="post" action="{base}/move"><input type="hidden" name="step" '
-                f'value="{step}"><button type="submit" class="{step}" title="move {step}">'
+                f'<form method="post" action="{base}/move" {INLINE}>'
+                f'<input type="hidden" name="step" value="{step}">'
+                f'<button type="submit" class="{step}" title="move {step}">'
                 f"{label}</button></form>"
             )
     buttons.append(
-        f'<form method="post" action="{base}/remove">'
+        f'<form method="post" action="{base}/remove" {INLINE}>'
         '<button type="submit" class="remove">remove</button></form>'
     )
     return "".join(buttons)
@@ -109,7 +112,7 @@ def queue_html(queue: UiQueue, packs: Path, fragment: str, message: str | None) 
         f'Ray job (<a href="/jobs">Jobs</a>); summary: <code>{e(queue.folder)}/summary.md'
         "</code></p>"
         '<form method="post" action="/queue/add" id="queue-add"><h2>Add an eval</h2>'
-        '<div class="filters">'
+        '<div style="display:flex;gap:.8rem;align-items:end;flex-wrap:wrap">'
         f'<label>pack<br><select name="pack">{_options(pack_files(packs))}</select></label>'
         "<label>fleet config (under --runs or the packs folder)<br>"
         '<input name="config" size="40"></label>'
