@@ -226,11 +226,15 @@ def start_or_queue(app: web.Application, kind: str, form: dict[str, str]) -> str
 
 
 async def _tick_forever(queue: UiQueue) -> None:
+    said: str | None = None
     while True:
         try:
             await asyncio.to_thread(queue.tick)
-        except Exception as exc:  # the page shows last_error; the ticker must go on
-            print(f"warning: queue: {exc}", file=sys.stderr)
+            said = None
+        except Exception as exc:  # the page shows it too; the ticker must go on
+            if str(exc) != said:  # once, not every tick
+                said = str(exc)
+                print(f"warning: queue: {exc}", file=sys.stderr, flush=True)
         await asyncio.sleep(TICK_S)
 
 
