@@ -78,7 +78,7 @@ def page(title: str, body: str, *, scripts: tuple[str, ...] = (), head: str = ""
         f"<title>{e(title)} · touchstone-ray</title><style>{CSS}</style>{head}</head><body>"
         '<header class="top"><a class="brand" href="/">touchstone-ray</a>'
         '<a href="/">Runs</a><a href="/compare">Compare</a><a href="/judges">Judges</a>'
-        '<a href="/packs">Packs</a><a href="/jobs">Jobs</a></header>'
+        '<a href="/packs">Packs</a><a href="/jobs">Jobs</a><a href="/queue">Queue</a></header>'
         f'<main class="page">{body}</main>{tags}</body></html>\n'
     )
     return web.Response(text=text, content_type="text/html", headers=HEADERS)

@@ -4,9 +4,10 @@ Routes: ``/`` overview (``/fragment/overview`` its tables), ``/run/<bundle>`` re
 ``/live/<bundle>`` live page with ``/events/<bundle>`` (server-sent events), ``/packs``,
 ``/packs/<file>``, ``POST /packs/validate``, ``/compare`` (with ``/compare.csv`` and
 ``/compare.md``), ``/judges``, ``/jobs`` (``POST /jobs/start``, ``POST /jobs/<id>/stop``,
-``/jobs/<id>`` with its log stream ``/jobs/<id>/events``), ``/static/<script>``; bundles as
-files (:mod:`.bundle_files`): ``/zip/<bundle>``, ``/file/<bundle>?name=<file>``,
-``POST /bundles/import``, ``POST /trash/<bundle>``, ``/trash``, ``POST /restore/<id>``.
+``/jobs/<id>`` with its log stream ``/jobs/<id>/events``), ``/queue`` (:mod:`.queue_page`),
+``/static/<script>``; bundles as files (:mod:`.bundle_files`): ``/zip/<bundle>``,
+``/file/<bundle>?name=<file>``, ``POST /bundles/import``, ``POST /trash/<bundle>``, ``/trash``,
+``POST /restore/<id>``.
 ``<bundle>`` is the bundle's path relative to ``--runs``; anything that resolves outside it,
 or is not a bundle folder, is a 404.
 """
@@ -24,7 +25,7 @@ from aiohttp import web
 
 from touchstone_ray.bundle import Bundle
 from touchstone_ray.errors import TouchstoneError, UsageError
-from touchstone_ray.ui import compare, jobs_page, judges, live, overview, packs, result
+from touchstone_ray.ui import compare, jobs_page, judges, live, overview, packs, queue_page, result
 from touchstone_ray.ui._page import HEADERS, e, page
 from touchstone_ray.ui.bundle_files import BundleFiles, files_bar, import_form
 from touchstone_ray.ui.jobs import Jobs
@@ -238,7 +239,9 @@ async def jobs_list(request: web.Request) -> web.Response:
 async def job_start(request: web.Request) -> web.StreamResponse:
     form = {k: v for k, v in (await request.post()).items() if isinstance(v, str)}
     try:
-        job_id = await asyncio.to_thread(request.app[JOBS].submit, form.get("kind", ""), form)
+        where = await asyncio.to_thread(
+            queue_page.start_or_queue, request.app, form.get("kind", ""), form
+        )
     except TouchstoneError as exc:
         response = await _jobs_page(request, str(exc))
         if isinstance(exc, UsageError):
@@ -246,7 +249,7 @@ async def job_start(request: web.Request) -> web.StreamResponse:
         else:  # the cluster refused or failed the submission
             response.set_status(502)
         return response
-    raise web.HTTPSeeOther(f"/jobs/{job_id}")
+    raise web.HTTPSeeOther(where)
 
 
 async def job_stop(request: web.Request) -> web.StreamResponse:
@@ -310,6 +313,7 @@ def make_app(settings: UiSettings) -> web.Application:
         await asyncio.to_thread(app[JOBS].close)
 
     app.on_cleanup.append(close_jobs)
+    queue_page.setup(app, app[JOBS])
     app.add_routes(
         [
             web.get("/", overview_page),

@@ -43,7 +43,7 @@ from touchstone_ray.errors import RunError, UsageError
 from touchstone_ray.fleet.local_head import LocalCluster
 from touchstone_ray.ui.security import confined
 
-__all__ = ["ACTIVE", "JobInfo", "Jobs", "LocalCluster", "fleet_hosts"]
+__all__ = ["ACTIVE", "MEASURING", "JobInfo", "Jobs", "LocalCluster", "fleet_hosts"]
 
 ACTIVE = ("PENDING", "RUNNING")
 """Job states that hold their hosts."""
@@ -162,7 +162,10 @@ class Jobs:
         if self.local is not None:
             self.local.stop()
 
-    def _path(self, value: str, what: str) -> Path:
+    def path_of(self, value: str, what: str) -> Path:
+        """The existing file or folder ``value`` names (absolute, or relative to ``--runs`` or
+        the packs folder). Raises :class:`UsageError` naming ``what`` when it lies outside
+        both or does not exist."""
         for base in (self.runs, self.packs):
             path = confined(base, value) if value else None  # absolute or relative to base
             if path is not None and path.exists():
@@ -203,33 +206,50 @@ class Jobs:
         :class:`UsageError` for an unknown kind, a path outside ``--runs`` and the packs
         folder, or a bad fleet config."""
         if kind == "eval":
-            pack = self._path(form.get("pack", ""), "pack")
-            config = self._path(form.get("config", ""), "config")
+            pack = self.path_of(form.get("pack", ""), "pack")
+            config = self.path_of(form.get("config", ""), "config")
             args = ["eval", "--pack", str(pack), "--config", str(config), "--out", str(self.runs)]
             return ["touchstone-ray", *args], fleet_hosts(config)
         if kind == "perf":
-            config = self._path(form.get("config", ""), "config")
+            config = self.path_of(form.get("config", ""), "config")
             args = ["perf", "--config", str(config), "--out", str(self.runs)]
             return ["touchstone-ray", *args], fleet_hosts(config)
         if kind == "judge":
-            bundle = self._path(form.get("bundle", ""), "bundle")
-            judge = self._path(form.get("judge_config", ""), "judge config")
+            bundle = self.path_of(form.get("bundle", ""), "bundle")
+            judge = self.path_of(form.get("judge_config", ""), "judge config")
             args = ["judge", "--bundle", str(bundle), "--judge-config", str(judge)]
             return ["touchstone-ray", *args], ()
         raise UsageError(f"kind {kind!r}: expected eval, perf or judge")
+
+    def holders(self, hosts: tuple[str, ...]) -> list[tuple[str, JobInfo]]:
+        """``(host, job)`` for each of ``hosts`` that a PENDING or RUNNING eval or perf job
+        holds."""
+        return [
+            (host, job)
+            for job in self.jobs()
+            if job.kind in MEASURING and job.status in ACTIVE
+            for host in sorted(set(hosts) & set(job.hosts))
+        ]
 
     def submit(self, kind: str, form: dict[str, str]) -> str:
         """Submit a job; returns its id. Raises :class:`UsageError` naming the path that is
         not allowed, or the host an active eval already holds (with that job's id)."""
         argv, hosts = self.entry(kind, form)
         if kind in MEASURING:
-            for job in self.jobs():
-                shared = sorted(set(hosts) & set(job.hosts))
-                if job.kind in MEASURING and job.status in ACTIVE and shared:
-                    raise UsageError(
-                        f"refused: host {', '.join(shared)} already runs {job.kind} job "
-                        f"{job.job_id}; one eval per host at a time"
-                    )
+            busy = self.holders(hosts)
+            if busy:
+                shared = sorted({host for host, _ in busy})
+                job = busy[0][1]
+                raise UsageError(
+                    f"refused: host {', '.join(shared)} already runs {job.kind} job "
+                    f"{job.job_id}; one eval per host at a time"
+                )
+        return self.launch(kind, argv, hosts)
+
+    def launch(self, kind: str, argv: list[str], hosts: tuple[str, ...]) -> str:
+        """Submit ``argv`` (a ``touchstone-ray`` command) as a job of ``kind`` holding
+        ``hosts``, without the host rule; returns its id. Raises :class:`RunError` when the
+        cluster refuses or fails the submission."""
         job_id = f"touchstone-{kind}-{time.strftime('%Y%m%d-%H%M%S')}-{os.urandom(2).hex()}"
         client = self.client()
         deadline = time.monotonic() + READY_TIMEOUT_S
