@@ -23,6 +23,18 @@ SCHEMA_VERSION = 1
 ReasoningSource = Literal["reasoning_content", "reasoning", "thinking", "think_tag"]
 TokenCountSource = Literal["server", "estimated", "missing"]
 MemPressure = Literal["normal", "warn", "critical"]
+AnswerFlag = Literal[
+    "template_leak",
+    "prompt_echo",
+    "repetition_loop",
+    "cut_at_limit",
+    "cut_in_reasoning",
+    "empty",
+    "reasoning_only",
+    "wrong_language",
+]
+"""The names of SPEC §7 ``answer_flags``, in the order :func:`touchstone_ray.answers.answer_flags`
+lists them (each flag's detector is documented there)."""
 VerdictStatus = Literal[
     "scored",
     "unscored_reasoning_only",

@@ -20,7 +20,6 @@ from __future__ import annotations
 from touchstone_ray.answers._flags import (
     ANSWER_FLAGS,
     LENGTH_FINISH,
-    AnswerFlag,
     answer_flags,
     cut_at_limit,
     cut_in_reasoning,
@@ -59,6 +58,7 @@ from touchstone_ray.answers._text import (
     repetition_loop,
     word_hashes,
 )
+from touchstone_ray.records import AnswerFlag
 
 __all__ = [
     "ANSWER_FLAGS",

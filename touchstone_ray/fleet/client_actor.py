@@ -541,7 +541,8 @@ class HostClient:
         return out
 
     async def _answer_flags(self, cell: Cell, result: ChatResult) -> list[str]:
-        """The answer's :func:`~touchstone_ray.answers.answer_flags`; waits (without blocking
+        """The answer's :func:`~touchstone_ray.answers.answer_flags` but those its model's
+        ``answer_flags_off`` names; waits (without blocking
         the loop) for the language model still loading, and leaves ``wrong_language`` out
         where it failed to load. The detectors (and numpy) load on first use: a client that
         runs no cell never imports them."""
@@ -555,7 +556,7 @@ class HostClient:
                     await asyncio.wrap_future(loading)
             if loading.exception() is not None:
                 language = None
-        return answer_flags(
+        flags = answer_flags(
             result.response_text,
             result.reasoning_text,
             result.finish_reason,
@@ -563,6 +564,8 @@ class HostClient:
             cell.system_prompt,
             language,
         )
+        off = self.specs[cell.model].answer_flags_off
+        return [f for f in flags if f not in off]
 
     async def unload(self, label: str) -> str | None:
         """Unload the model (Ollama ``keep_alive: 0``); returns an error line or ``None``."""
