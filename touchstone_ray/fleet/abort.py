@@ -8,6 +8,8 @@ written so far, mark the manifest ``failed``), each on its own, then says what h
   ``interrupted; <resume>`` (the CLI prints ``error: …`` and exits 1);
 - SIGTERM → ``SystemExit`` with code 15 (``SIGTERM``), as Ray's own driver handler does: the
   process exits 15;
+- the Ray cluster gone (:mod:`.lifeline`) → :class:`~touchstone_ray.fleet.lifeline.ClusterGone`
+  (exit 1, one line);
 - a file system's ``OSError`` → :func:`~touchstone_ray.errors.write_failed` (exit 1);
 - anything else goes on as it was raised.
 """
@@ -22,6 +24,7 @@ from pathlib import Path
 from types import FrameType
 
 from touchstone_ray.errors import RunError, is_disk_error, one_line, write_failed
+from touchstone_ray.fleet.lifeline import ClusterGone, Steps, finalizing, gone_line
 
 __all__ = ["Terminated", "abort_guard", "abort_reason"]
 
@@ -34,6 +37,9 @@ class Terminated(SystemExit):
 
 
 def _terminate(signum: int, frame: FrameType | None) -> None:
+    gone = gone_line()
+    if gone is not None:  # the lifeline's own SIGTERM: the cluster is gone
+        raise ClusterGone(gone)
     raise Terminated()
 
 
@@ -62,16 +68,18 @@ def abort_guard(
     (``resume with --resume <bundle>``).
 
     Inside the block SIGTERM raises :class:`Terminated` in the main thread (outside the main
-    thread the handler that is set stays); the previous handler is back afterwards."""
+    thread the handler that is set stays), or :class:`~touchstone_ray.fleet.lifeline.ClusterGone`
+    when the lifeline sent it; the previous handler is back afterwards. The steps are the
+    lifeline's too (:func:`~touchstone_ray.fleet.lifeline.finalizing`): where the main thread
+    is stuck in Ray, the lifeline runs those not started yet before it ends the process."""
     main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _terminate) if main else None
+    once = Steps(steps)
     try:
-        yield
+        with finalizing(once):
+            yield
     except BaseException as exc:
-        reason = abort_reason(exc)
-        for step in steps:
-            with contextlib.suppress(Exception):  # a disk gone read-only fails them all
-                step(reason)
+        once.run(abort_reason(exc))  # a disk gone read-only fails them all: each on its own
         if isinstance(exc, KeyboardInterrupt):
             raise RunError(f"interrupted; {resume}") from None
         if is_disk_error(exc):
