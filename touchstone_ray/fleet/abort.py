@@ -36,11 +36,30 @@ class Terminated(SystemExit):
         super().__init__(signal.SIGTERM)
 
 
-def _terminate(signum: int, frame: FrameType | None) -> None:
+_SIGTERM = threading.Event()
+"""Set by the handler: a ``SystemExit`` out of the block is that SIGTERM."""
+
+
+def _why_terminated() -> BaseException:
     gone = gone_line()
     if gone is not None:  # the lifeline's own SIGTERM: the cluster is gone
-        raise ClusterGone(gone)
-    raise Terminated()
+        return ClusterGone(gone)
+    return Terminated()
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    _SIGTERM.set()
+    raise _why_terminated()
+
+
+def _as_raised(exc: BaseException) -> BaseException:
+    """``exc``, or what the SIGTERM handler raised where Ray turned it into another
+    ``SystemExit``: a handler's exception inside ``ray.wait``/``ray.get`` comes out of Ray as
+    ``SystemExit(1)`` (its ``check_signals``, measured on Ray 2.60: a stopped job recorded
+    the reason ``1``)."""
+    if _SIGTERM.is_set() and type(exc) is SystemExit:
+        return _why_terminated()
+    return exc
 
 
 def abort_reason(exc: BaseException) -> str:
@@ -73,17 +92,21 @@ def abort_guard(
     lifeline's too (:func:`~touchstone_ray.fleet.lifeline.finalizing`): where the main thread
     is stuck in Ray, the lifeline runs those not started yet before it ends the process."""
     main = threading.current_thread() is threading.main_thread()
+    _SIGTERM.clear()
     previous = signal.signal(signal.SIGTERM, _terminate) if main else None
     once = Steps(steps)
     try:
         with finalizing(once):
             yield
-    except BaseException as exc:
+    except BaseException as raised:
+        exc = _as_raised(raised)
         once.run(abort_reason(exc))  # a disk gone read-only fails them all: each on its own
         if isinstance(exc, KeyboardInterrupt):
             raise RunError(f"interrupted; {resume}") from None
         if is_disk_error(exc):
             raise write_failed(root, exc, command) from exc
+        if exc is not raised:
+            raise exc from None
         raise
     finally:
         if main:  # None: a handler not set from Python, which Python cannot set back
