@@ -267,6 +267,23 @@ class Jobs:
                     raise RunError(f"job submission failed: {exc}") from None
                 time.sleep(1.0)
 
+    def judged_bundle(self, job_id: str) -> Path | None:
+        """The bundle a judge job judges (its entrypoint's ``--bundle``, under ``--runs``), or
+        None: another kind of job, an unknown job, or no cluster started yet."""
+        if self.address is None and self.local is None:
+            return None
+        try:
+            listed = self.jobs()
+        except (TouchstoneError, RuntimeError):
+            return None
+        for job in listed:
+            if job.job_id == job_id and job.kind == "judge":
+                argv = shlex.split(job.entrypoint)
+                if "--bundle" in argv[:-1]:
+                    bundle = Path(argv[argv.index("--bundle") + 1]).resolve()
+                    return bundle if bundle.is_relative_to(self.runs) else None
+        return None
+
     def stop(self, job_id: str) -> bool:
         """Ask the cluster to stop the job; ``False`` when it had already ended."""
         client = self.client()
