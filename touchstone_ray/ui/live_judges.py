@@ -137,9 +137,19 @@ def _eta(seconds: float | None) -> str:
     return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
 
 
+def _calibration(j: JudgeProgress) -> str:
+    if not j.calibration_planned:
+        return "calibration: none in the pack"
+    verdict = {None: "pending", True: "qualified", False: "not qualified"}[j.qualified]
+    return (
+        f"calibration {j.calibration_done}/{j.calibration_planned} · band accuracy "
+        f"{_share(j.band_accuracy)} · red-flag recall {_share(j.red_flag_recall)} · "
+        f'<span class="qualified">{verdict}</span>'
+    )
+
+
 def _card(j: JudgeProgress) -> str:
     pct = 100.0 * j.done / j.planned if j.planned else 0.0
-    verdict = {None: "pending", True: "qualified", False: "not qualified"}[j.qualified]
     top = max(j.histogram.values(), default=0) or 1
     bars = "".join(
         f'<div class="hist-row" data-score="{s}">{s}: <span class="hist-bar" '
@@ -151,9 +161,7 @@ def _card(j: JudgeProgress) -> str:
         f'<div class="card judge-card" data-judge="{e(j.judge)}"><h3>{e(j.judge)}</h3>'
         f'<div class="bar"><span style="width:{pct:.1f}%"></span></div>'
         f'<div class="progress">{j.done}/{j.planned} answers</div>'
-        f'<div class="calibration">calibration {j.calibration_done}/{j.calibration_planned}'
-        f" · band accuracy {_share(j.band_accuracy)} · red-flag recall "
-        f'{_share(j.red_flag_recall)} · <span class="qualified">{verdict}</span></div>'
+        f'<div class="calibration">{_calibration(j)}</div>'
         f'<div class="histogram">{bars}<div>unscored: <span class="unscored">{j.unscored}'
         f"</span></div></div>"
         f'<div>red flags so far: <span class="n-red">{len(j.red_flags)}</span></div>'
