@@ -1,7 +1,7 @@
-"""A command ends in time when it must (:mod:`touchstone_ray.fleet.lifeline`): an eval joined
-to a Ray head whose processes are SIGKILLed exits with one line within 30 s, and SIGTERM ends
-one stuck on that gone cluster within 10 s; both finalize what they wrote. Real ``ray start``
-heads, a real ``touchstone-ray eval`` subprocess, real signals."""
+"""A command ends in time when it must (:mod:`touchstone_ray.fleet.lifeline`): an eval or a
+perf run joined to a Ray head whose processes are SIGKILLed exits with one line within 30 s,
+and SIGTERM ends one stuck on that gone cluster within 10 s; both finalize what they wrote.
+Real ``ray start`` heads, real ``touchstone-ray`` subprocesses, real signals."""
 
 from __future__ import annotations
 
@@ -57,19 +57,26 @@ def test_steps_run_once_each_whoever_runs_them() -> None:
     assert steps.take() is None
 
 
-@pytest.fixture
-def eval_on_head(
-    tmp_path: Path, pack_data: dict[str, Any]
+COMMANDS = {
+    "eval": ["eval", "--pack", "{tmp}/pack.yaml", "--config", "{tmp}/fleet.yaml"],
+    "perf": ["perf", "--config", "{tmp}/fleet.yaml"],
+}
+"""The commands run mid-way when their cluster goes (``{tmp}``: the test's folder)."""
+
+
+@pytest.fixture(params=sorted(COMMANDS))
+def run_on_head(
+    request: pytest.FixtureRequest, tmp_path: Path, pack_data: dict[str, Any]
 ) -> Iterator[tuple[LocalCluster, subprocess.Popen[str], Path]]:
-    """A ``ray start`` head and an eval joined to it (``--address``), once its first model has
-    started: ``(head, eval process, runs folder)``."""
+    """A ``ray start`` head and an eval or perf run joined to it (``--address``), once its
+    first model has started: ``(head, the run's process, runs folder)``."""
     runs = tmp_path / "runs"
     (tmp_path / "pack.yaml").write_text(yaml.safe_dump(pack_data, allow_unicode=True))
     (tmp_path / "fleet.yaml").write_text(yaml.safe_dump(SLOW_FLEET))
     head = LocalCluster()
     try:
-        cmd = [sys.executable, "-m", "touchstone_ray.cli", "eval", "--pack"]
-        cmd += [str(tmp_path / "pack.yaml"), "--config", str(tmp_path / "fleet.yaml")]
+        cmd = [sys.executable, "-m", "touchstone_ray.cli"]
+        cmd += [a.format(tmp=tmp_path) for a in COMMANDS[request.param]]
         cmd += ["--out", str(runs), "--address", head.address]
         env = {**head.client_env(), "PYTHONPATH": str(REPO)}
         run = subprocess.Popen(
@@ -83,7 +90,7 @@ def eval_on_head(
         with stopped(run):
             deadline = time.monotonic() + 240
             while '"model_start"' not in _events(runs) and run.poll() is None:
-                assert time.monotonic() < deadline, "the eval did not start its model"
+                assert time.monotonic() < deadline, "the run did not start its model"
                 time.sleep(0.5)
             assert run.poll() is None, run.communicate()
             yield head, run, runs
@@ -123,9 +130,9 @@ def _finalized(runs: Path) -> tuple[str, dict[str, Any]]:
 
 @pytest.mark.slow
 def test_a_command_whose_cluster_is_gone_exits_with_one_line(
-    eval_on_head: tuple[LocalCluster, subprocess.Popen[str], Path],
+    run_on_head: tuple[LocalCluster, subprocess.Popen[str], Path],
 ) -> None:
-    head, run, runs = eval_on_head
+    head, run, runs = run_on_head
     _kill_head(head)
     took = _ended_within(run, 30.0, time.monotonic())
     assert took >= GONE_AFTER_S
@@ -142,9 +149,9 @@ def test_a_command_whose_cluster_is_gone_exits_with_one_line(
 
 @pytest.mark.slow
 def test_sigterm_ends_a_command_stuck_on_a_gone_cluster_within_10_s(
-    eval_on_head: tuple[LocalCluster, subprocess.Popen[str], Path],
+    run_on_head: tuple[LocalCluster, subprocess.Popen[str], Path],
 ) -> None:
-    head, run, runs = eval_on_head
+    head, run, runs = run_on_head
     _kill_head(head)
     time.sleep(2.0)  # the driver is inside a call to the GCS that is gone
     sent = time.monotonic()
