@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from ui_helpers import make_bundle, packs_folder, ui_server
+from ui_helpers import make_bundle, packs_folder, shot, ui_server
 
 from touchstone_ray.judging.checks import CALIBRATION_MODEL
 
@@ -132,6 +132,7 @@ def test_judge_live_page_grows_with_the_verdicts(tmp_path: Path, page: Any) -> N
         assert card["histogram"] == [1, 2, 1, 2, 1]
         assert card["n_red"] == "2"
         assert re.fullmatch(r"\d+ s|\d+ min \d\d s", card["eta"]), card["eta"]
+        shot(page, "judge-live")
 
         _append(path, verdicts[7:])
         page.wait_for_function(

@@ -31,7 +31,7 @@ from aiohttp import web
 from touchstone_ray.bundle import Bundle, JudgeFiles, judge_ids
 from touchstone_ray.errors import TouchstoneError
 from touchstone_ray.judging.checks import judge_check
-from touchstone_ray.ui._live_state import run_eta_s
+from touchstone_ray.ui._live_state import eta_text, run_eta_s
 from touchstone_ray.ui._page import HEADERS, e, page
 from touchstone_ray.ui.security import confined_bundle
 
@@ -40,6 +40,8 @@ __all__ = ["POLL_S", "JudgeProgress", "JudgesLive", "judge_live_link", "judges_l
 POLL_S = 1.0
 """How often the stream looks at the judges' files (s)."""
 SCORES = (1, 2, 3, 4, 5)
+BAR = "display:inline-block;height:10px;background:#2f5fb3;vertical-align:middle;"
+"""A histogram bar's style (its width is the count's share of the largest)."""
 
 
 @dataclass
@@ -130,13 +132,6 @@ def _share(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.0f} %"
 
 
-def _eta(seconds: float | None) -> str:
-    if seconds is None:
-        return "—"
-    minutes, secs = divmod(int(seconds + 0.5), 60)
-    return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
-
-
 def _calibration(j: JudgeProgress) -> str:
     if not j.calibration_planned:
         return "calibration: none in the pack"
@@ -152,8 +147,8 @@ def _card(j: JudgeProgress) -> str:
     pct = 100.0 * j.done / j.planned if j.planned else 0.0
     top = max(j.histogram.values(), default=0) or 1
     bars = "".join(
-        f'<div class="hist-row" data-score="{s}">{s}: <span class="hist-bar" '
-        f'style="width:{120 * n / top:.0f}px"></span> <span class="n">{n}</span></div>'
+        f'<div class="hist-row" data-score="{s}">{s}: <span class="hist-bar" style="{BAR}'
+        f'width:{120 * n / top:.0f}px"></span> <span class="n">{n}</span></div>'
         for s, n in j.histogram.items()
     )
     flags = "".join(f"<li>{e(f)}</li>" for f in j.red_flags) or "<li>none</li>"
@@ -166,7 +161,7 @@ def _card(j: JudgeProgress) -> str:
         f"</span></div></div>"
         f'<div>red flags so far: <span class="n-red">{len(j.red_flags)}</span></div>'
         f'<ul class="red-flags">{flags}</ul>'
-        f'<div>ETA <span class="eta">{_eta(j.eta_s)}</span></div></div>'
+        f'<div>ETA <span class="eta">{eta_text(j.eta_s)}</span></div></div>'
     )
 
 
