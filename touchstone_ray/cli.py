@@ -409,11 +409,14 @@ def ui(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Console-script entry point; returns the exit code. SIGTERM, and the loss of the Ray
-    cluster a command joined, end it in time (:mod:`touchstone_ray.fleet.lifeline`)."""
+    """Console-script entry point; returns the exit code. Run as the console script
+    (``argv`` None), SIGTERM and the loss of the Ray cluster a command joined end it in time
+    (:mod:`touchstone_ray.fleet.lifeline`); a caller that passes ``argv`` (a test, a program
+    embedding the CLI) keeps its own signal handling."""
     from touchstone_ray.fleet import lifeline
 
-    lifeline.install()
+    if argv is None:
+        lifeline.install()
     return lifeline.leave(_main(argv))
 
 
