@@ -4,7 +4,8 @@ Runs are submitted with :class:`ray.job_submission.JobSubmissionClient` to the c
 ``--address`` (its dashboard address: ``http://head:8265``, or ``auto``); without one, the
 UI starts a local Ray head as a child process (``ray start --head --block`` on free ports,
 dashboard on 127.0.0.1) the first time a job is needed, and stops it, with every job on it,
-when the UI exits (:meth:`Jobs.close`). The
+when the UI exits (:meth:`Jobs.close`); a UI that is killed takes it along too (the head is
+tied to the UI's worker thread that started it, which lives as long as the UI's loop). The
 UI never runs a measurement itself: the job's entrypoint is the CLI (``touchstone-ray eval
 --pack P --config C --out RUNS``, ``touchstone-ray perf --config C --out RUNS``,
 ``touchstone-ray judge --bundle B --judge-config J``), so
@@ -146,7 +147,8 @@ class Jobs:
             from ray.job_submission import JobSubmissionClient
 
             if self.address is None and self.local is None:
-                self.local = LocalCluster()
+                # tied to this worker thread: a pool thread that lives as long as the UI's loop
+                self.local = LocalCluster(tied=True)
             url = self.address or (self.local.url if self.local else "auto")
             deadline = time.monotonic() + READY_TIMEOUT_S
             while True:
