@@ -139,8 +139,7 @@ def _sigterm(signum: int, frame: object) -> None:
 
 
 def _listen(reader: socket.socket, writer: socket.socket) -> None:
-    while True:
-        data = reader.recv(64)
+    while data := reader.recv(64):  # b"": the socket closed, nothing more can come
         if signal.SIGTERM in data:
             _fire()
 
@@ -233,8 +232,8 @@ def _watch(host: str, port: int, address: str) -> None:
 
 def leave(code: int) -> int:
     """``code``, or, once SIGTERM came or the cluster is gone, end the process with it now
-    (``os._exit`` after flushing): ``ray.shutdown`` at exit would wait for a GCS that is
-    gone, and the lifeline has already said what it had to."""
+    (``os._exit`` after flushing, before the lifeline's thread can): ``ray.shutdown`` at
+    exit would wait for a GCS that is gone, and the caller has printed its line already."""
     if not _STATE.fired.is_set():
         return code
     _STATE.ending.acquire()
