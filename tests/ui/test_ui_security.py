@@ -48,6 +48,9 @@ def test_a_foreign_host_header_is_refused_even_for_get(site: UiServer) -> None:
     wrong_port = httpx.get(site.url + "/", headers={"Host": f"127.0.0.1:{site.port + 1}"})
     assert wrong_port.status_code == 403
     assert httpx.get(site.url + "/", headers={"Host": f"localhost:{site.port}"}).status_code == 200
+    for path in (f"/judge-live/{JUDGED}", f"/judge-events/{JUDGED}"):
+        r = httpx.get(site.url + path, headers={"Host": f"rebound.example:{site.port}"})
+        assert (r.status_code, r.text) == (403, "refused: Host is not this UI's loopback address")
 
 
 def test_paths_outside_runs_and_packs_are_not_served(site: UiServer) -> None:
@@ -56,12 +59,16 @@ def test_paths_outside_runs_and_packs_are_not_served(site: UiServer) -> None:
         "/run/%2Fetc",
         "/run/lab",
         "/live/..%2Fpacks",
+        "/judge-live/..%2Fpacks",
+        "/judge-events/..%2F..%2Fetc",
+        "/judge-live/lab",
         "/packs/..%2Fruns%2Flab",
         "/packs/..%2F..%2Fpyproject.toml",
     ):
         r = httpx.get(site.url + path)
         assert r.status_code == 404, path
     assert httpx.get(site.url + f"/run/{JUDGED}").status_code == 200
+    assert httpx.get(site.url + f"/judge-live/{JUDGED}").status_code == 200
 
 
 def test_headers_carry_the_strict_csp(site: UiServer) -> None:

@@ -7,7 +7,8 @@ Routes: ``/`` overview (``/fragment/overview`` its tables), ``/run/<bundle>`` re
 ``/jobs/<id>`` with its log stream ``/jobs/<id>/events``), ``/queue`` (:mod:`.queue_page`),
 ``/static/<script>``; bundles as files (:mod:`.bundle_files`): ``/zip/<bundle>``,
 ``/file/<bundle>?name=<file>``, ``POST /bundles/import``, ``POST /trash/<bundle>``, ``/trash``,
-``POST /restore/<id>``.
+``POST /restore/<id>``; a judge run's live page ``/judge-live/<bundle>`` with
+``/judge-events/<bundle>`` (:mod:`.live_judges`).
 ``<bundle>`` is the bundle's path relative to ``--runs``; anything that resolves outside it,
 or is not a bundle folder, is a 404.
 """
@@ -29,6 +30,7 @@ from touchstone_ray.ui import compare, jobs_page, judges, live, overview, packs,
 from touchstone_ray.ui._page import HEADERS, e, page
 from touchstone_ray.ui.bundle_files import BundleFiles, files_bar, import_form
 from touchstone_ray.ui.jobs import Jobs
+from touchstone_ray.ui.live_judges import JudgesLive, judge_live_link
 from touchstone_ray.ui.security import confined_bundle, guard_middleware, is_loopback_host
 from touchstone_ray.ui.static import SCRIPTS
 
@@ -102,6 +104,11 @@ async def result_page(request: web.Request) -> web.Response:
             title, body = await asyncio.to_thread(
                 result.result_html, root, _filters(request, result.FILTERS), request.path
             )
+            rel = root.relative_to(request.app[RUNS]).as_posix()
+            body = (
+                f'<p><a id="judges-live" href="{e(judge_live_link(rel))}">judges live</a></p>'
+                + body
+            )
     except TouchstoneError as exc:
         return page("Result", f'<h1>{e(root.name)}</h1><p class="err">{e(exc)}</p>{bar}')
     return page(title, bar + body, scripts=("report.js",))
@@ -125,6 +132,7 @@ async def live_page(request: web.Request) -> web.Response:
         inner = f'<p class="err">{e(exc)}</p>'
     dashboard = await asyncio.to_thread(live.recorded_dashboard, root)
     links = [f'<a href="/run/{e(rel)}">result page</a>']
+    links.append(f'<a id="judges-live" href="{e(judge_live_link(rel))}">judges live</a>')
     if dashboard:
         links.append(f'<a id="ray-dashboard" href="{e(dashboard)}">Ray dashboard</a>')
     body = (
@@ -262,7 +270,10 @@ async def job_stop(request: web.Request) -> web.StreamResponse:
 
 
 async def job_view(request: web.Request) -> web.Response:
-    return page("Job", jobs_page.job_html(request.match_info["job"]), scripts=("job.js",))
+    job_id = request.match_info["job"]
+    bundle = await asyncio.to_thread(request.app[JOBS].judged_bundle, job_id)
+    link = judge_live_link(bundle.relative_to(request.app[RUNS]).as_posix()) if bundle else None
+    return page("Job", jobs_page.job_html(job_id, link), scripts=("job.js",))
 
 
 async def job_events(request: web.Request) -> web.StreamResponse:
@@ -337,6 +348,7 @@ def make_app(settings: UiSettings) -> web.Application:
         ]
     )
     app.add_routes(BundleFiles(app[RUNS]).routes())
+    app.add_routes(JudgesLive(app[RUNS]).routes())
     return app
 
 

@@ -28,6 +28,7 @@ from touchstone_ray.report import ReportData, load_report_data
 from touchstone_ray.ui._live_state import (
     HostProgress,
     LiveState,
+    eta_text,
     host_series,
     run_eta_s,
 )
@@ -143,13 +144,6 @@ def sparkline(values: list[float], width: int = 160, height: int = 28) -> str:
 SERIES_LABELS = {"ram": "host RAM used", "gpu": "GPU memory used", "engine": "engine RSS"}
 
 
-def _eta(seconds: float | None) -> str:
-    if seconds is None:
-        return "—"
-    minutes, secs = divmod(int(seconds + 0.5), 60)
-    return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
-
-
 ERROR_CHARS = 160
 """A failure's error text on the card is cut to this many characters (the result page and
 the shard keep it whole)."""
@@ -189,7 +183,7 @@ def _card(hp: HostProgress) -> str:
         f'<div class="progress">{finished}/{hp.planned} {e(hp.unit)} ({hp.ok} ok, '
         f'<span class="failed">{hp.failed} failed</span>)</div>{extra}'
         f'<div>in flight: <span class="in-flight">{in_flight}</span>{model} · ETA '
-        f'<span class="eta">{_eta(hp.eta_s)}</span></div>'
+        f'<span class="eta">{eta_text(hp.eta_s)}</span></div>'
         f'<div class="failure-kinds">failures: {e(kinds)}</div>'
         f'<ul class="failures">{failures}</ul>{sparks}</div>'
     )
