@@ -24,19 +24,25 @@ from touchstone_ray.storage import to_json_line
 GOLDEN = Path(__file__).parent / "golden" / "eval_response_v1.jsonl"
 """A response line written by the flat EvalResponse before it was split into parts."""
 
+LATER = ["answer_flags", "engine_down_s", "reasoning_s", "reasoning_tps", "max_tokens_sent"]
+"""Fields added after the golden line was written, in the order they were appended."""
+
 
 def test_a_line_written_before_the_split_reads_and_writes_back_byte_for_byte() -> None:
     line = GOLDEN.read_text(encoding="utf-8")
     record = EvalResponse.model_validate_json(line)
-    # the line predates answer_flags and engine_down_s: they read as [] and null and come
-    # back appended
-    assert (record.answer_flags, record.engine_down_s) == ([], None)
-    added = ',"answer_flags":[],"engine_down_s":null}\n'
+    # the line predates the fields added later: they read as [] and null and come back
+    # appended
+    assert (record.answer_flags, record.engine_down_s, record.max_tokens_sent) == ([], None, None)
+    assert (record.reasoning_s, record.reasoning_tps) == (None, None)
+    added = (
+        ',"answer_flags":[],"engine_down_s":null,"reasoning_s":null,"reasoning_tps":null,'
+        '"max_tokens_sent":null}\n'
+    )
     assert to_json_line(record) == line.removesuffix("}\n") + added
-    later = ["answer_flags", "engine_down_s"]
-    assert list(record.model_dump(mode="json")) == [*json.loads(line), *later]
-    assert EvalResponse.on_disk_fields() == [*json.loads(line), *later]
-    assert len(EVAL_RESPONSE_FIELDS) == 67
+    assert list(record.model_dump(mode="json")) == [*json.loads(line), *LATER]
+    assert EvalResponse.on_disk_fields() == [*json.loads(line), *LATER]
+    assert len(EVAL_RESPONSE_FIELDS) == 70
 
 
 def test_answer_flags_round_trip_at_the_end_of_the_line() -> None:
@@ -44,14 +50,17 @@ def test_answer_flags_round_trip_at_the_end_of_the_line() -> None:
     record = EvalResponse.model_validate(line | {"answer_flags": ["template_leak", "empty"]})
     written = to_json_line(record)
     flags = '"answer_flags":["template_leak","empty"]'
-    assert written.endswith(f',"n_samples":7,{flags},"engine_down_s":null}}\n')
+    assert written.endswith(
+        f',"n_samples":7,{flags},"engine_down_s":null,"reasoning_s":null,"reasoning_tps":null,'
+        '"max_tokens_sent":null}\n'
+    )
     assert EvalResponse.model_validate_json(written).answer_flags == ["template_leak", "empty"]
 
 
 def test_the_parts_cover_every_field_exactly_once() -> None:
     parts = (CellIdentity, ChatResult, CellConditions, CellResources)
     names = [name for part in parts for name in part.model_fields]
-    assert len(names) == len(set(names)) == 67
+    assert len(names) == len(set(names)) == 70
     assert set(names) == set(EvalResponse.model_fields) == set(EVAL_RESPONSE_FIELDS)
     assert issubclass(EvalResponse, ChatResult)
     assert set(ChatResult.model_fields) == {
@@ -60,6 +69,8 @@ def test_the_parts_cover_every_field_exactly_once() -> None:
         *EVAL_RESPONSE_FIELDS[24:37],
         *EVAL_RESPONSE_FIELDS[38:44],
         "engine_down_s",
+        "reasoning_s",
+        "reasoning_tps",
     }
 
 
@@ -79,7 +90,7 @@ def test_from_chat_keeps_the_engine_result_unchanged() -> None:
     }
     assert record.queue_wait_s == 0.01
     assert record.sys_used_mb is None and record.n_samples is None
-    assert list(record.model_dump()) == [*line, "answer_flags", "engine_down_s"]
+    assert list(record.model_dump()) == [*line, *LATER]
 
 
 def test_a_subclass_keeps_the_eval_fields_first_then_its_own() -> None:
@@ -89,8 +100,8 @@ def test_a_subclass_keeps_the_eval_fields_first_then_its_own() -> None:
         line | {"context": "512", "context_target_tokens": 512, "concurrency": 2, "run": 1}
     )
     keys = list(perf.model_dump(mode="json"))
-    assert keys[:67] == list(EVAL_RESPONSE_FIELDS)
-    assert keys[67:72] == own
+    assert keys[:70] == list(EVAL_RESPONSE_FIELDS)
+    assert keys[70:75] == own
     assert PerfResponse.on_disk_fields() == keys
 
 
@@ -113,4 +124,4 @@ def test_every_record_field_is_documented() -> None:
         if not info.description
     ]
     assert undocumented == []
-    assert [len(record.model_fields) for record in records] == [67, 16, 7, 18, 8, 5]
+    assert [len(record.model_fields) for record in records] == [70, 16, 7, 18, 8, 5]

@@ -92,7 +92,12 @@ def eval_command(
         str | None, typer.Option(help="A quick try: comma-separated prompt ids.")
     ] = None,
     strict_preflight: Annotated[
-        bool, typer.Option(help="Abort if an endpoint is unreachable or a model not served.")
+        bool,
+        typer.Option(
+            help="Stop a host whose endpoint is unreachable or whose model is not served, and "
+            "a model whose warm-up answer shows template_leak, prompt_echo, repetition_loop "
+            "or empty, before their cells (--resume runs them later)."
+        ),
     ] = False,
     dry_run: Annotated[bool, typer.Option(help="Print the plan and exit.")] = False,
     allow_cut: Annotated[
@@ -419,10 +424,26 @@ def ui(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Console-script entry point; returns the exit code."""
+    """Console-script entry point; returns the exit code. Run as the console script
+    (``argv`` None), SIGTERM and the loss of the Ray cluster a command joined end it in time
+    (:mod:`touchstone_ray.fleet.lifeline`); a caller that passes ``argv`` (a test, a program
+    embedding the CLI) keeps its own signal handling."""
+    from touchstone_ray.fleet import lifeline
+
+    if argv is None:
+        lifeline.install()
+    return lifeline.leave(_main(argv))
+
+
+def _main(argv: list[str] | None) -> int:
+    from touchstone_ray.fleet.lifeline import gone_line
+
     try:
         app(args=argv, prog_name="touchstone-ray")
     except SystemExit as exc:
+        if (gone := gone_line()) is not None:  # Ray's SIGTERM handler ran, not abort_guard's
+            typer.echo(f"error: {gone}", err=True)
+            return 1
         return exc.code if isinstance(exc.code, int) else 1
     except TouchstoneError as exc:
         if _debug["on"]:

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from touchstone_ray.endpoint import LOCAL_HOST as LOCAL_HOST
 from touchstone_ray.endpoint import EndpointSpec
 from touchstone_ray.errors import ConfigError
+from touchstone_ray.records import AnswerFlag
 from touchstone_ray.sim import SimConfig
 from touchstone_ray.yamlio import (
     RuleError,
@@ -83,6 +84,14 @@ class ModelSpec(EndpointSpec):
     context_tokens: int | None = Field(default=None, gt=0)
     """Context the model gets (tokens; sent as Ollama ``options.num_ctx``; checked against the
     server's own limit at start). ``None``: the server's default."""
+    reasoning_headroom_tokens: int = Field(default=0, ge=0)
+    """Tokens added to every prompt's ``max_tokens`` for this model (a reasoning model spends
+    part of the budget before its answer); a prompt without a cap stays without one. The budget
+    sent is each record's ``max_tokens_sent``. Default 0."""
+    answer_flags_off: tuple[AnswerFlag, ...] = ()
+    """Answer flags this model's records never carry (SPEC §7 ``answer_flags`` names, e.g.
+    ``wrong_language`` for a model asked to answer in code): its detectors still run, the
+    names listed here are dropped. An unknown name is a config error. Default none."""
     engine_process: str | None = Field(default=None, min_length=1)
     """Substring of the serving process's name or command line (e.g. ``llama-server`` or
     ``--port 8081``), for a server behind a proxy that is not found by its port; it must match

@@ -64,10 +64,11 @@ class PromptVariant(_Strict):
 class Sampling(_Strict):
     """Sampling parameters sent with every generation request."""
 
-    temperature: float = Field(default=0.0, ge=0.0)
-    """Sampling temperature (default 0.0, deterministic)."""
-    seed: int = 42
-    """Sampling seed (default 42)."""
+    temperature: float | None = Field(default=0.0, ge=0.0)
+    """Sampling temperature (default 0.0, deterministic); ``null``: left out of the request
+    body, the server's default applies (thinking models that reject it)."""
+    seed: int | None = 42
+    """Sampling seed (default 42); ``null``: left out of the request body."""
 
 
 class Prompt(_Strict):

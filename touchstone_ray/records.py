@@ -23,6 +23,18 @@ SCHEMA_VERSION = 1
 ReasoningSource = Literal["reasoning_content", "reasoning", "thinking", "think_tag"]
 TokenCountSource = Literal["server", "estimated", "missing"]
 MemPressure = Literal["normal", "warn", "critical"]
+AnswerFlag = Literal[
+    "template_leak",
+    "prompt_echo",
+    "repetition_loop",
+    "cut_at_limit",
+    "cut_in_reasoning",
+    "empty",
+    "reasoning_only",
+    "wrong_language",
+]
+"""The names of SPEC §7 ``answer_flags``, in the order :func:`touchstone_ray.answers.answer_flags`
+lists them (each flag's detector is documented there)."""
 VerdictStatus = Literal[
     "scored",
     "unscored_reasoning_only",
@@ -141,6 +153,13 @@ class ChatResult(_Record):
     """Time the call waited for its endpoint while it refused connections (an engine
     restarting; s, from the call's first refused connect; not counted in ``attempt``);
     ``None`` when it was never refused."""
+    reasoning_s: float | None = None
+    """Time from the first reasoning token to the first answer token (s); ``None`` without
+    reasoning or without an answer (a budget spent inside the reasoning)."""
+    reasoning_tps: float | None = None
+    """Reasoning speed (tok/s): ``reasoning_tokens / reasoning_s`` (the first answer token
+    comes one token interval after the last reasoning token, so ``reasoning_s`` spans
+    ``reasoning_tokens`` intervals); ``None`` where either is ``None``."""
     # outcome
     ok: bool
     """The call produced an answer stream (even an empty one); ``False`` = a failed cell."""
@@ -185,6 +204,10 @@ class CellConditions(_Record):
     ``cut_in_reasoning``, ``empty``, ``reasoning_only``, ``wrong_language``;
     :func:`touchstone_ray.answers.answer_flags`); ``[]`` when clean, for a failed call and in
     records written before the field existed."""
+    max_tokens_sent: int | None = None
+    """The completion budget the request carried (tokens): the prompt's ``max_tokens`` plus the
+    model's ``reasoning_headroom_tokens``; ``None`` when no cap was sent, and in records
+    written before the field existed."""
 
 
 class CellResources(_Record):
@@ -261,7 +284,7 @@ EVAL_RESPONSE_FIELDS: tuple[str, ...] = (
     "mem_pressure_max", "throttled", "gpu_mem_used_mb", "gpu_mem_delta_mb", "gpu_util_pct",
     "gpu_temp_c_max", "gpu_power_w", "gpu_throttle_reasons", "n_samples",
     # added later, each at the end so the keys before it keep their places
-    "answer_flags", "engine_down_s",
+    "answer_flags", "engine_down_s", "reasoning_s", "reasoning_tps", "max_tokens_sent",
 )  # fmt: skip
 """Every :class:`EvalResponse` field in its on-disk order (SPEC §7, a Contract: the order of
 the keys in a response line)."""

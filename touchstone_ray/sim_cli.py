@@ -93,6 +93,8 @@ def sim_server(
     judge_constant_score: Annotated[
         int | None, typer.Option(help=_h("judge_constant_score"))
     ] = None,
+    context_length: Annotated[int | None, typer.Option(help=_h("context_length"))] = None,
+    default_num_ctx: Annotated[int | None, typer.Option(help=_h("default_num_ctx"))] = None,
     seed: Annotated[int | None, typer.Option(help=_h("seed"))] = None,
     trace_limit: Annotated[int | None, typer.Option(help=_h("trace_limit"))] = None,
 ) -> None:
@@ -125,6 +127,8 @@ def sim_server(
         "loop_period": loop_period,
         "endless_reasoning": endless_reasoning,
         "judge_constant_score": judge_constant_score,
+        "context_length": context_length,
+        "default_num_ctx": default_num_ctx,
         "seed": seed,
         "trace_limit": trace_limit,
     }

@@ -206,4 +206,4 @@ def test_manifest_documents_every_field_of_every_part() -> None:
         for name, info in model.model_fields.items()
         if not info.description
     ]
-    assert len(models) == 11 and undocumented == []
+    assert len(models) == 15 and undocumented == []

@@ -14,6 +14,8 @@ from touchstone_ray.bundle import (
     HostFacts,
     HostGpu,
     Manifest,
+    TemplateCheck,
+    WarmupProbe,
     edit_manifest,
     read_manifest,
     write_manifest,
@@ -48,6 +50,7 @@ OLDER: dict[str, Any] = {
     "started_at": 1700000000,
     "finished_at": 1700000100.25,
     "status": "done",
+    "servers": {"m1": {"engine_kind": None, "server_facts": {"n_ctx": 4096}, "more": 1}},
     "renamed_later": {"kept": True},
 }  # fmt: skip
 
@@ -73,6 +76,8 @@ def test_an_older_manifest_reads_typed_and_writes_back_byte_for_byte(tmp_path: P
     assert b.monitoring_lost_reason == "node died" and b.cpu_count is None
     assert m.ray is not None and m.ray.dashboard_url == "http://127.0.0.1:8265"
     assert m.run_started_at() == 1700000000.0
+    assert m.servers is not None and m.servers["m1"].server_facts == {"n_ctx": 4096}
+    assert (m.servers["m1"].template, m.servers["m1"].warmup) == (None, None)
     assert m.to_dict() == OLDER
     assert list(m.to_dict()["hosts"]["gpu-a"]) == list(OLDER["hosts"]["gpu-a"])
     assert list(m.to_dict()["models"][0]) == list(OLDER["models"][0])
@@ -92,6 +97,35 @@ def test_a_new_host_keeps_the_order_its_facts_were_set_in(tmp_path: Path) -> Non
     data = json.loads(path.read_text(encoding="utf-8"))
     assert list(data["hosts"]["gpu-c"]) == [*facts, "capabilities", "stopped_reason"]
     assert read_manifest(path).hosts["gpu-c"].cpu_count == 4
+
+
+def test_a_server_entry_keeps_its_template_check_and_warmup_probe_typed(tmp_path: Path) -> None:
+    path = tmp_path / "bundle.json"
+    _write(path, {"status": "running", "servers": {"old": {"engine_kind": "vllm"}}})
+    check = TemplateCheck(source="/props", families=["Gemma"], unknown_markers=[], fix=None)
+    with edit_manifest(path) as m:
+        m.server("new").update({"engine_kind": "llamacpp", "template": check})
+    with edit_manifest(path) as m:
+        m.server("new").warmup = WarmupProbe(flags=["template_leak"], example="x<|im_end|>")
+        m.server("new").stopped_reason = "warm-up answer shows template_leak"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data["servers"] == {
+        "old": {"engine_kind": "vllm"},
+        "new": {
+            "engine_kind": "llamacpp",
+            "template": {
+                "source": "/props",
+                "families": ["Gemma"],
+                "unknown_markers": [],
+                "fix": None,
+            },
+            "warmup": {"flags": ["template_leak"], "example": "x<|im_end|>"},
+            "stopped_reason": "warm-up answer shows template_leak",
+        },
+    }
+    server = (read_manifest(path).servers or {})["new"]
+    assert server.template is not None and server.template.families == ["Gemma"]
+    assert server.warmup is not None and server.warmup.flags == ["template_leak"]
 
 
 def test_a_gpu_without_a_name_key_shows_gpu_and_a_null_name_reads_none() -> None:

@@ -84,6 +84,8 @@ def test_timing_formulas_exactly() -> None:
     assert (out["response_text"], out["reasoning_text"]) == ("Hallo", "Hmm")
     assert out["reasoning_source"] == "reasoning_content"
     assert out["finish_reason"] == "stop"
+    assert out["reasoning_s"] == pytest.approx(0.7 - 0.5)  # first reasoning → first answer
+    assert out["reasoning_tps"] == pytest.approx(2 / 0.2)  # the server's 2 reasoning tokens
 
 
 def test_comments_roles_nulls_and_empty_strings_never_count() -> None:
@@ -144,6 +146,10 @@ def test_think_tag_split_across_chunks_times_the_answer() -> None:
     assert (out["reasoning_text"], out["response_text"]) == ("a b", "Ja")
     assert out["ttft_s"] == pytest.approx(0.1)
     assert out["ttfa_s"] == pytest.approx(0.5)  # not the "\n\n" after </think>
+    assert out["reasoning_s"] == pytest.approx(0.5 - 0.1)  # from "<think>a" to "Ja"
+    # no usage: "a b" is estimated as ceil(3 / 4) = 1 reasoning token (token_count_source)
+    assert (out["reasoning_tokens"], out["token_count_source"]) == (1, "estimated")
+    assert out["reasoning_tps"] == pytest.approx(1 / 0.4)
 
 
 def test_lone_closing_tag_makes_everything_before_reasoning() -> None:
@@ -162,6 +168,7 @@ def test_unclosed_think_up_to_length_stop_is_reasoning_only() -> None:
     assert (out["reasoning_only"], out["content_empty"], out["truncated"]) == (True, True, True)
     assert out["ttfa_s"] is None
     assert out["reasoning_source"] == "think_tag"
+    assert (out["reasoning_s"], out["reasoning_tps"]) == (None, None)  # no answer came
 
 
 def test_estimates_without_usage() -> None:
@@ -171,6 +178,7 @@ def test_estimates_without_usage() -> None:
     assert (out["completion_tokens"], out["prompt_tokens"]) == (3, 3)
     assert out["token_count_source"] == "estimated"
     assert out["reasoning_tokens"] is None
+    assert (out["reasoning_s"], out["reasoning_tps"]) == (None, None)  # no reasoning
 
 
 def test_error_object_and_garbage_are_protocol_errors() -> None:

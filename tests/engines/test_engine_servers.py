@@ -233,3 +233,40 @@ def test_llamacpp_body_turns_the_prompt_cache_off_only_when_asked() -> None:
     assert (body_off["cache_prompt"], sent_off["cache_prompt"]) == (False, False)
     req = ChatRequest(model="m", messages=REQ.messages, context_tokens=2048)
     assert "num_ctx" not in json.dumps(on.build_body(req)[0])  # OpenAI has no per-request context
+
+
+def test_any_openai_server_gives_max_model_len_where_listed(replay: ReplayServer) -> None:
+    models = {"data": [{"id": "served", "max_model_len": 16384}, {"id": "bare"}]}
+    replay.set("/v1/models", json_reply(models))
+    engine = OpenAIEngine(settings(replay.url + "/v1"))
+    assert call(engine, "context_limit", "served") == 16384  # whatever the engine: value
+    assert call(OpenAIEngine(settings(replay.url + "/v1")), "context_limit", "bare") is None
+    replay.set("/v1/models", json_reply({"error": "not found"}, status=404))
+    assert call(OpenAIEngine(settings(replay.url + "/v1")), "context_limit", "served") is None
+
+
+SHOW = {  # the shape of Ollama's POST /api/show answer (trimmed)
+    "modelfile": "FROM qwen3:8b",
+    "template": "{{ .Prompt }}",
+    "details": {"family": "qwen3", "parameter_size": "8.2B", "quantization_level": "Q4_K_M"},
+    "model_info": {
+        "general.architecture": "qwen3",
+        "general.parameter_count": 8190735360,
+        "qwen3.context_length": 40960,
+        "qwen3.embedding_length": 4096,
+    },
+    "capabilities": ["completion", "tools", "thinking"],
+}
+
+
+def test_ollama_reads_the_models_context_length_from_show(replay: ReplayServer) -> None:
+    replay.set("/api/show", json_reply(SHOW))
+    engine = create_engine("ollama", settings(replay.url))
+    assert engine.sends_context is True
+    assert call(engine, "model_context_length", "qwen3:8b") == 40960
+    [shown] = replay.requests("/api/show")
+    assert (shown.method, shown.body) == ("POST", {"model": "qwen3:8b"})
+    no_length = {**SHOW, "model_info": {"general.architecture": "qwen3"}}
+    replay.set("/api/show", json_reply(no_length))
+    assert call(create_engine("ollama", settings(replay.url)), "model_context_length", "q") is None
+    assert OpenAIEngine.sends_context is False

@@ -21,7 +21,7 @@ import httpx
 import yaml
 
 from touchstone_ray.eval.run import EvalOptions, EvalOutcome, run_eval
-from touchstone_ray.fleet.client_actor import WARMUP_PROMPT
+from touchstone_ray.fleet.probe import WARMUP_PROMPT
 from touchstone_ray.sim._text import request_key
 
 REPO = Path(__file__).resolve().parents[2]
@@ -70,6 +70,20 @@ def write_yaml(path: Path, data: Any) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
     return path
+
+
+def quick_fleet(path: Path, models: list[dict[str, Any]]) -> Path:
+    """A fleet config of ``models`` at ``path`` for a quick local run: no dashboard, no
+    warm-up, one attempt per cell, host samples every 0.2 s, no GPU sampling."""
+    return write_yaml(
+        path,
+        {
+            "ray": {"include_dashboard": False},
+            "models": models,
+            "scheduling": {"warmup": False, "max_attempts": 1},
+            "monitor": {"interval_s": 0.2, "gpu": "off"},
+        },
+    )
 
 
 def all_keys(pack: dict[str, Any], models: list[str]) -> set[str]:

@@ -4,14 +4,25 @@ from __future__ import annotations
 
 import pytest
 
+from touchstone_ray.config import ModelSpec
 from touchstone_ray.engines import ChatRequest, EngineSettings
 from touchstone_ray.engines.ollama import OllamaEngine
 from touchstone_ray.errors import ConfigError
-from touchstone_ray.eval.context import context_for, overflow_line, overflowing
+from touchstone_ray.eval.context import (
+    ModelContext,
+    context_for,
+    model_limit,
+    overflow_line,
+    overflowing,
+    with_prompt_need,
+)
+from touchstone_ray.eval.matrix import ModelPlan
 from touchstone_ray.fleet import Cell
 from touchstone_ray.fleet.prompts import (
+    ANSWER_ROOM_TOKENS,
     PromptCount,
     cell_messages,
+    context_need,
     estimate_prompt_tokens,
     fits,
     input_truncated,
@@ -115,3 +126,67 @@ def test_ollama_sends_context_tokens_as_num_ctx_unless_extra_body_says() -> None
     assert (body["options"]["num_ctx"], sent["num_ctx"]) == (2048, 2048)
     explicit = req.model_copy(update={"extra_body": {"options": {"num_ctx": 8192}}})
     assert engine.build_body(explicit)[0]["options"]["num_ctx"] == 8192
+
+
+def test_context_need_is_the_largest_prompt_plus_its_budget() -> None:
+    assert context_need([(300, 100), (500, 50), (200, 400)]) == 600
+    assert context_need([(300, 100), (20, None)]) == 20 + ANSWER_ROOM_TOKENS
+    assert context_need([]) is None
+
+
+def _plan(**spec: object) -> ModelPlan:
+    model = ModelSpec.model_validate({"id": "m", "engine": "ollama", "base_url": "http://x"} | spec)
+    return ModelPlan(label="m", spec=model, host="local", variants=("baseline",))
+
+
+OLLAMA = {"sends_context": True, "context_limit": None, "model_context_length": 40960}
+
+
+@pytest.mark.parametrize(
+    ("spec", "entry", "expected"),
+    [
+        # Ollama: configured, else the model's own length, else left for the prompts' need
+        ({"context_tokens": 8192}, OLLAMA, ModelContext(8192, "configured", None, True)),
+        (
+            {"extra_body": {"options": {"num_ctx": 2048}}},
+            OLLAMA,
+            ModelContext(2048, "extra_body", None, True),
+        ),
+        ({}, OLLAMA, ModelContext(40960, "model", None, True)),
+        ({}, OLLAMA | {"model_context_length": None}, ModelContext(None, None, None, True)),
+        # an OpenAI-compatible server: its own limit, nothing sent
+        (
+            {},
+            {"sends_context": False, "context_limit": 4096},
+            ModelContext(4096, "server", 4096, False),
+        ),
+        (
+            {"context_tokens": 2048, "extra_body": {"options": {"num_ctx": 9}}},
+            {"sends_context": False, "context_limit": 4096},
+            ModelContext(2048, "configured", 4096, False),
+        ),
+        ({}, {}, ModelContext(None, None, None, False)),  # the preflight did not say
+    ],
+)
+def test_model_limit_sources(
+    spec: dict[str, object], entry: dict[str, object], expected: ModelContext
+) -> None:
+    assert model_limit(_plan(**spec), entry) == expected
+
+
+def test_a_per_request_server_without_a_context_gets_what_the_prompts_need() -> None:
+    cells = [cell("A1", 100), cell("A2", 50), cell("A1", None, variant="none")]
+    counts = {"baseline|A1": (30, "estimated"), "baseline|A2": (200, "estimated")}
+    counts["none|A1"] = (20, "estimated")
+    chosen = with_prompt_need(ModelContext(None, None, None, True), cells, counts)
+    assert chosen == ModelContext(20 + ANSWER_ROOM_TOKENS, "prompts", None, True)
+    assert chosen.sent and chosen.manifest_entry() == {
+        "tokens": 4116,
+        "source": "prompts",
+        "sent": True,
+    }
+    # a context already chosen, or a server that takes none per request: unchanged
+    given = ModelContext(8192, "model", None, True)
+    assert with_prompt_need(given, cells, counts) is given
+    other = ModelContext(None, None, None, False)
+    assert with_prompt_need(other, cells, counts) is other and not other.sent

@@ -116,3 +116,23 @@ def test_abort_reason_is_one_line() -> None:
     assert abort_reason(RuntimeError("a\n  b")) == "a b"
     assert abort_reason(RuntimeError()) == "RuntimeError"
     assert abort_reason(SystemExit(3)) == "3"
+
+
+def test_a_sigterm_that_ray_turned_into_system_exit_1_is_still_sigterm(tmp_path: Path) -> None:
+    seen, steps = recorder()
+    with pytest.raises(Terminated) as caught, abort_guard(tmp_path, "run", steps, RESUME):
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)
+        except Terminated:
+            raise SystemExit(1) from None  # what Ray's check_signals makes of it in ray.wait
+    assert caught.value.code == signal.SIGTERM
+    assert seen == [f"{s}:terminated (SIGTERM)" for s in ("stop", "event", "finalize")]
+
+
+def test_a_system_exit_without_sigterm_stays_what_it_was(tmp_path: Path) -> None:
+    seen, steps = recorder()
+    with pytest.raises(SystemExit) as caught, abort_guard(tmp_path, "run", steps, RESUME):
+        raise SystemExit(1)
+    assert type(caught.value) is SystemExit and caught.value.code == 1
+    assert seen == ["stop:1", "event:1", "finalize:1"]

@@ -269,6 +269,16 @@ def test_cache_key_temperature_rejudges_all_base_url_none(
     assert (len(b.answer_bodies()), len(b.holistic_bodies())) == (10, 2)
     assert {body["temperature"] for body in b.answer_bodies()} == {0.3}
 
+    # temperature null: another judge identity, and no temperature in the request body
+    unset = write_judges(
+        tmp_path / "unset.yaml", [{**judge, "base_url": b.base_url, "temperature": None}]
+    )
+    out = io.StringIO()
+    assert run_judge(bundle, unset, out=out) == 0
+    assert "10 answers: 0 stored, 0 by rule, 10 to ask" in out.getvalue()
+    assert len(b.answer_bodies()) == 20
+    assert ["temperature" in body for body in b.answer_bodies()[10:]] == [False] * 10
+
 
 def test_repeats_below_one_is_a_usage_error(tmp_path: Path) -> None:
     from touchstone_ray.errors import UsageError

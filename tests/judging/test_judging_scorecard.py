@@ -38,6 +38,9 @@ CONTRACT_ROW = [
     "concurrency",
     "engine_rss_peak_mb",
     "n_contended",
+    "repeat_stability_pct",
+    "n_repeat_prompts",
+    "distinct_answers",
 ]
 
 

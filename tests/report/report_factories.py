@@ -600,3 +600,15 @@ def make_bundle(
             json.dumps(scorecard(extras=extras), indent=2, ensure_ascii=False), encoding="utf-8"
         )
     return root
+
+
+def set_answer_flags(root: Path, flags: dict[str, list[str]]) -> None:
+    """Set each response line's ``answer_flags`` to ``flags[key]`` (``[]`` for the other keys),
+    the key appended as eval writes it."""
+    for shard in (root / "responses").glob("*.jsonl"):
+        lines = []
+        for line in shard.read_text(encoding="utf-8").splitlines():
+            record = json.loads(line)
+            record["answer_flags"] = flags.get(record["key"], [])
+            lines.append(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
+        shard.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -34,6 +34,7 @@ def url() -> Iterator[str]:
         model_overrides={
             "think": SimModelKnobs(reasoning_share=0.25, reasoning_channel="think_tag"),
             "slow": SimModelKnobs(ttft_ms=150, tps=50, answer_tokens=10),
+            "short": SimModelKnobs(default_num_ctx=3, context_length=32768),
         },
     )
     with SimServer(config) as sim:
@@ -149,3 +150,24 @@ def test_tags_and_version(url: str) -> None:
         assert [m["name"] for m in tags] == ["only"]
         r = httpx.post(f"{sim.url}/api/chat", json={"model": "nope", "messages": MSGS})
         assert r.status_code == 404 and "nope" in r.json()["error"]
+
+
+def test_a_prompt_longer_than_the_context_is_cut_silently(url: str) -> None:
+    # MSGS is 5 words = 5 prompt tokens; "short" has a default context of 3
+    *_, final = chat(url, model="short")
+    assert (final["prompt_eval_count"], final["done_reason"]) == (3, "stop")
+    *_, final = chat(url, model="short", options={"num_ctx": 4})
+    assert final["prompt_eval_count"] == 4
+    *_, final = chat(url, model="short", options={"num_ctx": 4096})
+    assert final["prompt_eval_count"] == 5
+    *_, final = chat(url, model="m")  # no default context: nothing cut
+    assert final["prompt_eval_count"] == 5
+
+
+def test_show_reports_the_context_length_where_known(url: str) -> None:
+    shown = httpx.post(f"{url}/api/show", json={"model": "short"}, timeout=10).json()
+    assert shown["model_info"] == {"general.architecture": "sim", "sim.context_length": 32768}
+    shown = httpx.post(f"{url}/api/show", json={"model": "m"}, timeout=10).json()
+    assert shown["model_info"] == {"general.architecture": "sim"}
+    models = httpx.get(f"{url}/v1/models", timeout=10).json()["data"]
+    assert {m["id"]: m.get("max_model_len") for m in models}["short"] == 32768

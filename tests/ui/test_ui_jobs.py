@@ -1,10 +1,11 @@
 """Start and stop from the page as Ray jobs: the UI starts its own local Ray head (no
 ``--address``), an eval submitted from the form runs as a job and its bundle completes, a
-second eval on the same hosts is refused with the reason while the first is active, and a
-job stopped from the page ends STOPPED."""
+second eval on the same hosts waits in the UI's queue while the first is active (no 409) and
+runs as the queue job once the first ended, and a job stopped from the page ends STOPPED."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -43,17 +44,17 @@ def test_eval_started_from_the_page_runs_as_a_ray_job(tmp_path: Path, page: Any)
         page.click('#start-eval button[type="submit"]')
         page.wait_for_url("**/jobs/touchstone-eval-*")
         job_id = page.url.rsplit("/", 1)[1]
-        # a second eval on the same (unpinned) hosts while the first is active
+        # a second eval on the same (unpinned) hosts while the first is active: queued
         second = httpx.post(
             server.url + "/jobs/start",
             data={"kind": "eval", "pack": "live.yaml", "config": "fleet.yaml"},
             headers={"Origin": server.url},
             timeout=60,
+            follow_redirects=False,
         )
-        assert second.status_code == 409
-        assert (
-            f"refused: host (unpinned) already runs eval job {job_id}; one eval per host at "
-            "a time" in second.text.replace("&#x27;", "'")
+        assert (second.status_code, second.headers["Location"]) == (
+            303,
+            "/queue?queued=eval-fleet-1",
         )
         page.wait_for_function(
             "() => document.getElementById('job-status').textContent === 'SUCCEEDED'",
@@ -68,6 +69,20 @@ def test_eval_started_from_the_page_runs_as_a_ray_job(tmp_path: Path, page: Any)
         page.goto(server.url + "/")
         row = page.locator(f'tr[data-bundle="{Path(bundle).name}"]')
         assert row.locator(".badge").inner_text() == "done"
+        # the queued eval ran once the first had ended, as the queue job
+        page.goto(server.url + "/queue")
+        page.wait_for_function(
+            "() => document.querySelector('tr[data-entry=\"eval-fleet-1\"] .badge')"
+            ".textContent === 'done'",
+            timeout=240_000,
+        )
+        log = (runs / "queue" / "queue-state.jsonl").read_text(encoding="utf-8").splitlines()
+        lines = [json.loads(line) for line in log]
+        assert (lines[0]["event"], lines[0]["state"]) == ("entry_pending", "pending")
+        began = next(line for line in lines if line["event"] == "entry_started")
+        assert began["entry"] == "eval-fleet-1"
+        first = json.loads((Path(bundle) / "bundle.json").read_text(encoding="utf-8"))
+        assert began["ts"] >= first["finished_at"]
         # a job stopped from the page
         page.goto(server.url + "/jobs")
         page.select_option('#start-eval select[name="pack"]', str(packs.resolve() / "live.yaml"))

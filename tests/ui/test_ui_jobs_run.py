@@ -1,7 +1,8 @@
 """Eval, perf and judge runs started through the UI's jobs endpoint run for real as Ray jobs
 on the local head the UI starts (``ray start --head``, dashboard on 127.0.0.1): the eval's
 bundle completes, then a perf run of a simulated fleet and a judge run with a simulated judge
-go at once (a judge holds no host) and write ``summary.json`` and ``scorecard.json``. Each
+go at once (a judge holds no host) and write ``summary.json`` and ``scorecard.json``; the judge
+job's page links the judges' live page of its bundle. Each
 bundle records the dashboard of the cluster it ran on, which is the UI's head, and the live
 page links it."""
 
@@ -112,6 +113,16 @@ def test_perf_and_judge_jobs_from_the_page_run_on_ray(tmp_path: Path, page: Any)
         assert finished == {perf_id: "SUCCEEDED", judge_id: "SUCCEEDED"}, (
             job_log(server, perf_id)[-2000:] + job_log(server, judge_id)[-2000:]
         )
+
+        page.goto(f"{server.url}/jobs/{perf_id}")
+        assert page.locator("#judges-live").count() == 0
+        page.goto(f"{server.url}/jobs/{judge_id}")
+        page.locator("#judges-live").click()
+        page.wait_for_url(f"**/judge-live/{eval_bundle.name}")
+        card = page.locator('.judge-card[data-judge="sim-judge"]')
+        assert card.locator(".progress").inner_text() == f"{PROMPTS}/{PROMPTS} answers"
+        assert card.locator(".calibration").inner_text() == "calibration: none in the pack"
+        assert page.locator("#judge-state").inner_text() == "done"
 
         perf_bundle = one(runs, "*_perf_fleet")
         assert job_log(server, perf_id).strip().splitlines()[-1] == str(perf_bundle)

@@ -1,19 +1,31 @@
-"""A job stopped from the page leaves no process behind. Ray stops a job by signalling the
-entrypoint's process and the children it sees at that moment, and on the supervisor's exit
-kills only the supervisor's own children; a shell between them and the CLI (``/bin/sh -c
-touchstone-ray …``) left the CLI running, orphaned, whenever the shell forked it just after
-that look. The shell now ``exec``s the CLI: the process Ray signals is the run itself."""
+"""A job stopped from the page, or running when the UI ends, leaves no process behind. Ray stops a
+job by signalling the entrypoint's process and the children it sees at that moment, and on the
+supervisor's exit kills only the supervisor's own children; a shell between them and the CLI
+(``/bin/sh -c touchstone-ray …``) left the CLI running, orphaned, whenever the shell forked it
+just after that look. The shell now ``exec``s the CLI: the process Ray signals is the run
+itself.
+
+The UI ended by SIGTERM while an eval runs on its head: the eval was SIGKILLed by Ray's
+watcher 30 s later (the head drained for its 30 s first), its bundle left ``running``, or,
+where that watcher did not fire, it ran on orphaned. Now the UI stops its jobs through the Jobs
+API before its head, the driver finalizes on that SIGTERM, and nothing of the head's tree
+is left when the UI has exited. A UI SIGKILLed left its head and jobs running, with no parent;
+the head is now tied to the UI (``PR_SET_PDEATHSIG``) and takes its jobs down with it."""
 
 from __future__ import annotations
 
 import contextlib
+import json
+import signal
 import time
 from pathlib import Path
 
 import psutil
 import yaml
 from test_ui_jobs import FLEET
+from test_ui_jobs_run import start
 from test_ui_live import PACK
+from ui_helpers import ui_server
 
 from touchstone_ray.ui.jobs import Jobs
 
@@ -73,3 +85,64 @@ def test_a_stopped_job_was_the_cli_itself_and_is_gone(tmp_path: Path) -> None:
         assert alive == [] and _runs_of(runs) == []
     finally:
         jobs.close()
+
+
+def _model_started(runs: Path) -> Path:
+    """The ``events.jsonl`` of the eval under ``runs`` once it holds a ``model_start``."""
+    deadline = time.monotonic() + 240
+    events = runs / "missing"
+    while '"model_start"' not in (events.read_text() if events.exists() else ""):
+        assert time.monotonic() < deadline, "the eval did not start its model"
+        events = next(runs.glob("*/events.jsonl"), events)
+        time.sleep(0.5)
+    return events
+
+
+SLOW = {**FLEET, "models": [{**FLEET["models"][0], "sim": {"ttft_ms": 2000, "tps": 2}}]}
+"""The jobs page's fleet with cells that take minutes."""
+
+
+def test_the_ui_ended_by_sigterm_ends_its_jobs_first(tmp_path: Path) -> None:
+    runs, packs = (tmp_path / "runs").resolve(), (tmp_path / "packs").resolve()
+    runs.mkdir()
+    packs.mkdir()
+    (packs / "live.yaml").write_text(yaml.safe_dump(PACK, allow_unicode=True), encoding="utf-8")
+    (packs / "fleet.yaml").write_text(yaml.safe_dump(SLOW), encoding="utf-8")
+    with ui_server(runs, packs) as server:
+        ui = psutil.Process(server.proc.pid)
+        start(server, kind="eval", pack="live.yaml", config="fleet.yaml")
+        events = _model_started(runs)
+        [cli] = [p for p in _runs_of(runs) if _is_cli(p)]
+        tree = ui.children(recursive=True)
+        assert cli in tree
+        sent = time.monotonic()
+        server.proc.send_signal(signal.SIGTERM)
+        server.proc.wait(timeout=60)
+        took = time.monotonic() - sent
+        assert server.proc.returncode == 0
+        assert [p for p in tree if p.is_running() and p.status() != psutil.STATUS_ZOMBIE] == []
+        assert took < 10.0, took  # SIGTERM ends any touchstone command within 10 s
+    manifest = json.loads(next(runs.glob("*/bundle.json")).read_text(encoding="utf-8"))
+    last = json.loads(events.read_text(encoding="utf-8").strip().splitlines()[-1])
+    assert manifest["status"] == "failed"
+    assert (last["event"], last["reason"]) == ("run_aborted", "terminated (SIGTERM)")
+
+
+def test_a_sigkilled_ui_takes_its_head_and_jobs_with_it(tmp_path: Path) -> None:
+    runs, packs = (tmp_path / "runs").resolve(), (tmp_path / "packs").resolve()
+    runs.mkdir()
+    packs.mkdir()
+    (packs / "live.yaml").write_text(yaml.safe_dump(PACK, allow_unicode=True), encoding="utf-8")
+    (packs / "fleet.yaml").write_text(yaml.safe_dump(SLOW), encoding="utf-8")
+    with ui_server(runs, packs) as server:
+        ui = psutil.Process(server.proc.pid)
+        start(server, kind="eval", pack="live.yaml", config="fleet.yaml")
+        _model_started(runs)
+        tree = ui.children(recursive=True)
+        server.proc.kill()
+        server.proc.wait()
+        # the head gets SIGTERM with the UI and drains for up to 30 s (Ray's own wait)
+        _, alive = psutil.wait_procs(tree, timeout=60)
+        assert alive == []
+    manifest = json.loads(next(runs.glob("*/bundle.json")).read_text(encoding="utf-8"))
+    assert manifest["status"] == "failed"  # the driver finalized: node lost, then run_done

@@ -24,7 +24,14 @@ def test_post_without_or_with_a_foreign_origin_is_refused(site: UiServer) -> Non
         url, data={"yaml": "id: x"}, headers={"Origin": f"http://127.0.0.1:{site.port + 1}"}
     )
     assert other_port.status_code == 403
-    for action in ("/jobs/start", "/jobs/touchstone-eval-x/stop"):
+    for action in (
+        "/jobs/start",
+        "/jobs/touchstone-eval-x/stop",
+        "/queue/add",
+        "/queue/x/move",
+        "/queue/x/remove",
+        "/queue/x/stop",
+    ):
         job = httpx.post(site.url + action, data={"kind": "eval"})
         assert (job.status_code, job.text) == (403, ORIGIN_REFUSED)
     same = httpx.post(url, data={"yaml": "id: x"}, headers={"Origin": site.url})
@@ -35,9 +42,15 @@ def test_post_without_or_with_a_foreign_origin_is_refused(site: UiServer) -> Non
 def test_a_foreign_host_header_is_refused_even_for_get(site: UiServer) -> None:
     r = httpx.get(site.url + "/", headers={"Host": f"rebound.example:{site.port}"})
     assert (r.status_code, r.text) == (403, "refused: Host is not this UI's loopback address")
+    for path in ("/queue", "/queue/fragment", "/queue/choices"):
+        r = httpx.get(site.url + path, headers={"Host": f"rebound.example:{site.port}"})
+        assert r.status_code == 403, path
     wrong_port = httpx.get(site.url + "/", headers={"Host": f"127.0.0.1:{site.port + 1}"})
     assert wrong_port.status_code == 403
     assert httpx.get(site.url + "/", headers={"Host": f"localhost:{site.port}"}).status_code == 200
+    for path in (f"/judge-live/{JUDGED}", f"/judge-events/{JUDGED}"):
+        r = httpx.get(site.url + path, headers={"Host": f"rebound.example:{site.port}"})
+        assert (r.status_code, r.text) == (403, "refused: Host is not this UI's loopback address")
 
 
 def test_paths_outside_runs_and_packs_are_not_served(site: UiServer) -> None:
@@ -46,12 +59,16 @@ def test_paths_outside_runs_and_packs_are_not_served(site: UiServer) -> None:
         "/run/%2Fetc",
         "/run/lab",
         "/live/..%2Fpacks",
+        "/judge-live/..%2Fpacks",
+        "/judge-events/..%2F..%2Fetc",
+        "/judge-live/lab",
         "/packs/..%2Fruns%2Flab",
         "/packs/..%2F..%2Fpyproject.toml",
     ):
         r = httpx.get(site.url + path)
         assert r.status_code == 404, path
     assert httpx.get(site.url + f"/run/{JUDGED}").status_code == 200
+    assert httpx.get(site.url + f"/judge-live/{JUDGED}").status_code == 200
 
 
 def test_headers_carry_the_strict_csp(site: UiServer) -> None:
@@ -120,3 +137,23 @@ def test_runs_folder_that_does_not_exist_is_one_line_and_exit_2(tmp_path: Path) 
         timeout=60,
     )
     assert (proc.returncode, proc.stderr) == (2, f"error: --runs {missing}: no such folder\n")
+
+
+def test_queue_choices_and_edits_name_no_file_outside_runs_and_packs(site: UiServer) -> None:
+    r = httpx.get(site.url + "/queue/choices", params={"pack": "../../etc/passwd", "config": "x"})
+    assert r.json() == {
+        "error": "pack ../../etc/passwd: not a file under --runs or the packs folder"
+    }
+    bad = httpx.post(
+        site.url + "/queue/add",
+        data={"pack": "/etc/passwd", "config": "x"},
+        headers={"Origin": site.url},
+    )
+    assert bad.status_code == 400
+    line = "pack /etc/passwd: not a file under --runs or the packs folder"
+    assert f'<p id="queue-message" class="err">{line}</p>' in bad.text
+    wrong = httpx.post(
+        site.url + "/queue/x/move", data={"step": "sideways"}, headers={"Origin": site.url}
+    )
+    assert wrong.status_code == 400
+    assert '<p id="queue-message" class="err">step: expected up or down</p>' in wrong.text

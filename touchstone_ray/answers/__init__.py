@@ -4,7 +4,9 @@ model's quality (SPEC §7 ``answer_flags``).
 One small detector per flag, each with its threshold as a named constant, and
 :func:`answer_flags`, which runs them all on one answer in :data:`ANSWER_FLAGS` order:
 
-- ``template_leak`` (:mod:`._markers`): chat-template control text in the content;
+- ``template_leak`` (:mod:`._markers`): chat-template control text in the content (the marker
+  families are data, :data:`TEMPLATE_MARKERS`, also read to name a server's template:
+  :func:`template_families`, :data:`LLAMACPP_TEMPLATES`);
 - ``prompt_echo``, ``repetition_loop`` (:mod:`._text`): the answer begins with or mostly
   consists of the prompt; a repeated n-gram run covers most of it;
 - ``cut_at_limit``, ``cut_in_reasoning``, ``empty``, ``reasoning_only`` (:mod:`._flags`);
@@ -18,7 +20,6 @@ from __future__ import annotations
 from touchstone_ray.answers._flags import (
     ANSWER_FLAGS,
     LENGTH_FINISH,
-    AnswerFlag,
     answer_flags,
     cut_at_limit,
     cut_in_reasoning,
@@ -36,9 +37,11 @@ from touchstone_ray.answers._language import (
 )
 from touchstone_ray.answers._markers import (
     HTML_LIKE_MARKERS,
+    LLAMACPP_TEMPLATES,
     TEMPLATE_LEAK_MIN_HITS,
     TEMPLATE_MARKERS,
     leaked_markers,
+    template_families,
     template_leak,
 )
 from touchstone_ray.answers._text import (
@@ -55,6 +58,7 @@ from touchstone_ray.answers._text import (
     repetition_loop,
     word_hashes,
 )
+from touchstone_ray.records import AnswerFlag
 
 __all__ = [
     "ANSWER_FLAGS",
@@ -68,6 +72,7 @@ __all__ = [
     "LANGUAGE_MIN_WORDS",
     "LANGUAGE_PREFIX_CHARS",
     "LENGTH_FINISH",
+    "LLAMACPP_TEMPLATES",
     "LOOP_MIN_WORDS",
     "LOOP_SHARE",
     "NGRAM_WORDS",
@@ -86,6 +91,7 @@ __all__ = [
     "prompt_echo",
     "reasoning_only",
     "repetition_loop",
+    "template_families",
     "template_leak",
     "word_hashes",
     "wrong_language",

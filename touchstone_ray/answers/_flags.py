@@ -7,22 +7,12 @@ reasoning is ``cut_at_limit``, ``cut_in_reasoning`` and ``reasoning_only`` at on
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import get_args
 
 from touchstone_ray.answers._language import wrong_language
 from touchstone_ray.answers._markers import leaked_markers
 from touchstone_ray.answers._text import echo_of, is_loop, ngram_hashes, word_hashes
-
-AnswerFlag = Literal[
-    "template_leak",
-    "prompt_echo",
-    "repetition_loop",
-    "cut_at_limit",
-    "cut_in_reasoning",
-    "empty",
-    "reasoning_only",
-    "wrong_language",
-]
+from touchstone_ray.records import AnswerFlag
 
 ANSWER_FLAGS: tuple[AnswerFlag, ...] = get_args(AnswerFlag)
 """Every flag, in the order :func:`answer_flags` lists them."""

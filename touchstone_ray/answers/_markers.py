@@ -26,6 +26,21 @@ TEMPLATE_MARKERS: dict[str, tuple[str, ...]] = {
 """Control markers of the common chat templates, by family: the data :func:`template_leak`
 looks for (exact, case-sensitive substrings)."""
 
+LLAMACPP_TEMPLATES: dict[str, str] = {
+    "ChatML (Qwen, Yi, llama.cpp's fallback template)": "chatml",
+    "Gemma": "gemma",
+    "Llama 3": "llama3",
+    "Llama 4": "llama4",
+    "Mistral / Llama 2": "llama2",
+    "Phi-3": "phi3",
+    "DeepSeek": "deepseek3",
+    "Granite": "granite",
+    "Command R": "command-r",
+}
+"""Family of :data:`TEMPLATE_MARKERS` → the name of llama.cpp's built-in template for it
+(``llama-server --chat-template NAME``; the names of llama.cpp ``src/llama-chat.cpp``). The
+end-of-sequence families are no chat template of their own and have none."""
+
 HTML_LIKE_MARKERS: dict[str, str] = {"</s>": "<s>"}
 """Markers that are also HTML closing tags, with their opening tag: such a marker counts only
 where its opening tag does not come before it (``<s>durchgestrichen</s>`` is markup)."""
@@ -50,6 +65,12 @@ def leaked_markers(content: str) -> list[str]:
             continue
         found.add(marker)
     return [m for m in _MARKERS if m in found]
+
+
+def template_families(template: str) -> list[str]:
+    """The :data:`TEMPLATE_MARKERS` families whose markers occur in a chat template's text
+    (Jinja or Go template as the server sends it), in table order."""
+    return [f for f, markers in TEMPLATE_MARKERS.items() if any(m in template for m in markers)]
 
 
 def template_leak(content: str) -> bool:

@@ -44,6 +44,7 @@ from touchstone_ray.bundle._judgements import (
 )
 from touchstone_ray.bundle._layout import JUDGE_ID_PATTERN, LIVE_FILES, Layout, ShardFolder
 from touchstone_ray.bundle._manifest import (
+    ContextChoice,
     EmbedSettings,
     EngineFound,
     Footprint,
@@ -55,6 +56,9 @@ from touchstone_ray.bundle._manifest import (
     PerfSettings,
     PointEntry,
     RayInfo,
+    ServerEntry,
+    TemplateCheck,
+    WarmupProbe,
     edit_manifest,
     read_manifest,
     write_manifest,
@@ -70,6 +74,7 @@ __all__ = [
     "TEMPLATE_VERSION",
     "Bundle",
     "CacheFields",
+    "ContextChoice",
     "EmbedSettings",
     "EngineFound",
     "Footprint",
@@ -85,9 +90,12 @@ __all__ = [
     "RayInfo",
     "ResponseScan",
     "ResponseShards",
+    "ServerEntry",
     "ShardFolder",
     "StoredReport",
     "StoredVerdict",
+    "TemplateCheck",
+    "WarmupProbe",
     "current_of",
     "edit_manifest",
     "find_bundles",

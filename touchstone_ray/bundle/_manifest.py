@@ -1,13 +1,14 @@
 """``bundle.json``: the typed manifest of an eval or perf bundle (SPEC §7, §7b).
 
 :class:`Manifest` and its parts (:class:`HostFacts`, :class:`ModelEntry`, :class:`PointEntry`,
-:class:`PerfSettings` …) document every field the project writes; keys they do not know
-(written by a newer version, or a section another stage adds) are kept, and a read → write
-round trip keeps the keys in the order they were written (:class:`~._kept.KeptObject`), so an
-unchanged manifest is written back byte for byte. :func:`read_manifest` is the one reader;
-:func:`write_manifest` the one writer (atomic: temp file, fsync, rename). Updates go through
-:meth:`touchstone_ray.bundle.Bundle.edit_manifest` (read, modify, atomic write); a field set
-to a wrong type is found there, before anything is written.
+:class:`PerfSettings`, :class:`ServerEntry` …) document every field the project writes; keys
+they do not know (written by a newer version, or a section another stage adds) are kept, and a
+read → write round trip keeps the keys in the order they were written
+(:class:`~._kept.KeptObject`), so an unchanged manifest is written back byte for byte.
+:func:`read_manifest` is the one reader; :func:`write_manifest` the one writer (atomic: temp
+file, fsync, rename). Updates go through :meth:`touchstone_ray.bundle.Bundle.edit_manifest`
+(read, modify, atomic write); a field set to a wrong type is found there, before anything is
+written.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from touchstone_ray.errors import BundleError, field_error
 from touchstone_ray.storage import atomic_write_json
 
 __all__ = [
+    "ContextChoice",
     "EmbedSettings",
     "EngineFound",
     "Footprint",
@@ -36,6 +38,9 @@ __all__ = [
     "PerfSettings",
     "PointEntry",
     "RayInfo",
+    "ServerEntry",
+    "TemplateCheck",
+    "WarmupProbe",
     "edit_manifest",
     "read_manifest",
     "write_manifest",
@@ -51,6 +56,21 @@ class PackRef(KeptObject):
     """The pack's ``version``."""
     sha256: str | None = None
     """sha256 hex of the frozen ``pack.yaml``'s bytes (resume and judge refuse another)."""
+
+
+class ContextChoice(KeptObject):
+    """``models[].context``: the context a model's cells had, as chosen at the start of the
+    run (:mod:`touchstone_ray.eval.context`)."""
+
+    tokens: int | None = None
+    """The context a cell had (tokens); ``None``: not known (nothing checked or sent)."""
+    source: str | None = None
+    """``configured`` (``context_tokens``) | ``extra_body`` (``options.num_ctx``) | ``server``
+    (its own per-request limit) | ``model`` (the model's context length the server reports,
+    Ollama ``/api/show``) | ``prompts`` (the largest prompt count plus its ``max_tokens``);
+    ``None`` with ``tokens``."""
+    sent: bool | None = None
+    """``tokens`` went out with every request (Ollama ``options.num_ctx``)."""
 
 
 class ModelEntry(KeptObject):
@@ -79,8 +99,13 @@ class ModelEntry(KeptObject):
     """Context the model was given (tokens); ``None``: the server's default."""
     engine_process: str | None = None
     """Substring naming the serving process when it is not found by its port."""
+    reasoning_headroom_tokens: int | None = None
+    """Tokens added to every prompt's ``max_tokens`` for this model (absent in older
+    bundles)."""
     sim: dict[str, Any] | None = None
     """Simulator knobs of a ``simulated`` model."""
+    context: ContextChoice | None = None
+    """As landed: the context its cells had, chosen at the start of the (latest) run."""
 
 
 class HostGpu(KeptObject):
@@ -230,6 +255,71 @@ class PerfSettings(KeptObject):
     """``--embed`` settings; absent without it."""
 
 
+class TemplateCheck(KeptObject):
+    """``servers.<model>.template``: the chat template the endpoint applies, read from the
+    server before the run (llama.cpp ``/props``, Ollama ``/api/show``), and whether its control
+    markers are tokens the served model knows (llama.cpp ``/tokenize``)."""
+
+    source: str | None = None
+    """Where the template came from (``/props``, ``/api/show``)."""
+    template_sha256: str | None = None
+    """sha256 hex of the template text as the server sent it (UTF-8)."""
+    template_chars: int | None = None
+    """Length of the template text (characters)."""
+    caps: dict[str, Any] | list[Any] | None = None
+    """The server's capability flags of the template as sent (llama.cpp
+    ``chat_template_caps``; Ollama ``capabilities``); ``None``: not sent."""
+    families: list[str] = Field(default_factory=list)
+    """Marker families (:data:`~touchstone_ray.answers.TEMPLATE_MARKERS`) the template's text
+    uses; ``[]``: none of the known ones."""
+    marker_tokens: dict[str, int] | None = None
+    """Marker → tokens it is by the served model's tokenizer, special tokens parsed (1: the
+    model knows it), for every known marker; ``None``: the server has no tokenizer endpoint."""
+    unknown_markers: list[str] | None = None
+    """The template's markers that are not one token of the served model (the model will
+    write them as text: ``template_leak``); ``None``: not checkable (no tokenizer)."""
+    model_families: list[str] | None = None
+    """Families all of whose markers are single tokens of the served model: its own template's
+    family among them (a one-marker family may also be a plain token of its vocabulary, as
+    ``</s>`` is for Gemma 3); ``None``: not checkable."""
+    fix: str | None = None
+    """The server flag to pass when markers are unknown (``--chat-template gemma``, or
+    ``--jinja`` with a GGUF that carries its template); ``None``: nothing to fix or unknown."""
+    error: str | None = None
+    """Why the template could not be read or checked (one line); ``None`` when it was."""
+
+
+class WarmupProbe(KeptObject):
+    """``servers.<model>.warmup``: the preflight content probe, the warm-up answer classified
+    by the same detectors as every answer (:func:`~touchstone_ray.answers.answer_flags`)."""
+
+    flags: list[str] = Field(default_factory=list)
+    """The warm-up answer's flags that say something about the server (``[]``: clean)."""
+    example: str | None = None
+    """The warm-up answer's start (at most 120 characters, one line)."""
+    fix: str | None = None
+    """The likely fix named in the warning line; ``None`` when clean."""
+
+
+class ServerEntry(KeptObject):
+    """One entry of ``servers`` (per model label, so per endpoint): what the preflight found
+    about the server, and the content probe of its warm-up. Older bundles carry only the
+    first two keys."""
+
+    engine_kind: str | None = None
+    """The ``engine:`` value the server's identity matches (``llamacpp``, ``vllm`` …)."""
+    server_facts: dict[str, Any] | None = None
+    """What the server says about itself and the model (:meth:`Engine.server_facts`)."""
+    template: TemplateCheck | None = None
+    """The chat-template check; absent where the server does not show its template."""
+    warmup: WarmupProbe | None = None
+    """The warm-up answer's probe; absent without a warm-up."""
+    stopped_reason: str | None = None
+    """Why the model stopped before its cells in the latest run (``--strict-preflight`` and a
+    flagged warm-up answer); its cells have no record, so ``--resume`` runs them. ``None``
+    (written as ``null`` once a later run went on) when it was not stopped."""
+
+
 class RayInfo(KeptObject):
     """``ray``: the Ray cluster the run used."""
 
@@ -281,8 +371,8 @@ class Manifest(KeptObject):
     """Epoch s when the last run ended (done or failed); null while running."""
     status: str | None = None
     """``running`` | ``done`` | ``failed`` (SPEC §7)."""
-    servers: dict[str, dict[str, Any]] | None = None
-    """Model label → ``engine_kind`` and ``server_facts`` the preflight found."""
+    servers: dict[str, ServerEntry] | None = None
+    """Model label → what the preflight found about its server (:class:`ServerEntry`)."""
     server_checks: dict[str, dict[str, Any]] | None = None
     """Model label → the end-of-model server check (cache and slot figures as reported)."""
     resources_unknown: dict[str, str] | None = None
@@ -294,6 +384,12 @@ class Manifest(KeptObject):
     def host(self, name: str) -> HostFacts:
         """The facts of host ``name``, added (empty) when the manifest has none yet."""
         return self.hosts.setdefault(name, HostFacts())
+
+    def server(self, label: str) -> ServerEntry:
+        """The ``servers`` entry of model ``label``, added (empty) when there is none yet."""
+        if self.servers is None:
+            self.servers = {}
+        return self.servers.setdefault(label, ServerEntry())
 
     def model_labels(self) -> list[str]:
         """The models' labels, in fleet config order."""

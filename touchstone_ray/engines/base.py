@@ -83,6 +83,11 @@ class Engine(ABC):
     checks_server_ttft: ClassVar[bool] = False
     """The server reports its own TTFT (:meth:`server_metrics`): the eval snapshots it before
     and after a model's cells and stores the server's mean beside ours."""
+    sends_context: ClassVar[bool] = False
+    """The protocol gives the context per request (Ollama ``options.num_ctx``,
+    :attr:`ChatRequest.context_tokens`): a request without one gets the server's default, which
+    may silently cut a long prompt, so the eval always sends one
+    (:mod:`touchstone_ray.eval.context`)."""
 
     @classmethod
     def without_thinking(cls, extra_body: dict[str, Any]) -> None:
@@ -154,9 +159,29 @@ class Engine(ABC):
         server, as the server reports it; ``None`` when it does not say (default)."""
         return None
 
+    async def model_context_length(self, model: str) -> int | None:
+        """The context ``model`` was trained for (tokens), as the server reports it, where the
+        server takes the context per request (:attr:`sends_context`); ``None`` (default) when
+        it does not say."""
+        return None
+
     async def count_prompt_tokens(self, model: str, messages: list[dict[str, str]]) -> int | None:
         """Prompt tokens of ``messages`` after the chat template, by the server's own
         tokenizer; ``None`` when the server has no tokenizer endpoint (default)."""
+        return None
+
+    async def chat_template(self, model: str) -> dict[str, Any] | None:
+        """The chat template the server applies to ``model``'s messages, as the server sends
+        it: ``{"source": <endpoint>, "template": <text>, "caps": <the server's capability
+        flags or None>}``; ``None`` (default) when the server does not show it. Raises
+        :class:`EngineError` when unreachable."""
+        return None
+
+    async def token_counts(self, texts: list[str]) -> list[int] | None:
+        """Tokens of each of ``texts`` by the served model's tokenizer, with control text read
+        as the model's special tokens where it has them (no BOS added), so a chat-template
+        marker the model knows counts 1; ``None`` (default) when the server has no tokenizer
+        endpoint. Raises :class:`EngineError` when unreachable."""
         return None
 
     async def server_metrics(self, model: str) -> dict[str, Any] | None:

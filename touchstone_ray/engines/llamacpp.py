@@ -7,9 +7,13 @@ Source: llama.cpp ``tools/server/README.md`` and what this project's real server
   200 ``{"status": "ok"}``: readiness, waited for within ``load_timeout_s``;
 * ``GET /props``: ``build_info``, ``model_path``, ``total_slots`` and
   ``default_generation_settings.n_ctx`` (the context of one slot = ``--ctx-size`` /
-  ``--parallel``), which is the limit of one request; ``GET /slots`` lists each slot's ``n_ctx``;
+  ``--parallel``), which is the limit of one request; ``chat_template`` (the template text in
+  use: the GGUF's own, the ``--chat-template`` one, or llama.cpp's ChatML fallback) and
+  ``chat_template_caps`` (``supports_tools``, ``supports_system_role`` …); ``GET /slots``
+  lists each slot's ``n_ctx``;
 * ``POST /apply-template {"messages"}`` -> ``{"prompt"}`` (the chat template applied) and
-  ``POST /tokenize {"content"}`` -> ``{"tokens": [...]}``: the exact prompt token count;
+  ``POST /tokenize {"content", "add_special", "parse_special"}`` -> ``{"tokens": [...]}``: the
+  exact prompt token count (``parse_special`` reads control text as special tokens);
 * streamed answers carry ``timings`` (kept as ``server_timings``) and
   ``usage.prompt_tokens_details.cached_tokens``; ``"cache_prompt": false`` in the body turns
   the prompt cache off for that request.
@@ -94,7 +98,8 @@ class LlamaCppEngine(OpenAIEngine):
 
     async def context_limit(self, model: str) -> int | None:
         """``n_ctx`` of one slot (tokens): ``/props`` ``default_generation_settings.n_ctx``,
-        else the smallest ``n_ctx`` in ``/slots``."""
+        else the smallest ``n_ctx`` in ``/slots``, else ``max_model_len`` where ``/v1/models``
+        lists one."""
         n_ctx = (await self.server_facts(model))["n_ctx"]
         if n_ctx:
             return int(n_ctx)
@@ -103,7 +108,7 @@ class LlamaCppEngine(OpenAIEngine):
             [s.get("n_ctx") for s in slots or [] if isinstance(s, dict)] if status == 200 else []
         )
         ints = [n for n in sizes if isinstance(n, int) and n > 0]
-        return min(ints) if ints else None
+        return min(ints) if ints else await super().context_limit(model)
 
     async def count_prompt_tokens(self, model: str, messages: list[dict[str, str]]) -> int | None:
         """Tokens of the templated prompt: ``/apply-template`` then ``/tokenize`` with
@@ -120,3 +125,27 @@ class LlamaCppEngine(OpenAIEngine):
         tokens = await self._checked_json("POST", root + "/tokenize", body)
         listed = tokens.get("tokens") if isinstance(tokens, dict) else None
         return len(listed) if isinstance(listed, list) else None
+
+    async def chat_template(self, model: str) -> dict[str, Any] | None:
+        """``/props`` ``chat_template`` and ``chat_template_caps``; ``None`` when ``/props``
+        has no template text (an older build)."""
+        props = await self._props()
+        template = props.get("chat_template")
+        if not isinstance(template, str):
+            return None
+        caps = props.get("chat_template_caps")
+        return {"source": "/props", "template": template, "caps": caps}
+
+    async def token_counts(self, texts: list[str]) -> list[int] | None:
+        """One ``/tokenize`` per text with ``parse_special: true`` and ``add_special: false``
+        (a marker that is one of the model's special tokens counts 1); ``None`` when an answer
+        has no ``tokens`` list."""
+        counts: list[int] = []
+        for text in texts:
+            body = {"content": text, "add_special": False, "parse_special": True}
+            data = await self._checked_json("POST", self.server_root + "/tokenize", body)
+            tokens = data.get("tokens") if isinstance(data, dict) else None
+            if not isinstance(tokens, list):
+                return None
+            counts.append(len(tokens))
+        return counts

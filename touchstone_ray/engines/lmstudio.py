@@ -51,6 +51,9 @@ class LmStudioEngine(OpenAIEngine):
 
     async def context_limit(self, model: str) -> int | None:
         """``loaded_context_length`` of a loaded model (tokens); ``None`` when not loaded (the
-        context is chosen at load time, ``max_context_length`` is only the model's maximum)."""
+        context is chosen at load time, ``max_context_length`` is only the model's maximum),
+        else ``max_model_len`` where ``/v1/models`` lists one."""
         value = (await self._entry(model)).get("loaded_context_length")
-        return value if isinstance(value, int) and value > 0 else None
+        if isinstance(value, int) and value > 0:
+            return value
+        return await super().context_limit(model)

@@ -16,6 +16,10 @@ Protocol parsers (:mod:`.ollama`, :mod:`.openai`) turn wire chunks into two kind
   strings, ``null`` and SSE comments never reach or never count here;
 * ``ttfa_s``: first chunk carrying answer text that is not whitespace (so the ``"\\n\\n"``
   that follows ``</think>`` is not "the answer"), after ``<think>`` splitting;
+* ``reasoning_s``: from the first reasoning token (the first reasoning-channel chunk, or the
+  first content chunk when the reasoning is a ``<think>`` block) to the answer's first chunk;
+  ``reasoning_tps = reasoning_tokens / reasoning_s`` (the answer's first token comes one token
+  interval after the last reasoning token); both ``None`` without reasoning or without answer;
 * ``itl_p50_s``/``itl_p95_s``: gaps between consecutive token-carrying chunks, percentiles
   with linear interpolation (numpy's default);
 * ``e2e_s`` until the stream ended; ``tpot_s = (e2e - ttft) / (completion_tokens - 1)``
@@ -126,6 +130,7 @@ class StreamNormalizer:
         self._content_len = 0
         self._reasoning: list[str] = []
         self._reasoning_chunks = 0
+        self._reasoning_t: float | None = None
         self._source: ReasoningSource | None = None
         self.finish_reason: str | None = None
         self.prompt_tokens: int | None = None
@@ -154,6 +159,8 @@ class StreamNormalizer:
         if reasoning:
             self._reasoning.append(reasoning)
             self._reasoning_chunks += 1
+            if self._reasoning_t is None:
+                self._reasoning_t = t
             if self._source is None:
                 self._source = reasoning_source
             carried = True
@@ -205,9 +212,14 @@ class StreamNormalizer:
             reasoning = f"{reasoning}\n{tag_reasoning}" if reasoning else tag_reasoning
             source = source or "think_tag"
         ttfa: float | None = None
+        reasoning_s: float | None = None
         if offset is not None:
             idx = bisect.bisect_right(self._content_offsets, offset) - 1
             ttfa = self._content_times[idx] - self.t0
+            starts = [self._reasoning_t, self._content_times[0] if tag_reasoning else None]
+            first = min((t for t in starts if t is not None), default=None)
+            if first is not None:
+                reasoning_s = self._content_times[idx] - first
         ttft = self.token_times[0] - self.t0 if self.token_times else None
         e2e = t_end - self.t0
         gaps = [b - a for a, b in itertools.pairwise(self.token_times)]
@@ -249,6 +261,10 @@ class StreamNormalizer:
             "prompt_tokens": prompt,
             "completion_tokens": completion,
             "reasoning_tokens": reasoning_tokens,
+            "reasoning_s": reasoning_s,
+            "reasoning_tps": reasoning_tokens / reasoning_s
+            if reasoning_tokens and reasoning_s
+            else None,
             "token_count_source": "estimated" if estimated else "server",
             "load_duration_s": self.load_duration_s,
             "cached_tokens": self.cached_tokens,

@@ -7,8 +7,9 @@ line has ``"done": true`` with ``done_reason`` (``stop``, ``length``, ``load``, 
 nanoseconds (``load_duration``). An ``{"error": "..."}`` line is a protocol error. Sampling goes
 in ``options`` (``temperature``, ``seed``, ``num_predict``, ``num_ctx``, …); ``think``,
 ``keep_alive`` and ``format`` (a JSON schema) are top-level. ``GET /api/version``,
-``/api/tags`` (available models) and ``/api/ps`` (loaded models) give the metadata; a chat with
-``messages: []`` and ``keep_alive: 0`` unloads a model.
+``/api/tags`` (available models), ``/api/ps`` (loaded models) and ``POST /api/show {"model"}``
+(``template``: the model's chat template, a Go template; ``capabilities``) give the metadata;
+a chat with ``messages: []`` and ``keep_alive: 0`` unloads a model.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from touchstone_ray.engines._stream import (
     text_or_none,
 )
 from touchstone_ray.engines.base import ChatRequest, Engine
-from touchstone_ray.errors import StreamProtocolError
+from touchstone_ray.errors import EngineHTTPError, StreamProtocolError, one_line
 
 
 def ollama_timings(done: dict[str, Any]) -> dict[str, float | int | None] | None:
@@ -96,6 +97,7 @@ class OllamaEngine(Engine):
     chat_path = "/api/chat"
     embed_path = "/api/embed"
     needs_unload = True
+    sends_context = True
 
     @classmethod
     def without_thinking(cls, extra_body: dict[str, Any]) -> None:
@@ -152,9 +154,37 @@ class OllamaEngine(Engine):
         body = {"model": model, "messages": [], "keep_alive": 0, "stream": False}
         await self._checked_json("POST", self.base_url + "/api/chat", body)
 
+    async def chat_template(self, model: str) -> dict[str, Any] | None:
+        """``template`` of ``POST /api/show`` (the Modelfile's ``TEMPLATE``) with the model's
+        ``capabilities`` as caps; ``None`` when the answer has no template text or is HTTP
+        404 (an unknown model, which the preflight reports on its own). Raises EngineError
+        for another HTTP error or an unreachable server."""
+        status, data = await self.request_json(
+            "POST", self.base_url + "/api/show", {"model": model}
+        )
+        if status == 404:  # no such endpoint (or model: the preflight names that one)
+            return None
+        if status >= 300:
+            raise EngineHTTPError(status, one_line(f"HTTP {status} from /api/show: {data}"))
+        template = data.get("template") if isinstance(data, dict) else None
+        if not isinstance(template, str):
+            return None
+        return {"source": "/api/show", "template": template, "caps": data.get("capabilities")}
+
     async def _names(self, path: str) -> list[str]:
         data = await self._checked_json("GET", self.base_url + path)
         models = data.get("models") if isinstance(data, dict) else None
         if not isinstance(models, list):
             raise StreamProtocolError(f"{path} answer has no 'models' list")
         return [str(m.get("name") or m.get("model")) for m in models if isinstance(m, dict)]
+
+    async def model_context_length(self, model: str) -> int | None:
+        """``model_info["<general.architecture>.context_length"]`` from ``POST /api/show``
+        (tokens; Ollama API docs, "Show Model Information"); ``None`` when not listed.
+        Raises :class:`EngineError` when the server does not answer 2xx."""
+        data = await self._checked_json("POST", self.base_url + "/api/show", {"model": model})
+        info = data.get("model_info") if isinstance(data, dict) else None
+        if not isinstance(info, dict):
+            return None
+        value = info.get(f"{info.get('general.architecture')}.context_length")
+        return value if isinstance(value, int) and value > 0 else None

@@ -17,7 +17,9 @@ Server identity: vLLM ``GET /version`` (server root) -> ``{"version"}``; llama.c
 ``GET /props`` -> ``{"build_info"}``; Ollama's own ``GET /api/version``; LM Studio
 ``GET /api/v0/models``; else ``openai-compat``. :data:`ENGINE_FOR_SERVER` names the specific
 ``engine:`` value for what was found (the subclasses in :mod:`.llamacpp`, :mod:`.vllm`,
-:mod:`.lmstudio` know their server's extra endpoints).
+:mod:`.lmstudio` know their server's extra endpoints). The context limit is ``max_model_len``
+of the model's ``GET /v1/models`` entry wherever the server lists it (vLLM does), whatever the
+``engine:`` value.
 """
 
 from __future__ import annotations
@@ -209,6 +211,29 @@ class OpenAIEngine(Engine):
         if status == 200 and isinstance(data, dict) and isinstance(data.get("data"), list):
             return "lmstudio", None
         return "openai-compat", None
+
+    async def _model_card(self, model: str, *, checked: bool = True) -> dict[str, Any]:
+        """``model``'s entry of ``GET {base_url}/models`` ``data`` (``{}`` when not listed,
+        and unless ``checked`` when the server answers other than 2xx; ``checked`` raises
+        :class:`EngineHTTPError` then)."""
+        if checked:
+            data = await self._checked_json("GET", self.base_url + "/models")
+        else:
+            status, data = await self.request_json("GET", self.base_url + "/models")
+            if status >= 300:
+                return {}
+        items = data.get("data") if isinstance(data, dict) else None
+        for item in items or []:
+            if isinstance(item, dict) and item.get("id") == model:
+                return item
+        return {}
+
+    async def context_limit(self, model: str) -> int | None:
+        """``max_model_len`` of ``model``'s ``/v1/models`` entry (tokens; vLLM lists it, and
+        so may any server behind ``engine: openai``); ``None`` where it is not listed or the
+        list is not served."""
+        value = (await self._model_card(model, checked=False)).get("max_model_len")
+        return value if isinstance(value, int) and value > 0 else None
 
     async def list_models(self) -> list[str]:
         """Model ids from ``GET {base_url}/models`` (``{"data": [{"id"}]}``)."""

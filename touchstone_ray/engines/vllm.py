@@ -90,14 +90,6 @@ class VllmEngine(OpenAIEngine):
         version = data.get("version") if isinstance(data, dict) else None
         return "vllm", str(version) if version else None
 
-    async def _model_card(self, model: str) -> dict[str, Any]:
-        data = await self._checked_json("GET", self.base_url + "/models")
-        items = data.get("data") if isinstance(data, dict) else None
-        for item in items or []:
-            if isinstance(item, dict) and item.get("id") == model:
-                return item
-        return {}
-
     async def server_facts(self, model: str) -> dict[str, Any]:
         """``{version, max_model_len, root}`` (``root``: the weights the model id serves)."""
         card = await self._model_card(model)
@@ -107,11 +99,6 @@ class VllmEngine(OpenAIEngine):
             "max_model_len": card.get("max_model_len"),
             "root": card.get("root"),
         }
-
-    async def context_limit(self, model: str) -> int | None:
-        """``max_model_len`` of ``model`` from ``/v1/models`` (tokens)."""
-        value = (await self._model_card(model)).get("max_model_len")
-        return value if isinstance(value, int) and value > 0 else None
 
     async def count_prompt_tokens(self, model: str, messages: list[dict[str, str]]) -> int | None:
         """``count`` from ``POST /tokenize`` with the chat messages."""

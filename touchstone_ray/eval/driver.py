@@ -1,13 +1,15 @@
 """The eval driver: each model on each host is a lane of the shared dispatcher.
 
 Flow (SPEC §8): per host, models one after another (``models_per_host`` at once), each with
-warm-up, baseline tick, its cells, then the engine's own end step: unload where the engine
-keeps models loaded (:attr:`~touchstone_ray.engines.base.Engine.needs_unload`), or, where it
-reports its own TTFT (:attr:`~touchstone_ray.engines.base.Engine.checks_server_ttft`, vLLM),
-its mean over the cells from ``/metrics``, stored under ``server_checks`` in ``bundle.json``
-(the "before" snapshot is taken after the warm-up, or, without one, alongside the first cells,
-so it may count one of them); different hosts in parallel. Per endpoint at most
-``concurrency`` requests are in flight (plus :data:`QUEUE_AHEAD` cells queued in the actor).
+warm-up (its answer probed: a flagged one warns, and stops the model under
+``--strict-preflight``), baseline tick, its cells, then the engine's own end step: unload
+where the engine keeps models loaded
+(:attr:`~touchstone_ray.engines.base.Engine.needs_unload`), or, where it reports its own TTFT
+(:attr:`~touchstone_ray.engines.base.Engine.checks_server_ttft`, vLLM), its mean over the
+cells from ``/metrics``, stored under ``server_checks`` in ``bundle.json`` (the "before"
+snapshot is taken after the warm-up, or, without one, alongside the first cells, so it may
+count one of them); different hosts in parallel. Per endpoint at most ``concurrency``
+requests are in flight (plus :data:`QUEUE_AHEAD` cells queued in the actor).
 
 Waiting, deadlines, cancelling and host loss are :mod:`touchstone_ray.fleet.dispatch`'s: a cell past
 its deadline (:func:`~touchstone_ray.fleet.dispatch.call_deadline_s` of the model's engine
@@ -18,16 +20,27 @@ finishes.
 
 from __future__ import annotations
 
+import sys
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from touchstone_ray.bundle import WarmupProbe
 from touchstone_ray.config import FleetConfig
 from touchstone_ray.engines.registry import engine_class
 from touchstone_ray.eval.matrix import ModelPlan
 from touchstone_ray.eval.sink import RecordSink
-from touchstone_ray.fleet import Call, Cell, Dispatcher, Lane, Pinned, call_deadline_s
+from touchstone_ray.fleet import (
+    Call,
+    Cell,
+    Dispatcher,
+    Lane,
+    Pinned,
+    call_deadline_s,
+    probe_reason,
+    probe_warning,
+)
 
 QUEUE_AHEAD = 2
 """Cells queued in a client actor beyond its endpoint's ``concurrency``; the actor's semaphore
@@ -171,6 +184,9 @@ class _PhaseLane(Lane):
         elif call.kind == "warmup":
             sink.event("warmup", host=run.host, model=self.label, result=value)
             phase.stage = "run"
+            probe = value.get("probe") if isinstance(value, dict) else None
+            if isinstance(probe, dict):
+                self._probed(WarmupProbe.model_validate(probe))
         elif call.kind == "unload":
             sink.event("unload", host=run.host, model=self.label, error=value)
             phase.stage = "done"
@@ -194,6 +210,29 @@ class _PhaseLane(Lane):
             self.landed(call, {"ok": False, "error": error, "load_duration_s": None})
         else:
             self.landed(call, error if call.kind == "unload" else {"error": error})
+
+    def _probed(self, probe: WarmupProbe) -> None:
+        """Store the warm-up's content probe; a flagged one prints its warning line and, with
+        ``strict_preflight``, stops the model before its cells: they get no record (a later
+        ``--resume`` runs them), the end step (unload) still runs."""
+        run, sink = self.run, self.runner.sink
+        warning = probe_warning(run.host, self.label, probe)
+        stop = warning is not None and self.runner.strict_preflight
+        reason = probe_reason(probe)
+        with sink.bundle.edit_manifest() as manifest:
+            server = manifest.server(self.label)
+            server.warmup = probe
+            if stop:
+                server.stopped_reason = reason
+            elif server.stopped_reason is not None:  # stopped by an earlier run, not this one
+                server.stopped_reason = None
+        if warning is None:
+            return
+        print(f"preflight: warning: {warning}", file=sys.stderr, flush=True)
+        if stop:
+            self.runner.models_stopped[self.label] = reason
+            sink.event("model_stopped", host=run.host, model=self.label, reason=reason)
+            self.phase.exhausted = True
 
     def _cell_failed(self, call: Call, kind: str, error: str) -> None:
         self.runner.sink.record(self.runner.failed(call.job, self.run, kind, error))
@@ -224,6 +263,9 @@ class MatrixRunner:
     ``startup(runner, run)``, when given, makes the first lane of each host's actor, which
     holds that host's models back until it sets ``run.started`` (each host on its own: no
     barrier over the fleet); ``on_tick()`` runs once per dispatcher turn after the sink's tick.
+    Each warm-up answer's content probe (:mod:`touchstone_ray.fleet.probe`) goes into
+    ``bundle.json`` ``servers.<model>.warmup``; a flagged one prints one warning line, and with
+    ``strict_preflight`` stops that model before its cells (:attr:`models_stopped`).
     """
 
     def __init__(
@@ -234,8 +276,13 @@ class MatrixRunner:
         baselines: BaselineTicks | None = None,
         startup: Callable[[MatrixRunner, HostRun], Lane] | None = None,
         on_tick: Callable[[], object] | None = None,
+        strict_preflight: bool = False,
     ) -> None:
         self.config = config
+        self.strict_preflight = strict_preflight
+        self.models_stopped: dict[str, str] = {}
+        """Model label → why it stopped before its cells (a flagged warm-up answer under
+        ``strict_preflight``)."""
         self.hosts = hosts
         self.sink = sink
         self.baselines = baselines

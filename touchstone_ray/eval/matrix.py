@@ -40,6 +40,7 @@ class ModelPlan:
         (a :class:`CellSet` over this plan is tested by position, without a key lookup) and
         prompts not :meth:`selected` (their cells keep their positions)."""
         systems = {v.id: v.system_prompt for v in pack.prompt_variants}
+        headroom = self.spec.reasoning_headroom_tokens
         name_prompt = len(self.variants) * len(pack.prompts()) <= TASK_NAMES_PER_MODEL
         bits = skip if isinstance(skip, CellSet) and skip.index.base(self) is not None else None
         position = 0 if bits is None else (bits.index.base(self) or 0)
@@ -64,7 +65,9 @@ class ModelPlan:
                         prompt_id=prompt.id,
                         prompt=prompt.prompt,
                         repeat=repeat,
-                        max_tokens=prompt.max_tokens,
+                        max_tokens=None
+                        if prompt.max_tokens is None
+                        else prompt.max_tokens + headroom,
                         name_prompt=name_prompt,
                     )
 

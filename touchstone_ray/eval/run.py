@@ -67,8 +67,8 @@ class EvalOptions:
 
 @dataclass
 class EvalOutcome:
-    """What a run did; ``exit_code`` 1 if any cell failed or a host stopped before its
-    cells, else 0."""
+    """What a run did; ``exit_code`` 1 if any cell failed or a host or model stopped before
+    its cells, else 0."""
 
     bundle: Path | None
     n_ok: int = 0
@@ -78,10 +78,13 @@ class EvalOutcome:
     hosts_stopped: dict[str, str] = field(default_factory=dict)
     """Host → why it stopped before its cells (``--strict-preflight``); its cells have no
     record, so a ``--resume`` runs them."""
+    models_stopped: dict[str, str] = field(default_factory=dict)
+    """Model label → why it stopped before its cells (``--strict-preflight`` and a flagged
+    warm-up answer); its cells have no record, so a ``--resume`` runs them."""
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.n_failed or self.hosts_stopped else 0
+        return 1 if self.n_failed or self.hosts_stopped or self.models_stopped else 0
 
 
 def print_plan(
@@ -200,6 +203,7 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
             baselines=fleet.monitors,
             startup=fleet.start.lane,
             on_tick=fleet.start.tick,
+            strict_preflight=opts.strict_preflight,
         )
         runner.run()
         stopped = fleet.start.stopped
@@ -210,6 +214,7 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
     outcome.n_ok, outcome.n_failed = sink.n_ok, sink.n_failed
     outcome.failures_by_kind = dict(sink.failures_by_kind)
     outcome.hosts_stopped = dict(stopped)
+    outcome.models_stopped = dict(runner.models_stopped)
     elapsed = time.monotonic() - started
     sink.event("run_done", ok=outcome.n_ok, failed=outcome.n_failed, elapsed_s=elapsed)
     sink.close()
@@ -225,11 +230,16 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
 
 def end_line(outcome: EvalOutcome, elapsed_s: float, lang: str) -> str:
     """The run's last line but the bundle path, in the pack's language ``lang``: ``eval done:
-    N ok, M failed (kind n, …), R reused in S s`` and each host stopped before its cells."""
+    N ok, M failed (kind n, …), R reused in S s`` and each host, then each model, stopped
+    before its cells."""
     w = lines(lang)
     kinds = ", ".join(f"{k} {n}" for k, n in sorted(outcome.failures_by_kind.items()))
     stopped = "".join(
-        w["host_stopped"].format(host=h, reason=r) for h, r in sorted(outcome.hosts_stopped.items())
+        w["host_stopped"].format(host=name, reason=reason)
+        for name, reason in [
+            *sorted(outcome.hosts_stopped.items()),
+            *sorted(outcome.models_stopped.items()),
+        ]
     )
     return (
         w["eval_end"].format(

@@ -8,14 +8,17 @@ other host, :class:`HostStart` makes these calls to the host's client actor:
    host's monitor; an actor not ready within its deadline loses the host (``node_lost``
    records for its cells, as a dead node does).
 2. When the preflight lands: a ``preflight`` event, each problem printed
-   (``preflight: <host>: …``), the servers' facts into ``bundle.json`` ``servers``. With
+   (``preflight: <host>: …``) and each warning (``preflight: warning: <host>: …``: a chat
+   template whose markers the served model does not know), the servers' facts and template
+   checks into ``bundle.json`` ``servers``. With
    ``--strict-preflight`` a host with problems stops here: its cells never start and write
    no record (a later ``--resume`` runs them), the reason goes into the ``host_stopped``
    event and ``hosts.<host>.stopped_reason``, and the run exits 1; the other hosts go on.
 3. The context check (:mod:`touchstone_ray.eval.context`) of each model of the host, with
    that host's ``context_limit``: one ``count_prompts`` call per model. A prompt that does not
    fit stops the whole run (:class:`~touchstone_ray.errors.UsageError`, exit 2) before this
-   host sends any request.
+   host sends any request. The context each model got goes into a ``context`` event and
+   ``bundle.json`` ``models[].context``.
 4. Then the host's model lanes start (warm-up, baseline tick, cells).
 
 Monitors start beside it (:meth:`MonitorSet.launch`); each host's capabilities and engine
@@ -27,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from touchstone_ray.bundle import Bundle
+from touchstone_ray.bundle import Bundle, ContextChoice
 from touchstone_ray.errors import RunError
 from touchstone_ray.eval.context import (
     COUNT_TIMEOUT_S,
@@ -38,7 +41,7 @@ from touchstone_ray.eval.context import (
 from touchstone_ray.eval.driver import HostRun, MatrixRunner
 from touchstone_ray.eval.matrix import ModelPlan
 from touchstone_ray.eval.sink import RecordSink
-from touchstone_ray.fleet import Call, MonitorSet, PreflightStart
+from touchstone_ray.fleet import Call, MonitorSet, PreflightStart, store_servers
 from touchstone_ray.pack import Pack
 
 
@@ -106,11 +109,20 @@ class HostStart(PreflightStart):
         if call.kind != "count":
             super().answered(call, value)
             return
-        plan, cells, limits = call.job
-        entry = context_entry(plan, cells, value, limits, self.start.allow_cut)
+        plan, cells, context = call.job
+        entry = context_entry(plan, cells, value, context, self.start.allow_cut)
         self._context[plan.label] = entry
         if len(self._context) == len(self.models):
             self.start.sink.event("context", host=self.run.host, models=self._context)
+            with self.start.bundle.edit_manifest() as manifest:
+                for model in manifest.models:
+                    if model.model in self._context:
+                        got = self._context[model.model]
+                        model.context = ContextChoice(
+                            tokens=got["context_tokens"],
+                            source=got["context_source"],
+                            sent=got["context_sent"],
+                        )
             self.finish()
 
     def call_failed(self, call: Call, error: str, *, timed_out: bool) -> None:
@@ -133,14 +145,8 @@ class HostStart(PreflightStart):
         host, start = self.run.host, self.start
         start.sink.event("preflight", host=host, result=result)
         start.preflight[host] = result or {}
-        servers = {
-            label: {k: entry[k] for k in ("engine_kind", "server_facts") if entry.get(k)}
-            for label, entry in (result or {}).items()
-        }
-        servers = {label: server for label, server in servers.items() if server}
-        if servers:
-            with start.bundle.edit_manifest() as manifest:
-                manifest.servers = {**(manifest.servers or {}), **servers}
+        with start.bundle.edit_manifest() as manifest:
+            store_servers(manifest, result)
         if problems and start.strict_preflight:
             self._stop(f"preflight failed ({len(problems)} problems): " + "; ".join(problems))
             return
@@ -148,14 +154,14 @@ class HostStart(PreflightStart):
             self.finish()
             return
         for plan in self.models:
-            limits = model_limit(plan, start.preflight[host].get(plan.label) or {})
+            context = model_limit(plan, start.preflight[host].get(plan.label) or {})
             cells = distinct_prompts(plan, start.pack)
             self.queue(
                 Call(
                     self.run.actor.count_prompts,
-                    (plan.label, cells, limits[0]),
+                    (plan.label, cells, context.tokens),
                     f"count:{plan.label}",
-                    (plan, cells, limits),
+                    (plan, cells, context),
                     "count",
                     COUNT_TIMEOUT_S,
                 )

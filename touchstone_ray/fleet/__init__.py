@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     )
     from touchstone_ray.fleet.client_actor import (
         STREAMS_PER_PROCESS,
-        WARMUP_PROMPT,
         HostClient,
         max_stream_workers,
         spawn_client,
@@ -74,8 +73,11 @@ if TYPE_CHECKING:
         PreflightStart,
         check_hosts,
         preflight_problems,
+        preflight_warnings,
         run_hosts,
+        store_servers,
     )
+    from touchstone_ray.fleet.probe import WARMUP_PROMPT, probe_reason, probe_warning
     from touchstone_ray.fleet.prompts import (
         PromptCount,
         cell_messages,
@@ -104,7 +106,7 @@ _MODULE_OF: dict[str, str] = {
     "TASK_NAMES_PER_MODEL": "cells",
     "Cell": "cells",
     "STREAMS_PER_PROCESS": "client_actor",
-    "WARMUP_PROMPT": "client_actor",
+    "WARMUP_PROMPT": "probe",
     "HostClient": "client_actor",
     "cpu_model": "host_facts",
     "gpu_inventory": "host_facts",
@@ -133,7 +135,11 @@ _MODULE_OF: dict[str, str] = {
     "PreflightStart": "preflight",
     "check_hosts": "preflight",
     "preflight_problems": "preflight",
+    "preflight_warnings": "preflight",
+    "probe_reason": "probe",
+    "probe_warning": "probe",
     "run_hosts": "preflight",
+    "store_servers": "preflight",
     "PromptCount": "prompts",
     "cell_messages": "prompts",
     "estimate_prompt_tokens": "prompts",
@@ -193,6 +199,9 @@ __all__ = [
     "nonce_line",
     "pin",
     "preflight_problems",
+    "preflight_warnings",
+    "probe_reason",
+    "probe_warning",
     "ray_logging_level",
     "resolve_address",
     "resolve_hosts",
@@ -203,6 +212,7 @@ __all__ = [
     "split_streams",
     "start_failed_line",
     "start_local",
+    "store_servers",
     "url_host",
 ]
 

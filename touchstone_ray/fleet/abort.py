@@ -8,6 +8,8 @@ written so far, mark the manifest ``failed``), each on its own, then says what h
   ``interrupted; <resume>`` (the CLI prints ``error: …`` and exits 1);
 - SIGTERM → ``SystemExit`` with code 15 (``SIGTERM``), as Ray's own driver handler does: the
   process exits 15;
+- the Ray cluster gone (:mod:`.lifeline`) → :class:`~touchstone_ray.fleet.lifeline.ClusterGone`
+  (exit 1, one line);
 - a file system's ``OSError`` → :func:`~touchstone_ray.errors.write_failed` (exit 1);
 - anything else goes on as it was raised.
 """
@@ -22,6 +24,7 @@ from pathlib import Path
 from types import FrameType
 
 from touchstone_ray.errors import RunError, is_disk_error, one_line, write_failed
+from touchstone_ray.fleet.lifeline import ClusterGone, Steps, finalizing, gone_line
 
 __all__ = ["Terminated", "abort_guard", "abort_reason"]
 
@@ -33,8 +36,30 @@ class Terminated(SystemExit):
         super().__init__(signal.SIGTERM)
 
 
+_SIGTERM = threading.Event()
+"""Set by the handler: a ``SystemExit`` out of the block is that SIGTERM."""
+
+
+def _why_terminated() -> BaseException:
+    gone = gone_line()
+    if gone is not None:  # the lifeline's own SIGTERM: the cluster is gone
+        return ClusterGone(gone)
+    return Terminated()
+
+
 def _terminate(signum: int, frame: FrameType | None) -> None:
-    raise Terminated()
+    _SIGTERM.set()
+    raise _why_terminated()
+
+
+def _as_raised(exc: BaseException) -> BaseException:
+    """``exc``, or what the SIGTERM handler raised where Ray turned it into another
+    ``SystemExit``: a handler's exception inside ``ray.wait``/``ray.get`` comes out of Ray as
+    ``SystemExit(1)`` (its ``check_signals``, measured on Ray 2.60: a stopped job recorded
+    the reason ``1``)."""
+    if _SIGTERM.is_set() and type(exc) is SystemExit:
+        return _why_terminated()
+    return exc
 
 
 def abort_reason(exc: BaseException) -> str:
@@ -62,20 +87,26 @@ def abort_guard(
     (``resume with --resume <bundle>``).
 
     Inside the block SIGTERM raises :class:`Terminated` in the main thread (outside the main
-    thread the handler that is set stays); the previous handler is back afterwards."""
+    thread the handler that is set stays), or :class:`~touchstone_ray.fleet.lifeline.ClusterGone`
+    when the lifeline sent it; the previous handler is back afterwards. The steps are the
+    lifeline's too (:func:`~touchstone_ray.fleet.lifeline.finalizing`): where the main thread
+    is stuck in Ray, the lifeline runs those not started yet before it ends the process."""
     main = threading.current_thread() is threading.main_thread()
+    _SIGTERM.clear()
     previous = signal.signal(signal.SIGTERM, _terminate) if main else None
+    once = Steps(steps)
     try:
-        yield
-    except BaseException as exc:
-        reason = abort_reason(exc)
-        for step in steps:
-            with contextlib.suppress(Exception):  # a disk gone read-only fails them all
-                step(reason)
+        with finalizing(once):
+            yield
+    except BaseException as raised:
+        exc = _as_raised(raised)
+        once.run(abort_reason(exc))  # a disk gone read-only fails them all: each on its own
         if isinstance(exc, KeyboardInterrupt):
             raise RunError(f"interrupted; {resume}") from None
         if is_disk_error(exc):
             raise write_failed(root, exc, command) from exc
+        if exc is not raised:
+            raise exc from None
         raise
     finally:
         if main:  # None: a handler not set from Python, which Python cannot set back

@@ -28,6 +28,8 @@ class Cell:
     prompt: str
     repeat: int
     max_tokens: int | None
+    """The completion budget sent (tokens): the prompt's ``max_tokens`` plus the model's
+    ``reasoning_headroom_tokens``; ``None``: no cap sent."""
     name_prompt: bool = True
     """Whether :attr:`task_name` names the prompt (see :data:`TASK_NAMES_PER_MODEL`)."""
 

@@ -37,17 +37,16 @@ from touchstone_ray.engines.registry import create_engine, engine_class
 from touchstone_ray.fleet.cells import Cell
 from touchstone_ray.fleet.host_facts import host_facts
 from touchstone_ray.fleet.metrics import CellMetrics
+from touchstone_ray.fleet.probe import WARMUP_MAX_TOKENS, WARMUP_PROMPT, probe_answer
 from touchstone_ray.fleet.prompts import (
     PromptCount,
     cell_messages,
+    context_need,
     estimate_prompt_tokens,
     input_truncated,
     nonce_line,
 )
 from touchstone_ray.records import CellIdentity, EvalResponse
-
-WARMUP_PROMPT = "Antworte mit einem Wort: bereit?"
-"""The untimed warm-up request's user message."""
 
 STREAMS_PER_PROCESS = 16
 """The most concurrent streams to one endpoint that one client process (one asyncio loop)
@@ -256,6 +255,8 @@ class HostClient:
         self._starting: set[asyncio.Task[None]] = set()
         self.language = language
         """The pack's language, for :func:`~touchstone_ray.answers.answer_flags`."""
+        self._template_fixes: dict[str, str | None] = {}
+        """Model label → the server flag its template check named (:meth:`preflight`)."""
 
     def _engine(self, label: str) -> Engine:
         if label not in self._engines:
@@ -355,7 +356,13 @@ class HostClient:
         """Per model label: endpoint reached from this host, served models, engine version,
         the engine recognised (``engine_kind``: a config ``engine:`` value or ``None``) and
         ``suggested_engine`` when that is more specific than the configured one, the server's
-        ``server_facts`` and its ``context_limit`` (tokens or ``None``)."""
+        ``server_facts``, its ``context_limit`` (tokens or ``None``), ``sends_context``
+        (the protocol takes the context per request) and for those servers the model's own
+        ``model_context_length`` (tokens or ``None``), and the ``template`` check
+        (:func:`~touchstone_ray.fleet.template_check.check_template`, as a dict; absent where
+        the server does not show its template)."""
+        from touchstone_ray.fleet.template_check import check_template
+
         out: dict[str, dict[str, Any]] = {}
         for label, spec in self.specs.items():
             engine = self._engine(label)
@@ -374,11 +381,18 @@ class HostClient:
             entry["engine_kind"] = kind
             if kind is not None and spec.engine == "openai":
                 entry["suggested_engine"] = kind
+            entry["sends_context"] = engine.sends_context
             try:
                 entry["server_facts"] = await engine.server_facts(spec.id)
                 entry["context_limit"] = await engine.context_limit(spec.id)
+                if engine.sends_context:
+                    entry["model_context_length"] = await engine.model_context_length(spec.id)
             except Exception as exc:
                 entry["server_facts_error"] = f"{type(exc).__name__}: {exc}"
+            template = await check_template(engine, spec.id)
+            if template is not None:
+                entry["template"] = template.to_dict()
+                self._template_fixes[label] = template.fix
             out[label] = entry
         return out
 
@@ -392,7 +406,10 @@ class HostClient:
         """Count the prompt tokens of ``cells`` (one per ``variant|prompt_id``; with cache
         busting, the nonce of that cell) by the server's tokenizer, else the estimate of
         :mod:`touchstone_ray.fleet.prompts`; remember them and the context ``limit`` (tokens)
-        for the records. Returns ``variant|prompt_id`` → ``(tokens, source)``."""
+        for the records and, where the server takes it per request, for every request. A
+        server that takes it per request and gets no ``limit`` is given what the prompts need
+        (:func:`~touchstone_ray.fleet.prompts.context_need`), never its own default. Returns
+        ``variant|prompt_id`` → ``(tokens, source)``."""
         engine = self._engine(label)
         model = self.specs[label].id
         counts: dict[str, PromptCount] = {}
@@ -409,6 +426,10 @@ class HostClient:
             )
             counts[f"{cell.variant}|{cell.prompt_id}"] = count
         self._counts[label] = counts
+        if limit is None and engine.sends_context:
+            limit = context_need(
+                (counts[f"{c.variant}|{c.prompt_id}"].tokens, c.max_tokens) for c in cells
+            )
         self._limits[label] = limit
         return {key: (c.tokens, c.source) for key, c in counts.items()}
 
@@ -443,19 +464,33 @@ class HostClient:
             max_tokens=max_tokens,
             extra_body=spec.extra_body,
             keep_alive=spec.keep_alive if engine_class(spec.engine).needs_unload else None,
-            context_tokens=spec.context_tokens,
+            context_tokens=self._limits.get(label, spec.context_tokens),
         )
 
     async def warmup(self, label: str) -> dict[str, Any]:
-        """One untimed request; returns ``{"ok", "error", "load_duration_s"}``. Then takes the
-        model's "before" server-metrics snapshot (:meth:`mark_cells_start`)."""
+        """One untimed request; returns ``{"ok", "error", "load_duration_s", "probe"}``, where
+        ``probe`` is the answer's content probe
+        (:func:`~touchstone_ray.fleet.probe.probe_answer`, as a dict, naming the template
+        check's fix; ``None`` for a failed request). Then takes the model's "before"
+        server-metrics snapshot (:meth:`mark_cells_start`)."""
         engine = self._engine(label)
+        message = {"role": "user", "content": WARMUP_PROMPT}
         async with self._sems[label]:
-            result = await engine.chat(
-                self._request(label, 16, [{"role": "user", "content": WARMUP_PROMPT}])
-            )
+            result = await engine.chat(self._request(label, WARMUP_MAX_TOKENS, [message]))
         await self.mark_cells_start(label)
-        return {"ok": result.ok, "error": result.error, "load_duration_s": result.load_duration_s}
+        probe = None
+        if result.ok:
+            fix = self._template_fixes.get(label)
+            found = probe_answer(
+                result.response_text, result.reasoning_text, result.finish_reason, fix
+            )
+            probe = found.to_dict()
+        return {
+            "ok": result.ok,
+            "error": result.error,
+            "load_duration_s": result.load_duration_s,
+            "probe": probe,
+        }
 
     async def run_cell(self, cell: Cell, is_cold_start: bool) -> dict[str, Any]:
         """Run one cell and return its :class:`EvalResponse` as a dict (never raises for a
@@ -499,13 +534,15 @@ class HostClient:
             context_tokens=limit,
             input_truncated=input_truncated(server_prompt, count, limit) if result.ok else None,
             answer_flags=await self._answer_flags(cell, result) if result.ok else [],
+            max_tokens_sent=cell.max_tokens,
         )
         out = record.model_dump(mode="json")
         self._metrics.cell_done(out)
         return out
 
     async def _answer_flags(self, cell: Cell, result: ChatResult) -> list[str]:
-        """The answer's :func:`~touchstone_ray.answers.answer_flags`; waits (without blocking
+        """The answer's :func:`~touchstone_ray.answers.answer_flags` but those its model's
+        ``answer_flags_off`` names; waits (without blocking
         the loop) for the language model still loading, and leaves ``wrong_language`` out
         where it failed to load. The detectors (and numpy) load on first use: a client that
         runs no cell never imports them."""
@@ -519,7 +556,7 @@ class HostClient:
                     await asyncio.wrap_future(loading)
             if loading.exception() is not None:
                 language = None
-        return answer_flags(
+        flags = answer_flags(
             result.response_text,
             result.reasoning_text,
             result.finish_reason,
@@ -527,6 +564,8 @@ class HostClient:
             cell.system_prompt,
             language,
         )
+        off = self.specs[cell.model].answer_flags_off
+        return [f for f in flags if f not in off]
 
     async def unload(self, label: str) -> str | None:
         """Unload the model (Ollama ``keep_alive: 0``); returns an error line or ``None``."""

@@ -2,6 +2,13 @@
 --block`` on free ports, dashboard on 127.0.0.1), stopped with it: the UI's jobs and the
 queue's stages run on it, so Ray starts once, not once per run.
 
+Its jobs end with it: Ray's job supervisor starts each entrypoint in a session of its own and
+SIGKILLs that group only from a shell loop that polls the supervisor, so a driver could outlive
+the head, or die unfinalized. :meth:`LocalCluster.stop` notes the head's whole process tree
+(psutil) first and ends what of it is left once the head is down; the head's environment gives
+a stopped job's driver :data:`JOB_STOP_WAIT_S` s after SIGTERM before Ray SIGKILLs it (Ray's
+default, 3 s, is shorter than a driver's finalize, :data:`~touchstone_ray.fleet.lifeline.END_S`).
+
 Token authentication (Ray 2.60): with ``RAY_AUTH_MODE`` unset, the head runs with a token of
 its own (a file in its temporary folder, mode 0600); :meth:`LocalCluster.client_env` is the
 environment a driver or CLI child needs to join it.
@@ -19,11 +26,18 @@ import sys
 import tempfile
 from pathlib import Path
 
-__all__ = ["AUTH_MODE", "LocalCluster", "die_with_parent"]
+__all__ = ["AUTH_MODE", "JOB_STOP_WAIT_S", "LocalCluster", "die_with_parent"]
 
 AUTH_MODE = "RAY_AUTH_MODE"
 """Ray's switch for token authentication (``token`` | ``disabled``)."""
 
+JOB_STOP_WAIT_S = 10
+"""Seconds Ray waits after a stopped job's SIGTERM before it SIGKILLs the driver
+(``RAY_JOB_STOP_WAIT_TIME_S`` of the head's job supervisors); above the lifeline's
+:data:`~touchstone_ray.fleet.lifeline.END_S`, 8 s."""
+LEFT_WAIT_S = 10.0
+"""Seconds a process of the head's tree that is left after the head stopped gets between
+SIGTERM and SIGKILL."""
 
 PR_SET_PDEATHSIG = 1
 """``prctl`` option: the signal a process gets when its parent dies (Linux, ``prctl(2)``)."""
@@ -64,6 +78,7 @@ class LocalCluster:
         cmd += ["--dashboard-agent-listen-port", str(_free_port())]
         cmd += ["--temp-dir", str(self.tmp / "ray")]
         env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+        env["RAY_JOB_STOP_WAIT_TIME_S"] = str(JOB_STOP_WAIT_S)
         self.token_file: Path | None = None
         """The token the head requires (``RAY_AUTH_MODE`` unset), else None."""
         if AUTH_MODE not in os.environ:
@@ -106,7 +121,14 @@ class LocalCluster:
         return {"Authorization": "Bearer " + self.token_file.read_text().strip()}
 
     def stop(self) -> None:
-        """Stop the head process (``--block`` takes its cluster down with it)."""
+        """Stop the head process (``--block`` takes its cluster down with it), then every
+        process of its tree, as noted just before, that is still running: SIGTERM, up to
+        :data:`LEFT_WAIT_S` s, SIGKILL (a job's driver finalizes on SIGTERM)."""
+        import psutil
+
+        tree: list[psutil.Process] = []
+        with contextlib.suppress(psutil.Error):
+            tree = psutil.Process(self.proc.pid).children(recursive=True)
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -114,4 +136,13 @@ class LocalCluster:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        _, left = psutil.wait_procs(tree, timeout=0)
+        for proc in left:
+            with contextlib.suppress(psutil.Error):
+                proc.terminate()
+        _, left = psutil.wait_procs(left, timeout=LEFT_WAIT_S)
+        for proc in left:
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
+        psutil.wait_procs(left, timeout=LEFT_WAIT_S)
         self.log.close()

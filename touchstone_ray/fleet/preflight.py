@@ -5,7 +5,9 @@
   pinned probe of the telemetry capabilities (GPU via NVML, Linux PSI).
 - :class:`PreflightStart`: a run's (eval, perf) start of one host's client actor, ``ready``
   and ``preflight``, as the first lane of that actor.
-- :func:`preflight_problems`: the one wording of a preflight's problems, for all of them.
+- :func:`preflight_problems`: the one wording of a preflight's problems, for all of them;
+  :func:`preflight_warnings` of its warnings (a chat template the model does not know);
+  :func:`store_servers` keeps what it found about each server in ``bundle.json``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from touchstone_ray.bundle import Manifest, TemplateCheck
 from touchstone_ray.config import FleetConfig, load_config
 from touchstone_ray.fleet.actors import StartLane, close_actors
 from touchstone_ray.fleet.dispatch import Call
@@ -48,12 +51,45 @@ def preflight_problems(
     return problems
 
 
+def preflight_warnings(host: str, result: Mapping[str, Mapping[str, Any]] | None) -> list[str]:
+    """The warnings of one host's preflight answer, one line each, not problems (the run goes
+    on): ``<host>: <label>: chat template … pass --chat-template gemma`` for a template whose
+    control markers the served model does not know
+    (:func:`~touchstone_ray.fleet.template_check.template_warning`; the marker tables load
+    only here)."""
+    from touchstone_ray.fleet.template_check import template_warning
+
+    warnings: list[str] = []
+    for label, entry in (result or {}).items():
+        template = entry.get("template")
+        if isinstance(template, dict):
+            line = template_warning(label, TemplateCheck.model_validate(template))
+            if line is not None:
+                warnings.append(f"{host}: {line}")
+    return warnings
+
+
+SERVER_KEYS = ("engine_kind", "server_facts", "template")
+"""The keys of a preflight entry kept in ``bundle.json`` ``servers.<model>``."""
+
+
+def store_servers(manifest: Manifest, result: Mapping[str, Mapping[str, Any]] | None) -> None:
+    """Put each model's :data:`SERVER_KEYS` (those with a value) of a host's preflight answer
+    into ``manifest.servers`` (:class:`~touchstone_ray.bundle.ServerEntry`; keys already
+    there, such as an earlier run's warm-up probe, stay)."""
+    for label, entry in (result or {}).items():
+        found = {k: entry[k] for k in SERVER_KEYS if entry.get(k)}
+        if found:
+            manifest.server(label).update(found)
+
+
 class PreflightStart(StartLane):
     """A host's client actor's start: ``ready`` and ``preflight`` submitted together (Ray
     queues the preflight until the actor runs, which may take the ready deadline; the
     preflight then has ``preflight_timeout_s``, s). Each problem of the answer
-    (:func:`preflight_problems`) is printed as ``preflight: <problem>`` on stderr, then
-    :meth:`preflighted` gets the answer. Subclasses implement :meth:`ready`,
+    (:func:`preflight_problems`) is printed as ``preflight: <problem>`` on stderr, each warning
+    (:func:`preflight_warnings`) as ``preflight: warning: <warning>``, then :meth:`preflighted`
+    gets the answer. Subclasses implement :meth:`ready`,
     :meth:`not_started` and :meth:`preflighted`."""
 
     def __init__(
@@ -91,6 +127,8 @@ class PreflightStart(StartLane):
         problems = preflight_problems(self.host, result, missing)
         for problem in problems:
             print(f"preflight: {problem}", file=sys.stderr, flush=True)
+        for warning in preflight_warnings(self.host, result):
+            print(f"preflight: warning: {warning}", file=sys.stderr, flush=True)
         self.preflighted(result, problems)
 
     @abstractmethod
@@ -106,7 +144,8 @@ class HostReport:
     node: NodeInfo
     models: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Model label → ``{"reachable", "error", "served", "model_served", "engine_version",
-    "engine_kind", "suggested_engine"?, "server_facts", "context_limit"}``."""
+    "engine_kind", "suggested_engine"?, "sends_context", "server_facts", "context_limit",
+    "model_context_length"?}``."""
     gpu: str = "unknown"
     psi: str = "unknown"
     error: str | None = None
@@ -226,7 +265,8 @@ def engine_cell(entry: dict[str, Any]) -> str:
 def run_hosts(config_path: Path, address: str | None, out: TextIO = sys.stdout) -> int:
     """The ``hosts`` command: print the reports; 1 if any problem, else 0.
 
-    Also prints a ``warning:`` line (not a problem: the exit code stays) when the cluster's
+    Also prints ``warning:`` lines (not problems: the exit code stays) for a chat template
+    the served model does not know (:func:`preflight_warnings`) and when the cluster's
     dashboard listens on a non-loopback address.
     """
     config = load_config(config_path)
@@ -235,6 +275,9 @@ def run_hosts(config_path: Path, address: str | None, out: TextIO = sys.stdout) 
     exposure = dashboard_exposure_warning()
     if exposure:
         print(exposure, file=out)
+    for report in reports:
+        for warning in preflight_warnings(report.host, report.models):
+            print(f"warning: {warning}", file=out)
     problems = [p for r in reports for p in r.problems]
     for problem in problems:
         print(f"problem: {problem}", file=out)

@@ -10,6 +10,8 @@
   (``"estimated"``). German and English text runs 3.5–5 characters a token on current
   tokenizers; 3 errs toward too many tokens, so a prompt that really does not fit is not
   missed (a margin of 15–40 %).
+* The context a server that takes it per request gets when nobody chose one:
+  :func:`context_need`.
 * After the call: :func:`input_truncated`.
 """
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -26,6 +29,9 @@ MESSAGE_OVERHEAD_TOKENS = 8
 """Template tokens a chat message adds (role markers, separators), estimated."""
 TRUNCATED_SHARE = 0.8
 """A server that saw fewer than this share of the counted prompt tokens cut the prompt."""
+ANSWER_ROOM_TOKENS = 4096
+"""Room for the answer of a prompt without ``max_tokens`` (tokens) in :func:`context_need`: an
+uncapped answer has no known length; this leaves room for a long one (some 3,000 words)."""
 
 
 def nonce_line(run_id: str, key: str) -> str:
@@ -69,6 +75,14 @@ def fits(count: PromptCount, max_tokens: int | None, limit: int | None) -> bool:
     """Whether ``count`` prompt tokens plus ``max_tokens`` (0 when unset) fit ``limit`` tokens
     (``True`` when the limit is unknown)."""
     return limit is None or count.tokens + (max_tokens or 0) <= limit
+
+
+def context_need(prompts: Iterable[tuple[int, int | None]]) -> int | None:
+    """The context that every prompt fits (tokens): the largest ``prompt tokens + max_tokens``
+    over ``(prompt tokens, max_tokens)`` pairs, a prompt without a cap counted with
+    :data:`ANSWER_ROOM_TOKENS`; ``None`` for no prompts. The prompt counts are the fit check's
+    (an estimate errs toward more tokens, so a prompt is not cut by a short count)."""
+    return max((tokens + (cap or ANSWER_ROOM_TOKENS) for tokens, cap in prompts), default=None)
 
 
 def input_truncated(

@@ -39,6 +39,7 @@ from urllib.parse import urlsplit
 
 from touchstone_ray.config import RaySettings
 from touchstone_ray.errors import RunError, one_line
+from touchstone_ray.fleet.lifeline import watch_cluster
 
 T = TypeVar("T")
 
@@ -120,7 +121,9 @@ def ensure_ray(address: str | None, settings: RaySettings) -> dict[str, Any]:
     Reuses an already initialised Ray; with an address (flag, ``RAY_ADDRESS``, config, in
     that order) joins that cluster; otherwise starts a local Ray with the dashboard bound to
     ``settings.dashboard_host`` — a non-loopback bind prints a warning — and tries that
-    twice (:func:`start_local`; raises :class:`RunError` if both fail).
+    twice (:func:`start_local`; raises :class:`RunError` if both fail). A Ray connected here
+    is watched (:func:`~touchstone_ray.fleet.lifeline.watch_cluster`): in a CLI command, its
+    loss ends the command with one line.
     """
     import ray
 
@@ -148,6 +151,8 @@ def ensure_ray(address: str | None, settings: RaySettings) -> dict[str, Any]:
                 ray.shutdown,
             )
             embedded = True
+        with contextlib.suppress(Exception):  # a Ray Client connection has no GCS address
+            watch_cluster(ray.get_runtime_context().gcs_address)
     context = ray.get_runtime_context()
     return {
         "version": ray.__version__,

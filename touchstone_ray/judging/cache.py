@@ -9,7 +9,7 @@ everything that can change it:
 - what the judge prompt shows of the pack for that answer: language, scale, the prompt's text,
   ``tests``, red and green flags, ``format_strict`` / ``safety_critical``, the variant's id and
   system prompt;
-- the answer text.
+- the answer text, and its ``answer_flags`` as the judge sees them (only when it has some).
 
 Not part of it: the endpoint (``base_url``, ``host``, ``api_key_env``), ``concurrency``,
 ``timeout_s`` and ``max_consecutive_failures`` — moving a judge to another server does not
@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from touchstone_ray.bundle import TEMPLATE_VERSION
 from touchstone_ray.judging.config import JudgeSpec
+from touchstone_ray.judging.prompts import shown_flags
 from touchstone_ray.pack import Pack, Prompt, PromptVariant
 
 __all__ = ["answer_cache_key", "judge_identity", "report_cache_key"]
@@ -63,9 +64,12 @@ def answer_cache_key(
     variant: PromptVariant,
     answer_text: str,
     repeats: int = 1,
+    flags: Sequence[str] = (),
 ) -> str:
     """sha256 hex of the judge identity, TEMPLATE_VERSION, what the judge prompt shows of
-    ``pack`` / ``prompt`` / ``variant``, and ``answer_text``: the validity stamp of one stored
+    ``pack`` / ``prompt`` / ``variant``, ``answer_text`` and the answer's ``flags`` as shown
+    (:func:`~.prompts.shown_flags`; left out of the hash when there are none, so a clean
+    answer's key is the one it had before flags were shown): the validity stamp of one stored
     verdict (a calibration item's too)."""
     shown = {
         "language": pack.language,
@@ -84,7 +88,9 @@ def answer_cache_key(
         ),
         "variant": variant.model_dump(mode="json"),
     }
-    return _sha256([judge_identity(spec, repeats), TEMPLATE_VERSION, shown, answer_text])
+    parts = [judge_identity(spec, repeats), TEMPLATE_VERSION, shown, answer_text]
+    flagged = shown_flags(flags)
+    return _sha256([*parts, flagged] if flagged else parts)
 
 
 def report_cache_key(

@@ -97,6 +97,8 @@ class AnswerJob:
     cache_key: str
     repeats: int = 1
     """Verdicts to ask for this answer (``judge --repeats``); the record keeps their median."""
+    answer_flags: tuple[str, ...] = ()
+    """The answer's ``answer_flags`` (SPEC §7), shown to the judge as data."""
 
     @property
     def task_name(self) -> str:
@@ -326,7 +328,9 @@ class JudgeClient:
         base_seed = self.seed if self.seed is not None else 0
         asked_all: list[_Asked] = []
         for index in range(job.repeats):
-            fresh = answer_prompt(self.pack, prompt, variant, job.answer)  # a new token each
+            fresh = answer_prompt(  # a new token each
+                self.pack, prompt, variant, job.answer, flags=job.answer_flags
+            )
             asked_all.append(await self._ask(fresh, parse_answer_reply, seed=base_seed + index))
         usable = [a for a in asked_all if isinstance(a.parsed, ParsedVerdict)]
         asked = _Asked(

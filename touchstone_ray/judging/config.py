@@ -51,8 +51,9 @@ class JudgeSpec(EndpointSpec):
     their server's own endpoints) | ``simulated`` (a simulator on loopback)."""
     model: str = Field(min_length=1)
     """The model name the server knows (e.g. ``Qwen/Qwen3-32B``)."""
-    temperature: float = Field(default=0.0, ge=0.0)
-    """Sampling temperature of the judge; default 0.0 (deterministic)."""
+    temperature: float | None = Field(default=0.0, ge=0.0)
+    """Sampling temperature of the judge; default 0.0 (deterministic); ``null``: left out of
+    the request body, the server's default applies (thinking models that reject it)."""
     max_tokens: int | None = Field(default=None, gt=0)
     """Completion token limit of one judge reply; default None (the server's limit)."""
     timeout_s: float = Field(default=300.0, gt=0)

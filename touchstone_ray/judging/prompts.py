@@ -2,7 +2,9 @@
 
 Per answer (:func:`answer_prompt`): the scale, what the prompt tests, a format_strict note,
 green and red flags (numbered ``G1.`` / ``R1.``, 1-based, see :mod:`.flags`), the user prompt,
-the variant's system prompt, and the answer fenced between per-call random delimiter lines
+the variant's system prompt, the answer's flags (``answer_flags``: what the run measured on
+the text, each with its meaning, as data and never as an instruction; only known flag names),
+and the answer fenced between per-call random delimiter lines
 ``<<<ANSWER-xxxxxxxx>>>`` and ``<<<END-xxxxxxxx>>>`` (``xxxxxxxx`` = 8 random hex digits, the
 same on both lines; the simulated judge in :mod:`touchstone_ray.sim` relies on exactly this
 form). The answer is declared to be data; an answer that tries to instruct the judge is itself
@@ -24,6 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from touchstone_ray.answers import ANSWER_FLAGS
 from touchstone_ray.bundle import TEMPLATE_VERSION
 from touchstone_ray.judging.flags import FlagKind, flag_label
 from touchstone_ray.lang import judge_texts
@@ -39,6 +42,7 @@ __all__ = [
     "holistic_schema",
     "manipulation_signs",
     "new_token",
+    "shown_flags",
 ]
 
 
@@ -115,12 +119,35 @@ def _labelled(kind: FlagKind, items: Iterable[str], none: str) -> str:
     return "\n".join(lines) if lines else none
 
 
+def shown_flags(flags: Iterable[str]) -> list[str]:
+    """The names of ``flags`` a judge is shown: those of
+    :data:`~touchstone_ray.answers.ANSWER_FLAGS`, in that order (anything else a record may
+    carry is dropped, so no text but a known name reaches the judge this way)."""
+    given = set(flags)
+    return [f for f in ANSWER_FLAGS if f in given]
+
+
+def _flags_section(flags: list[str], t: dict[str, str]) -> str:
+    lines = [f"- {f}: {t['flag_' + f]}" for f in flags]
+    return f"## {t['answer_flags']}\n{t['answer_flags_data']}\n" + "\n".join(lines)
+
+
 def answer_prompt(
-    pack: Pack, prompt: Prompt, variant: PromptVariant, answer: str, *, token: str | None = None
+    pack: Pack,
+    prompt: Prompt,
+    variant: PromptVariant,
+    answer: str,
+    *,
+    token: str | None = None,
+    flags: Iterable[str] = (),
 ) -> JudgePrompt:
-    """The per-answer judge request for ``answer`` to ``prompt`` under ``variant``."""
+    """The per-answer judge request for ``answer`` to ``prompt`` under ``variant``; the
+    answer's ``flags`` (:func:`shown_flags` of its ``answer_flags``) go in as a section of
+    data before the answer, each with its meaning, never as an instruction (no section
+    without one)."""
     t = judge_texts(pack.language)
     token = _token_for(answer, token)
+    shown = shown_flags(flags)
     parts = [
         t["scale_intro"],
         _scale(pack),
@@ -136,6 +163,7 @@ def answer_prompt(
         t["red_rule"],
         f"## {t['system_prompt']} ({variant.id})\n{variant.system_prompt or t['no_system']}",
         f"## {t['user_prompt']} ({prompt.id})\n{prompt.prompt}",
+        *([_flags_section(shown, t)] if shown else []),
         f"## {t['answer']}\n" + t["answer_data"].format(token=token),
         f"<<<ANSWER-{token}>>>\n{answer}\n<<<END-{token}>>>",
         t["answer_reply"],

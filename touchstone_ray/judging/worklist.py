@@ -161,9 +161,9 @@ def plan_judge(
         row = (response.model, response.variant)
         plan.row_keys.setdefault(row, []).append(response.key)
         prompt = pack.prompt(response.prompt_id)
-        key = answer_cache_key(
-            spec, pack, prompt, pack.variant(response.variant), response.response_text, repeats
-        )
+        flags = tuple(response.answer_flags)
+        variant = pack.variant(response.variant)
+        key = answer_cache_key(spec, pack, prompt, variant, response.response_text, repeats, flags)
         old = plan.reuse("verdicts", stored.get(response.key), key)
         if old is not None:
             plan.verdicts[response.key] = old
@@ -192,6 +192,7 @@ def plan_judge(
                 answer=response.response_text,
                 cache_key=key,
                 repeats=repeats,
+                answer_flags=flags,
             )
         )
     plan.stored_reports = store.stored_reports()

@@ -39,6 +39,7 @@ from touchstone_ray.fleet import (
     actor_ready_timeout_s,
     call_deadline_s,
     close_actors,
+    store_servers,
 )
 from touchstone_ray.perf.capacity import CapacitySearch, capacity_line, capacity_points
 from touchstone_ray.perf.options import PerfOptions
@@ -245,17 +246,10 @@ class PerfStart(PreflightStart):
     def preflighted(self, result: dict[str, dict[str, Any]] | None, problems: list[str]) -> None:
         fleet = self.fleet
         fleet.writer.event("preflight", host=self.host, result=result)
-        servers: dict[str, Any] = {}
         for label, found in (result or {}).items():
             fleet.limits[label] = found.get("context_limit")
-            if found.get("server_facts"):
-                servers[label] = {
-                    "engine_kind": found.get("engine_kind"),
-                    "server_facts": found["server_facts"],
-                }
-        if servers:
-            with fleet.bundle.edit_manifest() as manifest:
-                manifest.servers = {**(manifest.servers or {}), **servers}
+        with fleet.bundle.edit_manifest() as manifest:
+            store_servers(manifest, result)
         self.finish()
 
     def not_started(self, reason: str) -> None:

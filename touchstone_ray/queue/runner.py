@@ -20,6 +20,7 @@ its bundle (``--resume``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -32,11 +33,24 @@ from pathlib import Path
 from typing import TextIO
 
 from touchstone_ray.config import load_config
-from touchstone_ray.errors import one_line
+from touchstone_ray.errors import ConfigError, one_line
 from touchstone_ray.fleet.local_head import die_with_parent
 from touchstone_ray.queue.hosts import HostOps
-from touchstone_ray.queue.spec import EntrySpec, HostReset, QueueSpec, entry_fingerprint
-from touchstone_ray.queue.state import EntryState, QueueLog, entries_text, read_states
+from touchstone_ray.queue.spare import Spare
+from touchstone_ray.queue.spec import (
+    EntrySpec,
+    HostReset,
+    QueueSpec,
+    entry_fingerprint,
+    load_queue,
+)
+from touchstone_ray.queue.state import (
+    EntryState,
+    QueueLog,
+    entries_text,
+    read_states,
+    stop_file,
+)
 from touchstone_ray.queue.summary import write_summary
 
 __all__ = ["KILL_AFTER_S", "POLL_S", "entry_hosts", "run_queue"]
@@ -82,7 +96,8 @@ def newest_record(bundle: Path) -> float | None:
 
 
 def _cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "touchstone_ray.cli", *args]
+    """A ``touchstone-ray`` command line, without the program."""
+    return list(args)
 
 
 def _last_line(path: Path) -> str:
@@ -124,7 +139,7 @@ class EntryRun:
         return stages
 
     def command(self, stage: str) -> list[str]:
-        """The child command of ``stage``."""
+        """The ``touchstone-ray`` arguments of ``stage``."""
         e, address = self.entry, self.queue.address
         at = ["--address", address] if address else []
         if stage in ("eval", "perf"):
@@ -168,6 +183,7 @@ class EntryRun:
         )
         tail = f": {self.reason}" if self.reason else ""
         self.queue.say(f"entry {self.entry.name}: {self.state} in {duration:.1f} s{tail}")
+        self.queue.wake.set()  # the driver starts what waited for this entry's hosts now
 
     def _run(self) -> None:
         q = self.queue
@@ -232,31 +248,20 @@ class EntryRun:
         q = self.queue
         self.folder.mkdir(parents=True, exist_ok=True)
         q.say(f"entry {self.entry.name}: {stage} started")
-        with (
-            open(self.folder / f"{stage}.out", "w") as out,
-            open(self.folder / f"{stage}.err", "w") as err,
-        ):
-            child = subprocess.Popen(
-                self.command(stage),
-                stdout=out,
-                stderr=err,
-                stdin=subprocess.DEVNULL,
-                env=q.child_env,
-                start_new_session=True,
-                preexec_fn=die_with_parent,  # a SIGKILLed queue leaves no stage running
-            )
-            began = time.time()
-            while child.poll() is None:
-                time.sleep(POLL_S)
-                if self.bundle is None and stage in ("eval", "perf"):
-                    self.bundle = find_bundle(self.folder)
-                why = self._watchdog(began)
-                if why is not None:
-                    (self.state, self.reason), self.stopped = why, True
-                    q.say(f"entry {self.entry.name}: {self.reason}; stopping its {stage}")
-                    _stop(child)
-                    break
-            code = child.wait()
+        child = q.start_stage(self.command(stage), self.folder / stage)
+        began = time.time()
+        while child.poll() is None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.wait(timeout=POLL_S)  # returns as soon as the stage exits
+            if self.bundle is None and stage in ("eval", "perf"):
+                self.bundle = find_bundle(self.folder)
+            why = self._watchdog(began) if child.poll() is None else None
+            if why is not None:
+                (self.state, self.reason), self.stopped = why, True
+                q.say(f"entry {self.entry.name}: {self.reason}; stopping its {stage}")
+                _stop(child)
+                break
+        code = child.wait()
         if stage in ("eval", "perf"):
             printed = _last_line(self.folder / f"{stage}.out")
             if printed and Path(printed, "bundle.json").is_file():
@@ -267,6 +272,8 @@ class EntryRun:
 
     def _watchdog(self, began: float) -> tuple[str, str] | None:
         """``(state, reason)`` when the entry must stop now, else ``None``."""
+        if stop_file(self.queue.folder, self.entry.name).exists():
+            return "skipped", "stopped on request"
         timeout = self.entry.timeout_s
         if timeout is not None and time.monotonic() - self.started > timeout:
             return "failed", f"timeout: ran past its timeout_s ({timeout:g} s)"
@@ -290,7 +297,12 @@ class QueueRunner:
     """The driver of one queue: leases hosts, starts entries, writes the log and summary."""
 
     def __init__(
-        self, spec: QueueSpec, address: str | None, out: TextIO, child_env: dict[str, str]
+        self,
+        spec: QueueSpec,
+        address: str | None,
+        out: TextIO,
+        child_env: dict[str, str],
+        source: Path | None = None,
     ) -> None:
         assert spec.out is not None
         self.spec = spec
@@ -298,11 +310,54 @@ class QueueRunner:
         self.address = address
         self.out = out
         self.child_env = child_env
+        self.source = source
+        """The queue file, followed while the queue runs (entries added, removed, reordered);
+        ``None``: the entries of ``spec`` only."""
+        self._source_stamp = _stamp(source)
         self.log = QueueLog(self.folder)
         self._say_lock = threading.Lock()
         self._host_ops: HostOps | None = None
         self._baseline_mb: dict[str, float | None] = {}
         self._reset_seen: set[str] = set()
+        self._skipped: dict[str, str] = {}
+        """Entry name → fingerprint of the entries this run decided not to run."""
+        self.wake = threading.Event()
+        """Set when an entry ended: the driver's loop looks at once instead of after
+        :data:`POLL_S`."""
+        self._spare: Spare | None = None
+        self._spare_lock = threading.Lock()
+
+    def start_stage(self, args: list[str], files: Path) -> subprocess.Popen[bytes]:
+        """Start ``touchstone-ray args`` (output to ``files`` + ``.out`` / ``.err``): in the
+        warm spare when one is ready (:mod:`.spare`), else a new process."""
+        out, err = files.with_suffix(".out"), files.with_suffix(".err")
+        with self._spare_lock:
+            spare, self._spare = self._spare, None
+        self.wake.set()  # the driver's thread starts the next spare
+        child = spare.run(args, out, err) if spare is not None else None
+        if child is not None:
+            return child
+        with open(out, "w") as out_file, open(err, "w") as err_file:
+            return subprocess.Popen(
+                [sys.executable, "-m", "touchstone_ray.cli", *args],
+                stdout=out_file,
+                stderr=err_file,
+                stdin=subprocess.DEVNULL,
+                env=self.child_env,
+                start_new_session=True,
+                preexec_fn=die_with_parent,  # a SIGKILLed queue leaves no stage running
+            )
+
+    def _keep_spare(self, needed: bool) -> None:
+        """Start a spare when ``needed`` and none is ready; end the ready one when not. On the
+        driver's own thread: a child's ``die_with_parent`` is tied to the thread that started
+        it."""
+        with self._spare_lock:
+            if needed and self._spare is None:
+                self._spare = Spare(self.address, self.child_env)
+            elif not needed and self._spare is not None:
+                self._spare.close()
+                self._spare = None
 
     def say(self, line: str) -> None:
         """Print one progress line (threads share the output)."""
@@ -344,42 +399,92 @@ class QueueRunner:
         self._baseline_mb[host] = ops.used_mb(host)
         return None
 
-    def run(self) -> int:
-        """Run every entry not finished before; 0 when all ended ``done``, else 1."""
+    def _plan(self, entry: EntrySpec, states: dict[str, EntryState]) -> EntryRun | None:
+        """The entry's run (logged ``pending``), or ``None`` when it ended ``done`` (or was
+        stopped on request, its stop file still there) with the same fingerprint; says why in
+        one line."""
+        fingerprint = entry_fingerprint(entry)
+        before = states.get(entry.name)
+        if before is not None and before.fingerprint != fingerprint:
+            if before.state == "done":
+                self.say(
+                    f"entry {entry.name}: its pack, config or settings changed since it "
+                    "finished; running it again"
+                )
+            before = None
+        elif before is not None and before.state == "done":
+            self.say(f"entry {entry.name}: done before, skipped")
+            self._skipped[entry.name] = fingerprint
+            return None
+        elif before is not None and stop_file(self.folder, entry.name).exists():
+            self.say(f"entry {entry.name}: stopped on request before, skipped")
+            self._skipped[entry.name] = fingerprint
+            return None
+        self.log.write("entry_pending", entry.name, stage=entry.kind, state="pending")
+        folder = self.folder / entry.name
+        return EntryRun(entry, folder, fingerprint, entry_hosts(entry), before, self)
+
+    def _follow(self, waiting: list[EntryRun], taken: set[str]) -> list[EntryRun]:
+        """The waiting entries after a change of the queue file: entries added there are
+        planned, removed ones dropped, the rest in the file's order (``taken``: names started
+        in this run). A file that does not load keeps the entries read before, with a line."""
+        stamp = _stamp(self.source)
+        if self.source is None or stamp == self._source_stamp:
+            return waiting
+        self._source_stamp = stamp
+        if stamp is None:  # the file is gone: nothing more to start
+            return []
+        try:
+            spec = load_queue(self.source)
+        except ConfigError as exc:
+            self.say(f"queue: {exc}; going on with the entries read before")
+            return waiting
+        self.spec = spec.model_copy(update={"out": self.folder})
+        known = {run.entry.name: run for run in waiting}
         states = read_states(self.folder)
-        waiting: list[EntryRun] = []
-        for entry in self.spec.entries:
-            fingerprint = entry_fingerprint(entry)
-            before = states.get(entry.name)
-            if before is not None and before.fingerprint != fingerprint:
-                if before.state == "done":
-                    self.say(
-                        f"entry {entry.name}: its pack, config or settings changed since it "
-                        "finished; running it again"
-                    )
-                before = None
-            elif before is not None and before.state == "done":
-                self.say(f"entry {entry.name}: done before, skipped")
+        planned: list[EntryRun] = []
+        for entry in spec.entries:
+            if entry.name in taken:
                 continue
-            folder = self.folder / entry.name
-            self.log.write("entry_pending", entry.name, stage=entry.kind, state="pending")
-            run = EntryRun(entry, folder, fingerprint, entry_hosts(entry), before, self)
-            waiting.append(run)
+            fingerprint = entry_fingerprint(entry)
+            run = known.get(entry.name)
+            if run is not None and run.fingerprint == fingerprint:
+                planned.append(run)
+            elif self._skipped.get(entry.name) != fingerprint:
+                self._skipped.pop(entry.name, None)
+                if (new := self._plan(entry, states)) is not None:
+                    planned.append(new)
+        return planned
+
+    def run(self) -> int:
+        """Run every entry not finished before (and, following :attr:`source`, those added
+        while it runs); 0 when all ended ``done``, else 1."""
+        states = read_states(self.folder)
+        waiting = [r for e in self.spec.entries if (r := self._plan(e, states)) is not None]
         running: list[EntryRun] = []
         held: set[str] = set()
         ended: list[EntryRun] = []
+        taken: set[str] = set()
         write_summary(self.spec, read_states(self.folder))
-        while waiting or running:
+        summaries = _Summaries(self.folder)
+        while True:
+            finished = False
             for run in list(running):
                 if run.thread is not None and not run.thread.is_alive():
                     running.remove(run)
                     held -= run.hosts
                     ended.append(run)
-                    write_summary(self.spec, read_states(self.folder))
+                    finished = True
+            self.wake.clear()
+            waiting = self._follow(waiting, taken)
+            self._keep_spare(bool(waiting or running))
+            if not (waiting or running):
+                break
             ahead: set[str] = set()
             for run in list(waiting):
                 if not (run.hosts & held or run.hosts & ahead):
                     waiting.remove(run)
+                    taken.add(run.entry.name)
                     held |= run.hosts
                     run.started = time.monotonic()
                     run.thread = threading.Thread(
@@ -389,14 +494,67 @@ class QueueRunner:
                     run.thread.start()
                     running.append(run)
                 ahead |= run.hosts
-            time.sleep(POLL_S)
+            if finished:
+                summaries.ask(self.spec)
+            self.wake.wait(POLL_S)
+        summaries.close()
         summary = write_summary(self.spec, read_states(self.folder))
         self.log.close()
         self.say(f"queue: {entries_text(len(ended))} run; summary {summary}")
         if self.spec.notify_command:
             _notify(self.spec.notify_command, summary, self.say)
         states = read_states(self.folder)
-        return 0 if all(states[e.name].state == "done" for e in self.spec.entries) else 1
+        ends = [states.get(e.name, EntryState(e.name)).state for e in self.spec.entries]
+        return 0 if all(state == "done" for state in ends) else 1
+
+
+class _Summaries:
+    """Rewrites the summary after an entry ended, on a thread of its own at nice 19: it reads
+    every bundle (a second or more of CPU), and the next entries' start-up on the same machine
+    comes first."""
+
+    NICE = 19
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._asked: QueueSpec | None = None
+        self._done = False
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._loop, name="queue:summary", daemon=True)
+        self._thread.start()
+
+    def ask(self, spec: QueueSpec) -> None:
+        """Rewrite the summary of ``spec`` soon (once, however often asked meanwhile)."""
+        with self._cond:
+            self._asked = spec
+            self._cond.notify()
+
+    def close(self) -> None:
+        """Finish the rewrite asked for last, then end the thread."""
+        with self._cond:
+            self._done = True
+            self._cond.notify()
+        self._thread.join()
+
+    def _loop(self) -> None:
+        with contextlib.suppress(OSError):  # Linux: a nice value is per thread
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self.NICE)
+        while True:
+            with self._cond:
+                while self._asked is None and not self._done:
+                    self._cond.wait()
+                spec, self._asked = self._asked, None
+                if spec is None:
+                    return
+            write_summary(spec, read_states(self.folder))
+
+
+def _stamp(path: Path | None) -> int | None:
+    """``path``'s mtime (ns), ``None`` when it is missing or not given."""
+    try:
+        return None if path is None else path.stat().st_mtime_ns
+    except OSError:
+        return None
 
 
 def _notify(command: str, summary: Path, say: Callable[[str], None]) -> None:
@@ -411,7 +569,6 @@ def run_queue(path: Path, address: str | None, out: TextIO = sys.stdout) -> int:
     Raises :class:`~touchstone_ray.errors.ConfigError` for a bad queue file (before anything
     runs)."""
     from touchstone_ray.fleet.local_head import LocalCluster
-    from touchstone_ray.queue.spec import load_queue
 
     spec = load_queue(path)
     for entry in spec.entries:  # every config readable before the night starts
@@ -423,7 +580,7 @@ def run_queue(path: Path, address: str | None, out: TextIO = sys.stdout) -> int:
         address, env = local.address, local.client_env()
         print(f"queue: started a local Ray head at {address} for the queue", file=out)
     try:
-        return QueueRunner(spec, address, out, env).run()
+        return QueueRunner(spec, address, out, env, source=path).run()
     finally:
         if local is not None:
             import ray

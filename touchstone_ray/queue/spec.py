@@ -77,7 +77,8 @@ class EntrySpec(_Strict):
     report: bool = True
     """Write the bundle's report after the last stage."""
     timeout_s: float | None = Field(default=None, gt=0)
-    """Longest time the entry may run, all stages (s); past it it is stopped as ``timeout``."""
+    """Longest time the entry may run, all stages (s); past it it is stopped and ``failed``
+    (reason ``timeout: …``)."""
 
     def kind_problem(self) -> tuple[str, str, object] | None:
         """``(key, message, value)`` of the first key that does not fit the entry's kind."""

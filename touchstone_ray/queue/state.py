@@ -5,9 +5,10 @@ s; ``stage`` eval | perf | tools | judge | report; ``state`` pending | running |
 stalled | skipped) and names its step in ``event``: ``entry_pending`` (queued in this run),
 ``entry_started`` (``fingerprint``, ``hosts``; ``state`` running), ``stage_done``,
 ``stage_skipped`` (finished in an earlier try), ``entry_ended`` (the entry's end state and the
-stage it ended in, ``duration_s``). A queue driver killed at any point leaves a prefix of these
-lines: an entry without ``entry_ended`` is resumed, a torn last line is cut off
-(:func:`~touchstone_ray.storage.repair_torn_tail`) before the queue writes again.
+stage it ended in, ``duration_s``; ``skipped`` with the reason ``stopped on request`` for an
+entry stopped through its :func:`stop_file`). A queue driver killed at any point leaves a
+prefix of these lines: an entry without ``entry_ended`` is resumed, a torn last line is cut
+off (:func:`~touchstone_ray.storage.repair_torn_tail`) before the queue writes again.
 """
 
 from __future__ import annotations
@@ -19,11 +20,20 @@ from typing import Any
 
 from touchstone_ray.storage import JsonlWriter, read_jsonl, repair_torn_tail
 
-__all__ = ["ENDED", "EntryState", "QueueLog", "entries_text", "read_states"]
+__all__ = ["ENDED", "EntryState", "QueueLog", "entries_text", "read_states", "stop_file"]
 
 STATE_FILE = "queue-state.jsonl"
-ENDED = ("done", "failed", "stalled")
+ENDED = ("done", "failed", "stalled", "skipped")
 """An entry's end states."""
+STOP_FILE = "stop-requested"
+"""In an entry's folder: asks the queue driver to stop the entry (the UI's stop button)."""
+
+
+def stop_file(folder: Path, entry: str) -> Path:
+    """The file whose presence stops entry ``entry`` of the queue whose folder is ``folder``:
+    its running stage gets SIGTERM and the entry ends ``skipped`` (``stopped on request``);
+    while the file is there, a later run skips the entry."""
+    return folder / entry / STOP_FILE
 
 
 def entries_text(n: int) -> str:

@@ -73,7 +73,7 @@ def summary_document(spec: QueueSpec, states: dict[str, EntryState]) -> Document
     doc.blocks.append(
         Table(("entry", "kind", "state", "duration", "stages", "bundle", "report"), tuple(rows))
     )
-    failed = [s for s in got if s.state in ("failed", "stalled")]
+    failed = [s for s in got if s.state in ("failed", "stalled", "skipped")]
     if failed:
         doc.blocks.append(Heading(2, "Failures"))
         doc.blocks.append(

@@ -29,6 +29,7 @@ from touchstone_ray.records import EvalResponse, Verdict
 from touchstone_ray.report._data import ReportData
 from touchstone_ray.report._flags import flag_table
 from touchstone_ray.report._sections import prompt_heading
+from touchstone_ray.report._stability import stability_table
 
 __all__ = ["answer_blocks", "answers", "figures", "markers"]
 
@@ -208,7 +209,11 @@ def answers(data: ReportData, t: dict[str, str]) -> list[Block]:
     for r in data.responses:
         by_prompt[r.prompt_id].append(r)
     order = {k: i for i, k in enumerate(data.rows)}
-    blocks: list[Block] = [Heading(2, t["answers"]), *flag_table(data, t)]
+    blocks: list[Block] = [
+        Heading(2, t["answers"]),
+        *flag_table(data, t),
+        *stability_table(data, t),
+    ]
     for category in data.pack.categories:
         blocks.append(Heading(3, heading_text(f"{category.id} {category.name}")))
         for prompt in category.prompts:

@@ -25,6 +25,7 @@ from touchstone_ray.doc import (
 )
 from touchstone_ray.doc.fmt import NONE, gb, num, pct
 from touchstone_ray.report._data import ReportData, RowKey
+from touchstone_ray.report._flags import misconfig_mark, misconfig_warning, misconfigured_rows
 from touchstone_ray.report._sections import links, row_label
 from touchstone_ray.report._speed import load_label, speed
 from touchstone_ray.scoring.aggregates import under_load
@@ -56,7 +57,16 @@ REPORT_COLUMNS: tuple[RankingColumn, ...] = (
 """The columns of the report's ranking (a subset of ``scorecard.md``'s, no load mark)."""
 
 
-def _ranking_cell(data: ReportData, row: ScorecardRow, column: str, c: RankingCell) -> Cell:
+def _ranking_cell(
+    data: ReportData,
+    row: ScorecardRow,
+    column: str,
+    c: RankingCell,
+    misconfigured: bool,
+    t: dict[str, str],
+) -> Cell:
+    if column == "model" and misconfigured:
+        return cell(c.text + misconfig_mark(t))
     if column == "red_flags":
         return cell(*links(data, list(row.red_flagged)))
     if column == "ko":
@@ -65,8 +75,10 @@ def _ranking_cell(data: ReportData, row: ScorecardRow, column: str, c: RankingCe
 
 
 def overview(data: ReportData, t: dict[str, str]) -> list[Block]:
-    """The verdict line and the sortable ranking table (:func:`~touchstone_ray.scoring.render.
-    ranking_rows`; red flags linked to their prompts)."""
+    """The verdict line, the misconfiguration warning where a row's answers mostly show a
+    server misconfiguration (:func:`~._flags.misconfig_warning`), and the sortable ranking
+    table (:func:`~touchstone_ray.scoring.render.ranking_rows`; red flags linked to their
+    prompts; such a row's model marked)."""
     rows = [data.card_rows[k] for k in data.rows if k in data.card_rows]
     best = next((r for r in rows if r.ko_passed), None)
     if best is not None:
@@ -79,11 +91,19 @@ def overview(data: ReportData, t: dict[str, str]) -> list[Block]:
     else:
         verdict = (Strong(f"{t['verdict']}: "), t["no_pass"])
     head, cells = ranking_rows(rows, data.lang, REPORT_COLUMNS, load_mark=False)
+    misconfigured = misconfigured_rows(data)
     body = tuple(
-        tuple(_ranking_cell(data, r, col, c) for col, c in zip(REPORT_COLUMNS, row, strict=True))
+        tuple(
+            _ranking_cell(data, r, col, c, (r.model, r.variant) in misconfigured, t)
+            for col, c in zip(REPORT_COLUMNS, row, strict=True)
+        )
         for r, row in zip(rows, cells, strict=True)
     )
-    return [Para(verdict), Table(tuple(head), body, sortable=True, css_id="ranking")]
+    return [
+        Para(verdict),
+        *misconfig_warning(data, t),
+        Table(tuple(head), body, sortable=True, css_id="ranking"),
+    ]
 
 
 def master(data: ReportData, t: dict[str, str]) -> list[Block]:

@@ -20,13 +20,17 @@ from touchstone_ray.doc import (
 )
 from touchstone_ray.doc.fmt import mb, num
 from touchstone_ray.report._data import ReportData
+from touchstone_ray.report._flags import misconfig_mark, misconfig_warning, misconfigured_rows
 from touchstone_ray.report._sections import method, row_label
 
 __all__ = ["matrix_overview", "rating_task"]
 
 
 def matrix_overview(data: ReportData, t: dict[str, str]) -> list[Block]:
-    """The model × variant matrix with cell counts and speed, without any judgement."""
+    """The model × variant matrix with cell counts and speed, without any judgement; a row
+    whose answers mostly show a misconfigured server is marked, with the warning above the
+    table (:func:`~touchstone_ray.report._flags.misconfig_warning`)."""
+    misconfigured = misconfigured_rows(data)
     head = (
         t["model"],
         t["variant"],
@@ -44,7 +48,7 @@ def matrix_overview(data: ReportData, t: dict[str, str]) -> list[Block]:
         s = data.stats[key]
         body.append(
             (
-                cell(key[0]),
+                cell(key[0] + (misconfig_mark(t) if key in misconfigured else "")),
                 cell(key[1]),
                 cell(", ".join(s.hosts)),
                 cell(", ".join(s.engines)),
@@ -56,7 +60,10 @@ def matrix_overview(data: ReportData, t: dict[str, str]) -> list[Block]:
                 num_cell(mb(s.model_delta_mb), s.model_delta_mb),
             )
         )
-    return [Table(head, tuple(body), sortable=True, css_id="ranking")]
+    return [
+        *misconfig_warning(data, t),
+        Table(head, tuple(body), sortable=True, css_id="ranking"),
+    ]
 
 
 _ANSWER_FORMAT = (

@@ -3,9 +3,10 @@
 Modules: :mod:`.formulas` (knock-out, quality %, rubric, ranking, the pre-judge rules),
 :mod:`.stats` (per category / per prompt / variant A/B), :mod:`.agreement` (several judges),
 :mod:`.aggregates` (the SPEC §9 speed figures: which cells count, and their medians and
-percentiles), :mod:`.scorecard` (``scorecard.json``, its :class:`~.scorecard_model.Scorecard`
-model), :mod:`.render` (``scorecard.md`` and the terminal ranking table) and :mod:`.ingest`
-(an outside rater's filled rating task). Nothing here calls a judge or imports a stage
+percentiles), :mod:`.stability` (distinct answers over a prompt's repeats),
+:mod:`.scorecard` (``scorecard.json``, its :class:`~.scorecard_model.Scorecard` model),
+:mod:`.render` (``scorecard.md`` and the terminal ranking table) and :mod:`.ingest` (an outside
+rater's filled rating task). Nothing here calls a judge or imports a stage
 package: ``judging`` stores verdicts, this package reads them. scipy, statsmodels and
 krippendorff are imported only inside the functions that need them (about 1 s together).
 The names in ``__all__`` are the package's public surface (a test pins them).
@@ -47,6 +48,7 @@ from touchstone_ray.scoring.scorecard import (
     write_scorecard,
 )
 from touchstone_ray.scoring.scorecard_model import Scorecard, ScorecardRow
+from touchstone_ray.scoring.stability import RepeatStability, repeat_stability
 from touchstone_ray.scoring.stats import (
     PromptStat,
     VariantComparison,
@@ -61,6 +63,7 @@ __all__ = [
     "AgreementStat",
     "MissingDimensionsError",
     "PromptStat",
+    "RepeatStability",
     "RowStats",
     "Scorecard",
     "ScorecardRow",
@@ -85,6 +88,7 @@ __all__ = [
     "ranking_tau",
     "red_flag_kappa",
     "red_flagged_prompts",
+    "repeat_stability",
     "row_stats",
     "rubric_level",
     "speed_exclusions",

@@ -25,6 +25,9 @@ Per (model, variant) row (:class:`ScorecardRow`):
   (> 1: speed under load). ``peak_ram_mb`` = max ``sys_used_mb``, ``model_delta_mb`` = max
   ``sys_used_delta_mb`` over the row's ok responses, ``engine_rss_peak_mb`` = max
   ``engine_rss_mb`` over all of them; ``None`` when unmeasured.
+- Repeats: ``repeat_stability_pct`` (prompts whose ok repeats gave one answer, of those with at
+  least two), ``n_repeat_prompts`` and ``distinct_answers`` per prompt
+  (:mod:`~.stability`); every repeat is judged all the same.
 
 Agreement: Krippendorff's α per dimension over the judges' reports, κ on the red flags the
 judges gave themselves, Kendall's τ-b between each pair of judges' own rankings (each ranked
@@ -78,6 +81,7 @@ from touchstone_ray.scoring.scorecard_model import (
     Scorecard,
     ScorecardRow,
 )
+from touchstone_ray.scoring.stability import repeat_stability
 from touchstone_ray.scoring.stats import (
     VariantComparison,
     category_means,
@@ -159,6 +163,15 @@ def _speed(responses: Sequence[EvalResponse]) -> dict[str, float | int | None]:
     return {name: getattr(stats, name) for name in ROW_STATS_FIGURES}
 
 
+def _stability(responses: Sequence[EvalResponse]) -> dict[str, Any]:
+    stability = repeat_stability(responses)
+    return {
+        "repeat_stability_pct": stability.stability_pct,
+        "n_repeat_prompts": stability.n_prompts,
+        "distinct_answers": stability.distinct_answers,
+    }
+
+
 def _by_row(items: Iterable[Any]) -> dict[tuple[str, str], list[Any]]:
     out: dict[tuple[str, str], list[Any]] = defaultdict(list)
     for item in items:
@@ -222,6 +235,7 @@ def build_scorecard(
                 n_judge_errors=sum(1 for v in row_verdicts if v.status == "judge_error"),
                 concurrency=concurrency.get(row[0]),
                 **_speed(row_responses),
+                **_stability(row_responses),
             )
         )
         judge_views: dict[str, JudgeView] = {}

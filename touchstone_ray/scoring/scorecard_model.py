@@ -114,6 +114,13 @@ class ScorecardRow(_Part):
     n_contended: int = 0
     """Cells measured while other processes used > 25 % of the host's cores (left out of the
     latency figures above)."""
+    repeat_stability_pct: float | None = None
+    """Prompts whose ok repeats all gave the same answer / prompts with at least two ok repeats
+    × 100 (%, :mod:`~touchstone_ray.scoring.stability`); ``None`` without repeated prompts."""
+    n_repeat_prompts: int = 0
+    """Prompts with at least two ok repeats (the base of ``repeat_stability_pct``)."""
+    distinct_answers: dict[str, int] = {}
+    """Prompt id → distinct answers among its ok repeats, for those prompts."""
 
 
 class Agreement(_Part):

@@ -111,6 +111,17 @@ class SimModelKnobs(BaseModel):
     ``answer_tokens`` (or the request's ``max_tokens``, if fewer) go to the reasoning channel,
     which never closes, no answer follows and ``finish_reason`` is ``length``; default False."""
 
+    context_length: int | None = Field(default=None, ge=1)
+    """The model's own context length (tokens) as the server reports it: Ollama ``/api/show``
+    ``model_info["sim.context_length"]``, OpenAI ``/v1/models`` ``max_model_len``; default
+    None (not reported)."""
+
+    default_num_ctx: int | None = Field(default=None, ge=1)
+    """Ollama protocol: the context (tokens) of a request without ``options.num_ctx``, as
+    Ollama's own default. A prompt longer than the request's context is cut from the front to
+    it, silently: ``prompt_eval_count`` is the context and the answer ends ``stop`` as usual;
+    default None (no default context: nothing cut without ``num_ctx``)."""
+
     judge_constant_score: int | None = Field(default=None, ge=1, le=5)
     """Judge mode only: a degenerate judge that gives every answer this score (1..5), no red
     flag and the rationale ``"ok"``, whatever it reads; default None (scores follow the

@@ -124,7 +124,7 @@ async def _serve(
         answer="".join(answer),
         reasoning_tokens=len(reasoning),
         answer_tokens=len(answer),
-        prompt_tokens=prompt_token_count(req.messages),
+        prompt_tokens=_prompt_seen(req, knobs),
         finish_reason="length" if truncated else "stop",
         ttft_s=knobs.ttft_ms / 1000,
         eval_s=n_sent / knobs.tps,
@@ -303,3 +303,14 @@ async def _whole(
     await resp.write_eof()
     trace.mark("body")
     return resp
+
+
+def _prompt_seen(req: ChatRequest, knobs: SimModelKnobs) -> int:
+    """Prompt tokens the model saw: all of them, or on the Ollama protocol at most the
+    request's context (``num_ctx``, else ``default_num_ctx``), as Ollama cuts the front of a
+    longer prompt."""
+    tokens = prompt_token_count(req.messages)
+    context = req.num_ctx if req.num_ctx is not None else knobs.default_num_ctx
+    if req.protocol == "ollama" and context is not None:
+        return min(tokens, context)
+    return tokens

@@ -7,9 +7,12 @@ nanoseconds (``total_duration``, ``load_duration``, ``prompt_eval_duration``,
 ``eval_duration``) with the token counts ``prompt_eval_count`` / ``eval_count`` (``eval_count``
 = tokens sent on both channels). ``stream: false`` gives one object with the whole message.
 Honoured: ``options.temperature``, ``options.seed``, ``options.num_predict`` (→ ``length``),
+``options.num_ctx`` (a longer prompt is cut to it, ``prompt_eval_count`` shows it),
 ``think`` (false → no ``thinking``), ``keep_alive`` (0 → unloaded after the request),
 ``format`` (judge mode). Empty ``messages`` is a load request (``done_reason: load``), or with
 ``keep_alive: 0`` an unload request (``done_reason: unload``).
+``POST /api/show`` gives a ChatML ``template`` (:data:`SHOW_TEMPLATE`) and ``model_info`` (the
+model's context length, where known).
 Errors are ``{"error": "…"}``; a mid-stream error is such a line inside the 200 stream.
 """
 
@@ -138,6 +141,7 @@ async def chat(request: web.Request) -> web.StreamResponse:
     options: dict[str, Any] = raw_options if isinstance(raw_options, dict) else {}
     num_predict = options.get("num_predict")
     limit = num_predict if isinstance(num_predict, int) and num_predict > 0 else None
+    num_ctx = options.get("num_ctx")
     req = ChatRequest(
         protocol="ollama",
         model=model,
@@ -148,6 +152,7 @@ async def chat(request: web.Request) -> web.StreamResponse:
         schema=judge_schema(body, "ollama"),
         sampling=sampling_key(options.get("temperature"), options.get("seed")),
         keep_alive_s=keep_alive_s,
+        num_ctx=num_ctx if isinstance(num_ctx, int) and num_ctx > 0 else None,
     )
     return await run_chat(request, req, OllamaEncoder(model))
 
@@ -213,6 +218,39 @@ async def ps(request: web.Request) -> web.Response:
     return web.json_response({"models": models})
 
 
+SHOW_TEMPLATE = (
+    "{{- if .System }}<|im_start|>system\n{{ .System }}<|im_end|>\n{{ end }}"
+    "{{- range .Messages }}<|im_start|>{{ .Role }}\n{{ .Content }}<|im_end|>\n{{ end }}"
+    "<|im_start|>assistant\n"
+)
+"""The chat template ``/api/show`` reports for every model: ChatML as a Go template (the form
+of Ollama's Qwen models)."""
+
+
+async def show(request: web.Request) -> web.Response:
+    """``POST /api/show {"model"}``: the model's ``template`` (:data:`SHOW_TEMPLATE`),
+    ``details``, ``capabilities`` and ``model_info`` with ``general.architecture`` ``sim`` and,
+    where the ``context_length`` knob is set, ``sim.context_length``; 404 for a model not
+    served."""
+    body = await read_body(request)
+    model = body.get("model") or body.get("name") if isinstance(body, dict) else None
+    state = request.app[STATE_KEY]
+    if not isinstance(model, str) or not state.config.serves(model):
+        return web.json_response({"error": f'model "{model}" not found'}, status=404)
+    info: dict[str, Any] = {"general.architecture": "sim"}
+    length = state.config.for_model(model).context_length
+    if length is not None:
+        info["sim.context_length"] = length
+    return web.json_response(
+        {
+            "template": SHOW_TEMPLATE,
+            "details": _details(),
+            "capabilities": ["completion"],
+            "model_info": info,
+        }
+    )
+
+
 async def version(request: web.Request) -> web.Response:
     """``GET /api/version``."""
     return web.json_response({"version": "0.0.0-sim"})
@@ -224,3 +262,4 @@ def add_routes(app: web.Application) -> None:
     app.router.add_get("/api/tags", tags)
     app.router.add_get("/api/ps", ps)
     app.router.add_get("/api/version", version)
+    app.router.add_post("/api/show", show)

@@ -181,10 +181,16 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
 
 
 async def models(request: web.Request) -> web.Response:
-    """``GET /v1/models``."""
+    """``GET /v1/models`` (``max_model_len`` where the ``context_length`` knob is set)."""
     state = request.app[STATE_KEY]
     names = state.config.listed_models(list(state.seen))
-    data = [{"id": n, "object": "model", "created": 0, "owned_by": "sim"} for n in names]
+    data = []
+    for name in names:
+        entry: dict[str, Any] = {"id": name, "object": "model", "created": 0, "owned_by": "sim"}
+        length = state.config.for_model(name).context_length
+        if length is not None:
+            entry["max_model_len"] = length  # as vLLM lists it
+        data.append(entry)
     return web.json_response({"object": "list", "data": data})
 
 

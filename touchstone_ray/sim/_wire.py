@@ -34,6 +34,8 @@ class ChatRequest:
     """What temperature/seed add to the answer seed (see ``_text.sampling_key``)."""
     keep_alive_s: float | None = None
     """Ollama keep_alive in seconds (None = forever); only Ollama requests set an expiry."""
+    num_ctx: int | None = None
+    """Ollama ``options.num_ctx`` (tokens); None = not sent (``default_num_ctx`` applies)."""
 
 
 @dataclass

@@ -12,6 +12,7 @@ __all__ = [
     "SPARK_POINTS",
     "HostProgress",
     "LiveState",
+    "eta_text",
     "host_series",
     "run_eta_s",
 ]
@@ -84,3 +85,11 @@ def run_eta_s(
     if not left or not ended_this_run or elapsed <= 0:
         return None
     return left / (ended_this_run / elapsed)
+
+
+def eta_text(seconds: float | None) -> str:
+    """An ETA as the live pages show it: ``—`` when not known, ``42 s``, ``3 min 05 s``."""
+    if seconds is None:
+        return "—"
+    minutes, secs = divmod(int(seconds + 0.5), 60)
+    return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"

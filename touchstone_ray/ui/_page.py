@@ -103,6 +103,7 @@ def page(
             ("/judges", "nav_judges"),
             ("/packs", "nav_packs"),
             ("/jobs", "nav_jobs"),
+            ("/queue", "nav_queue"),
         )
     )
     text = (

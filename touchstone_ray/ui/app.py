@@ -4,9 +4,11 @@ Routes: ``/`` overview (``/fragment/overview`` its tables), ``/run/<bundle>`` re
 ``/live/<bundle>`` live page with ``/events/<bundle>`` (server-sent events), ``/packs``,
 ``/packs/<file>``, ``POST /packs/validate``, ``/compare`` (with ``/compare.csv`` and
 ``/compare.md``), ``/judges``, ``/jobs`` (``POST /jobs/start``, ``POST /jobs/<id>/stop``,
-``/jobs/<id>`` with its log stream ``/jobs/<id>/events``), ``/static/<script>``; bundles as
-files (:mod:`.bundle_files`): ``/zip/<bundle>``, ``/file/<bundle>?name=<file>``,
-``POST /bundles/import``, ``POST /trash/<bundle>``, ``/trash``, ``POST /restore/<id>``.
+``/jobs/<id>`` with its log stream ``/jobs/<id>/events``), ``/queue`` (:mod:`.queue_page`),
+``/static/<script>``; bundles as files (:mod:`.bundle_files`): ``/zip/<bundle>``,
+``/file/<bundle>?name=<file>``, ``POST /bundles/import``, ``POST /trash/<bundle>``, ``/trash``,
+``POST /restore/<id>``; a judge run's live page ``/judge-live/<bundle>`` with
+``/judge-events/<bundle>`` (:mod:`.live_judges`).
 ``<bundle>`` is the bundle's path relative to ``--runs``; anything that resolves outside it,
 or is not a bundle folder, is a 404. A page that shows one pack's bundle (result, live) or
 pack speaks that pack's language; every other page ``--lang``.
@@ -26,10 +28,11 @@ from aiohttp import web
 from touchstone_ray.bundle import Bundle
 from touchstone_ray.errors import TouchstoneError, UsageError
 from touchstone_ray.lang import LANGUAGES, ui_labels
-from touchstone_ray.ui import compare, jobs_page, judges, live, overview, packs, result
+from touchstone_ray.ui import compare, jobs_page, judges, live, overview, packs, queue_page, result
 from touchstone_ray.ui._page import HEADERS, bundle_lang, e, page
 from touchstone_ray.ui.bundle_files import BundleFiles, files_bar, import_form
 from touchstone_ray.ui.jobs import Jobs
+from touchstone_ray.ui.live_judges import JudgesLive, judge_live_link
 from touchstone_ray.ui.security import confined_bundle, guard_middleware, is_loopback_host
 from touchstone_ray.ui.static import SCRIPTS
 
@@ -113,6 +116,11 @@ async def result_page(request: web.Request) -> web.Response:
             title, body = await asyncio.to_thread(
                 result.result_html, root, _filters(request, result.FILTERS), request.path
             )
+            rel = root.relative_to(request.app[RUNS]).as_posix()
+            body = (
+                f'<p><a id="judges-live" href="{e(judge_live_link(rel))}">'
+                f"{e(ui_labels(lang)['judges_live'])}</a></p>" + body
+            )
     except TouchstoneError as exc:
         body = f'<h1>{e(root.name)}</h1><p class="err">{e(exc)}</p>{bar}'
         return page(ui_labels(lang)["result_error_title"], body, lang=lang)
@@ -139,6 +147,7 @@ async def live_page(request: web.Request) -> web.Response:
         inner = f'<p class="err">{e(exc)}</p>'
     dashboard = await asyncio.to_thread(live.recorded_dashboard, root)
     links = [f'<a href="/run/{e(rel)}">{e(u["result_page"])}</a>']
+    links.append(f'<a id="judges-live" href="{e(judge_live_link(rel))}">{e(u["judges_live"])}</a>')
     if dashboard:
         links.append(f'<a id="ray-dashboard" href="{e(dashboard)}">{e(u["dashboard"])}</a>')
     body = (
@@ -263,7 +272,9 @@ async def jobs_list(request: web.Request) -> web.Response:
 async def job_start(request: web.Request) -> web.StreamResponse:
     form = {k: v for k, v in (await request.post()).items() if isinstance(v, str)}
     try:
-        job_id = await asyncio.to_thread(request.app[JOBS].submit, form.get("kind", ""), form)
+        where = await asyncio.to_thread(
+            queue_page.start_or_queue, request.app, form.get("kind", ""), form
+        )
     except TouchstoneError as exc:
         response = await _jobs_page(request, str(exc))
         if isinstance(exc, UsageError):
@@ -271,7 +282,7 @@ async def job_start(request: web.Request) -> web.StreamResponse:
         else:  # the cluster refused or failed the submission
             response.set_status(502)
         return response
-    raise web.HTTPSeeOther(f"/jobs/{job_id}")
+    raise web.HTTPSeeOther(where)
 
 
 async def job_stop(request: web.Request) -> web.StreamResponse:
@@ -284,7 +295,10 @@ async def job_stop(request: web.Request) -> web.StreamResponse:
 
 
 async def job_view(request: web.Request) -> web.Response:
-    return page("Job", jobs_page.job_html(request.match_info["job"]), scripts=("job.js",))
+    job_id = request.match_info["job"]
+    bundle = await asyncio.to_thread(request.app[JOBS].judged_bundle, job_id)
+    link = judge_live_link(bundle.relative_to(request.app[RUNS]).as_posix()) if bundle else None
+    return page("Job", jobs_page.job_html(job_id, link), scripts=("job.js",))
 
 
 async def job_events(request: web.Request) -> web.StreamResponse:
@@ -336,6 +350,7 @@ def make_app(settings: UiSettings) -> web.Application:
         await asyncio.to_thread(app[JOBS].close)
 
     app.on_cleanup.append(close_jobs)
+    queue_page.setup(app, app[JOBS])
     app.add_routes(
         [
             web.get("/", overview_page),
@@ -359,6 +374,7 @@ def make_app(settings: UiSettings) -> web.Application:
         ]
     )
     app.add_routes(BundleFiles(app[RUNS], lang=settings.lang).routes())
+    app.add_routes(JudgesLive(app[RUNS]).routes())
     return app
 
 

@@ -3,7 +3,9 @@
 Runs are submitted with :class:`ray.job_submission.JobSubmissionClient` to the cluster of
 ``--address`` (its dashboard address: ``http://head:8265``, or ``auto``); without one, the
 UI starts a local Ray head as a child process (``ray start --head --block`` on free ports,
-dashboard on 127.0.0.1) the first time a job is needed, and stops it when the UI exits. The
+dashboard on 127.0.0.1) the first time a job is needed, and stops it, with every job on it,
+when the UI exits (:meth:`Jobs.close`); a UI that is killed takes it along too (the head is
+tied to the UI's worker thread that started it, which lives as long as the UI's loop). The
 UI never runs a measurement itself: the job's entrypoint is the CLI (``touchstone-ray eval
 --pack P --config C --out RUNS``, ``touchstone-ray perf --config C --out RUNS``,
 ``touchstone-ray judge --bundle B --judge-config J``), so
@@ -39,11 +41,11 @@ from pathlib import Path
 from typing import Any
 
 from touchstone_ray.config import load_config
-from touchstone_ray.errors import RunError, UsageError
-from touchstone_ray.fleet.local_head import LocalCluster
+from touchstone_ray.errors import RunError, TouchstoneError, UsageError
+from touchstone_ray.fleet.local_head import JOB_STOP_WAIT_S, LocalCluster
 from touchstone_ray.ui.security import confined
 
-__all__ = ["ACTIVE", "JobInfo", "Jobs", "LocalCluster", "fleet_hosts"]
+__all__ = ["ACTIVE", "MEASURING", "JobInfo", "Jobs", "LocalCluster", "fleet_hosts"]
 
 ACTIVE = ("PENDING", "RUNNING")
 """Job states that hold their hosts."""
@@ -55,6 +57,9 @@ ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 """Terminal escape sequences (colours) in job logs."""
 READY_TIMEOUT_S = 180.0
 """Longest wait for a started local head to accept a job (s)."""
+CLOSE_WAIT_S = JOB_STOP_WAIT_S + 2.0
+"""Longest wait, when the UI closes, for its stopped jobs to end (s): Ray's own SIGTERM-to-SIGKILL
+wait and a little more."""
 EXEC = "exec "
 """Entrypoint prefix: Ray runs an entrypoint with ``/bin/sh -c``; ``exec`` makes the process Ray
 signals on stop (and kills with its supervisor) the CLI itself, not a shell that would die and
@@ -142,7 +147,8 @@ class Jobs:
             from ray.job_submission import JobSubmissionClient
 
             if self.address is None and self.local is None:
-                self.local = LocalCluster()
+                # tied to this worker thread: a pool thread that lives as long as the UI's loop
+                self.local = LocalCluster(tied=True)
             url = self.address or (self.local.url if self.local else "auto")
             deadline = time.monotonic() + READY_TIMEOUT_S
             while True:
@@ -158,11 +164,29 @@ class Jobs:
                     time.sleep(1.0)
 
     def close(self) -> None:
-        """Stop the local head, if this UI started one."""
-        if self.local is not None:
-            self.local.stop()
+        """Stop the local head, if this UI started one, and every job on it first: each
+        active job is stopped through the Jobs API (its driver gets SIGTERM and finalizes
+        its bundle) and waited for up to :data:`CLOSE_WAIT_S` s; what is left of the head's
+        processes after that is ended by :meth:`LocalCluster.stop`. No job driver outlives
+        the UI's head."""
+        if self.local is None:
+            return
+        with contextlib.suppress(TouchstoneError, RuntimeError, ConnectionError):
+            active = [j.job_id for j in self.jobs() if j.status in ACTIVE]
+            for job_id in active:
+                self.stop(job_id)
+            deadline = time.monotonic() + CLOSE_WAIT_S
+            while active and time.monotonic() < deadline:
+                time.sleep(0.2)
+                active = [
+                    j.job_id for j in self.jobs() if j.job_id in active and j.status in ACTIVE
+                ]
+        self.local.stop()
 
-    def _path(self, value: str, what: str) -> Path:
+    def path_of(self, value: str, what: str) -> Path:
+        """The existing file or folder ``value`` names (absolute, or relative to ``--runs`` or
+        the packs folder). Raises :class:`UsageError` naming ``what`` when it lies outside
+        both or does not exist."""
         for base in (self.runs, self.packs):
             path = confined(base, value) if value else None  # absolute or relative to base
             if path is not None and path.exists():
@@ -203,33 +227,50 @@ class Jobs:
         :class:`UsageError` for an unknown kind, a path outside ``--runs`` and the packs
         folder, or a bad fleet config."""
         if kind == "eval":
-            pack = self._path(form.get("pack", ""), "pack")
-            config = self._path(form.get("config", ""), "config")
+            pack = self.path_of(form.get("pack", ""), "pack")
+            config = self.path_of(form.get("config", ""), "config")
             args = ["eval", "--pack", str(pack), "--config", str(config), "--out", str(self.runs)]
             return ["touchstone-ray", *args], fleet_hosts(config)
         if kind == "perf":
-            config = self._path(form.get("config", ""), "config")
+            config = self.path_of(form.get("config", ""), "config")
             args = ["perf", "--config", str(config), "--out", str(self.runs)]
             return ["touchstone-ray", *args], fleet_hosts(config)
         if kind == "judge":
-            bundle = self._path(form.get("bundle", ""), "bundle")
-            judge = self._path(form.get("judge_config", ""), "judge config")
+            bundle = self.path_of(form.get("bundle", ""), "bundle")
+            judge = self.path_of(form.get("judge_config", ""), "judge config")
             args = ["judge", "--bundle", str(bundle), "--judge-config", str(judge)]
             return ["touchstone-ray", *args], ()
         raise UsageError(f"kind {kind!r}: expected eval, perf or judge")
+
+    def holders(self, hosts: tuple[str, ...]) -> list[tuple[str, JobInfo]]:
+        """``(host, job)`` for each of ``hosts`` that a PENDING or RUNNING eval or perf job
+        holds."""
+        return [
+            (host, job)
+            for job in self.jobs()
+            if job.kind in MEASURING and job.status in ACTIVE
+            for host in sorted(set(hosts) & set(job.hosts))
+        ]
 
     def submit(self, kind: str, form: dict[str, str]) -> str:
         """Submit a job; returns its id. Raises :class:`UsageError` naming the path that is
         not allowed, or the host an active eval already holds (with that job's id)."""
         argv, hosts = self.entry(kind, form)
         if kind in MEASURING:
-            for job in self.jobs():
-                shared = sorted(set(hosts) & set(job.hosts))
-                if job.kind in MEASURING and job.status in ACTIVE and shared:
-                    raise UsageError(
-                        f"refused: host {', '.join(shared)} already runs {job.kind} job "
-                        f"{job.job_id}; one eval per host at a time"
-                    )
+            busy = self.holders(hosts)
+            if busy:
+                shared = sorted({host for host, _ in busy})
+                job = busy[0][1]
+                raise UsageError(
+                    f"refused: host {', '.join(shared)} already runs {job.kind} job "
+                    f"{job.job_id}; one eval per host at a time"
+                )
+        return self.launch(kind, argv, hosts)
+
+    def launch(self, kind: str, argv: list[str], hosts: tuple[str, ...]) -> str:
+        """Submit ``argv`` (a ``touchstone-ray`` command) as a job of ``kind`` holding
+        ``hosts``, without the host rule; returns its id. Raises :class:`RunError` when the
+        cluster refuses or fails the submission."""
         job_id = f"touchstone-{kind}-{time.strftime('%Y%m%d-%H%M%S')}-{os.urandom(2).hex()}"
         client = self.client()
         deadline = time.monotonic() + READY_TIMEOUT_S
@@ -247,6 +288,23 @@ class Jobs:
                 if "No available agent" not in str(exc) or time.monotonic() > deadline:
                     raise RunError(f"job submission failed: {exc}") from None
                 time.sleep(1.0)
+
+    def judged_bundle(self, job_id: str) -> Path | None:
+        """The bundle a judge job judges (its entrypoint's ``--bundle``, under ``--runs``), or
+        None: another kind of job, an unknown job, or no cluster started yet."""
+        if self.address is None and self.local is None:
+            return None
+        try:
+            listed = self.jobs()
+        except (TouchstoneError, RuntimeError):
+            return None
+        for job in listed:
+            if job.job_id == job_id and job.kind == "judge":
+                argv = shlex.split(job.entrypoint)
+                if "--bundle" in argv[:-1]:
+                    bundle = Path(argv[argv.index("--bundle") + 1]).resolve()
+                    return bundle if bundle.is_relative_to(self.runs) else None
+        return None
 
     def stop(self, job_id: str) -> bool:
         """Ask the cluster to stop the job; ``False`` when it had already ended."""

@@ -75,11 +75,13 @@ def jobs_html(
     )
 
 
-def job_html(job_id: str) -> str:
-    """One job's page: status and logs, streamed from ``/jobs/<id>/events``."""
+def job_html(job_id: str, judge_live: str | None = None) -> str:
+    """One job's page: status and logs, streamed from ``/jobs/<id>/events``; a judge job's
+    links its bundle's judges live page (``judge_live``, its address)."""
     jid = quote(job_id)
+    live = f' · <a id="judges-live" href="{e(judge_live)}">judges live</a>' if judge_live else ""
     return (
-        f'<h1>Job {e(job_id)}</h1><p><a href="/jobs">all jobs</a></p>'
+        f'<h1>Job {e(job_id)}</h1><p><a href="/jobs">all jobs</a>{live}</p>'
         f'<div id="job" data-events="/jobs/{jid}/events"><p>status '
         '<span id="job-status" class="badge">…</span></p><pre id="job-log"></pre></div>'
     )

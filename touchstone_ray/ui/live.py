@@ -29,6 +29,7 @@ from touchstone_ray.report import ReportData, load_report_data
 from touchstone_ray.ui._live_state import (
     HostProgress,
     LiveState,
+    eta_text,
     host_series,
     run_eta_s,
 )
@@ -145,13 +146,6 @@ SERIES_LABELS = {"ram": "series_ram", "gpu": "series_gpu", "engine": "series_eng
 """Sparkline series → its label's key in :func:`touchstone_ray.lang.ui_labels`."""
 
 
-def _eta(seconds: float | None) -> str:
-    if seconds is None:
-        return "—"
-    minutes, secs = divmod(int(seconds + 0.5), 60)
-    return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
-
-
 ERROR_CHARS = 160
 """A failure's error text on the card is cut to this many characters (the result page and
 the shard keep it whole)."""
@@ -203,7 +197,7 @@ def _card(hp: HostProgress, lang: str) -> str:
         f'<div class="progress">{progress}</div>'
         f"{extra}<div>{_tipped(lang, 'in_flight')}: "
         f'<span class="in-flight">{in_flight}</span>{model} · {_tipped(lang, "eta")} '
-        f'<span class="eta">{_eta(hp.eta_s)}</span></div>'
+        f'<span class="eta">{eta_text(hp.eta_s)}</span></div>'
         f'<div class="failure-kinds">{e(u["failures"])}: {e(kinds)}</div>'
         f'<ul class="failures">{failures}</ul>{sparks}</div>'
     )

@@ -215,6 +215,34 @@ REPORT: dict[str, str] = {
         "Chat-Template des Servers passt nicht zum Modell), den wiederholten Prompt "
         "(prompt_echo) oder ein im Reasoning verbrauchtes Budget (cut_in_reasoning)."
     ),
+    "misconfigured_title": "Server fehlkonfiguriert",
+    "misconfigured": (
+        "Diese Antworten zeigen eine Fehlkonfiguration des Servers; die Punkte sagen nichts "
+        "über das Modell."
+    ),
+    "misconfigured_row": (
+        "{n} von {total} Antworten ({pct} %) mit Chat-Template-Text (template_leak) oder dem "
+        "wiederholten Prompt (prompt_echo)"
+    ),
+    "misconfigured_fix": (
+        "Wahrscheinliche Ursache: das Chat-Template des Servers passt nicht zum Modell "
+        "(llama.cpp: --chat-template NAME oder --jinja mit einem GGUF, das sein Template "
+        "mitbringt; Ollama: TEMPLATE im Modelfile). Das Feld servers in "
+        "bundle.json nennt je Modell die Marker und das Flag."
+    ),
+    "misconfigured_mark": "Server fehlkonfiguriert",
+    "repeat_stability": "Stabilität über Wiederholungen",
+    "repeat_stability_note": (
+        "Je Zeile: Prompts mit mindestens zwei gültigen Wiederholungen, davon mit stets "
+        "gleicher Antwort (Byte für Byte). Auch bei Temperatur 0 nicht garantiert: llama.cpp "
+        "rechnet die Anfragen seiner Slots (--parallel > 1) in einem Batch, ein anderer Batch "
+        "summiert in anderer Reihenfolge, knappe Token-Entscheidungen kippen; Ollama und vLLM "
+        "bündeln gleichzeitige Anfragen ebenso. Jede Wiederholung wird trotzdem bewertet."
+    ),
+    "repeat_prompts": "Prompts mit Wiederholungen",
+    "repeat_stable": "stabil",
+    "repeat_stability_pct": "Stabilität %",
+    "repeat_unstable": "Abweichend (verschiedene Antworten)",
     "n_answers": "Antworten",
     "tests": "Prüft",
     "green": "Green Flags",

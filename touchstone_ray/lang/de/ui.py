@@ -10,6 +10,8 @@ UI: dict[str, str] = {
     "nav_judges": "Judges",
     "nav_packs": "Packs",
     "nav_jobs": "Jobs",
+    "judges_live": "Bewerter live",
+    "nav_queue": "Warteschlange",
     # shared
     "all": "alle",
     "filter": "filtern",

@@ -210,6 +210,33 @@ REPORT: dict[str, str] = {
         "chat template does not fit the model), the prompt repeated (prompt_echo) or a budget "
         "spent inside the reasoning (cut_in_reasoning)."
     ),
+    "misconfigured_title": "Server misconfigured",
+    "misconfigured": (
+        "These answers show a server misconfiguration; the scores say nothing about the model."
+    ),
+    "misconfigured_row": (
+        "{n} of {total} answers ({pct} %) with chat-template text (template_leak) or the "
+        "prompt repeated (prompt_echo)"
+    ),
+    "misconfigured_fix": (
+        "Likely cause: the server's chat template does not fit the model (llama.cpp: "
+        "--chat-template NAME, or --jinja with a GGUF that carries its template; Ollama: the "
+        "Modelfile's TEMPLATE). The servers field of bundle.json names "
+        "the markers and the flag per model."
+    ),
+    "misconfigured_mark": "server misconfigured",
+    "repeat_stability": "Repeat stability",
+    "repeat_stability_note": (
+        "Per row: prompts with at least two ok repeats, and of those the ones that got the same "
+        "answer every time (byte for byte). Temperature 0 does not guarantee it: llama.cpp "
+        "decodes the requests of its slots (--parallel > 1) in one batch, another batch sums "
+        "in another order and near-tied tokens flip; Ollama and vLLM batch concurrent requests "
+        "likewise. Every repeat is judged all the same."
+    ),
+    "repeat_prompts": "Prompts with repeats",
+    "repeat_stable": "stable",
+    "repeat_stability_pct": "Stability %",
+    "repeat_unstable": "Differing (distinct answers)",
     "n_answers": "Answers",
     "tests": "Tests",
     "green": "Green flags",

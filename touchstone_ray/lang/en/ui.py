@@ -10,6 +10,8 @@ UI: dict[str, str] = {
     "nav_judges": "Judges",
     "nav_packs": "Packs",
     "nav_jobs": "Jobs",
+    "judges_live": "judges live",
+    "nav_queue": "Queue",
     # shared
     "all": "all",
     "filter": "filter",
