@@ -71,7 +71,7 @@ def test_a_flagged_warmup_warns_and_strict_stops_only_that_model(
     assert servers["leak"]["warmup"]["flags"] == ["template_leak", "prompt_echo"]
     assert servers["leak"]["warmup"]["fix"] == PROBE_FIXES["template_leak"]
     assert servers["leak"]["stopped_reason"] == reason
-    assert printed.splitlines()[-2].endswith(f" s; leak stopped before its cells: {reason}")
+    assert printed.splitlines()[-2].endswith(f" s; leak vor seinen Zellen angehalten: {reason}")
 
     # without --strict-preflight the warning stays a warning: the resume runs the 4 cells once
     resumed, _ = run(pack, config, resume=outcome.bundle)

@@ -132,7 +132,7 @@ def test_a_german_bundles_pages_are_german_throughout(site: UiServer, page: Any)
     page.goto(site.url + f"/run/{JUDGED}")
     assert page.locator("html").get_attribute("lang") == "de"
     assert page.locator("header.top a").all_inner_texts() == [
-        "touchstone-ray", "Läufe", "Vergleich", "Judges", "Packs", "Jobs",
+        "touchstone-ray", "Läufe", "Vergleich", "Judges", "Packs", "Jobs", "Warteschlange",
     ]  # fmt: skip
     assert page.locator("#ko h2").inner_text() == "K.-o.-Regel"
     assert page.locator("#ko-rule li").all_inner_texts() == [
