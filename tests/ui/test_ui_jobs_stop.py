@@ -102,12 +102,18 @@ SLOW = {**FLEET, "models": [{**FLEET["models"][0], "sim": {"ttft_ms": 2000, "tps
 """The jobs page's fleet with cells that take minutes."""
 
 
-def test_the_ui_ended_by_sigterm_ends_its_jobs_first(tmp_path: Path) -> None:
+def _slow_folders(tmp_path: Path) -> tuple[Path, Path]:
+    """``runs/`` and ``packs/`` under ``tmp_path``, the pack and the :data:`SLOW` fleet in it."""
     runs, packs = (tmp_path / "runs").resolve(), (tmp_path / "packs").resolve()
     runs.mkdir()
     packs.mkdir()
     (packs / "live.yaml").write_text(yaml.safe_dump(PACK, allow_unicode=True), encoding="utf-8")
     (packs / "fleet.yaml").write_text(yaml.safe_dump(SLOW), encoding="utf-8")
+    return runs, packs
+
+
+def test_the_ui_ended_by_sigterm_ends_its_jobs_first(tmp_path: Path) -> None:
+    runs, packs = _slow_folders(tmp_path)
     with ui_server(runs, packs) as server:
         ui = psutil.Process(server.proc.pid)
         start(server, kind="eval", pack="live.yaml", config="fleet.yaml")
@@ -129,11 +135,7 @@ def test_the_ui_ended_by_sigterm_ends_its_jobs_first(tmp_path: Path) -> None:
 
 
 def test_a_sigkilled_ui_takes_its_head_and_jobs_with_it(tmp_path: Path) -> None:
-    runs, packs = (tmp_path / "runs").resolve(), (tmp_path / "packs").resolve()
-    runs.mkdir()
-    packs.mkdir()
-    (packs / "live.yaml").write_text(yaml.safe_dump(PACK, allow_unicode=True), encoding="utf-8")
-    (packs / "fleet.yaml").write_text(yaml.safe_dump(SLOW), encoding="utf-8")
+    runs, packs = _slow_folders(tmp_path)
     with ui_server(runs, packs) as server:
         ui = psutil.Process(server.proc.pid)
         start(server, kind="eval", pack="live.yaml", config="fleet.yaml")
