@@ -101,10 +101,11 @@ def test_judge_host_removed_mid_run(cluster: dict[str, Any], tmp_path: Path) -> 
             reason,
         )
     assert f"judge slow: aborted: {reason}; stored verdicts kept, rerun to resume" in printed
-    start = f"judge slow: aborted ({reason}): "
-    summary = next(line for line in printed.splitlines() if line.startswith(start))
-    assert summary.startswith(f"{start}{len(scored)} scored, ")
-    assert f"{len(lost)} judge errors" in summary
+    start = f"Judge slow: abgebrochen ({reason}): "  # the pack's language: German
+    summary = next((line for line in printed.splitlines() if line.startswith(start)), None)
+    assert summary is not None, printed
+    assert summary.startswith(f"{start}{len(scored)} bewertet, ")
+    assert f"{len(lost)} Judge-Fehler" in summary
 
     # the other judge finished: every answer scored, every row reported, and it is counted
     fast = _verdicts(bundle, "fast")

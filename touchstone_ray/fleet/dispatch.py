@@ -35,6 +35,7 @@ from typing import Any
 
 from touchstone_ray.engines.base import EngineSettings
 from touchstone_ray.errors import one_line
+from touchstone_ray.fleet.lifeline import await_verdict
 
 __all__ = [
     "DEADLINE_SLACK_S",
@@ -307,6 +308,7 @@ class Dispatcher:
                 self._pop(ref)
                 flight.lane.failed(flight.call, _task_error(exc), timed_out=False)
                 return
+            await_verdict()  # the whole cluster gone ends the command with its own line
             node = flight.pinned.node_id[:8]
             role = flight.pinned.role
             self.lose(flight.pinned, f"{role} on node {node} died: {type(exc).__name__}")

@@ -46,6 +46,7 @@ __all__ = [
     "STEP_S",
     "ClusterGone",
     "Steps",
+    "await_verdict",
     "finalizing",
     "gone_line",
     "install",
@@ -101,6 +102,8 @@ class _State:
     def __init__(self) -> None:
         self.installed = False
         self.gone: str | None = None
+        self.watched: tuple[str, int] | None = None
+        """The GCS ``(host, port)`` :func:`watch_cluster` probes, once it does."""
         self.fired_at: float | None = None
         self.steps: list[Steps] = []
         self.fired = threading.Event()
@@ -206,6 +209,7 @@ def watch_cluster(gcs_address: str) -> None:
     host, _, port = gcs_address.rpartition(":")
     if not _STATE.installed or not port.isdigit():
         return
+    _STATE.watched = (host.strip("[]"), int(port))
     threading.Thread(
         target=_watch,
         args=(host.strip("[]"), int(port), gcs_address),
@@ -228,6 +232,21 @@ def _watch(host: str, port: int, address: str) -> None:
             signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGTERM)
             return
         time.sleep(PROBE_S)
+
+
+def await_verdict() -> None:
+    """Call before taking an actor's failure for the loss of its node: when the watched
+    cluster's GCS does not answer now, the whole cluster may be gone (its raylets die with it,
+    so every actor fails first), and the command must end with the cluster's line, not a
+    node's. Waits, in short sleeps that SIGTERM interrupts, until the GCS answers again
+    (returns) or the lifeline ends the command (the SIGTERM it sends raises in the main
+    thread), at most ``GONE_AFTER_S + 2 * PROBE_S`` s. Returns at once where nothing is
+    watched (no :func:`install`, or not joined to a cluster)."""
+    if _STATE.watched is None:
+        return
+    deadline = time.monotonic() + GONE_AFTER_S + 2 * PROBE_S
+    while time.monotonic() < deadline and not _answers(*_STATE.watched):
+        time.sleep(PROBE_S / 4)
 
 
 def leave(code: int) -> int:
