@@ -212,7 +212,7 @@ def watch_cluster(gcs_address: str) -> None:
     _STATE.watched = (host.strip("[]"), int(port))
     threading.Thread(
         target=_watch,
-        args=(host.strip("[]"), int(port), gcs_address),
+        args=(*_STATE.watched, gcs_address),
         daemon=True,
         name="touchstone-cluster-watch",
     ).start()
