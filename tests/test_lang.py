@@ -42,11 +42,12 @@ def test_glossary_entries_line_up_by_position() -> None:
         "Cell": ("Zelle", "Zellen"),
         "Capacity": ("Kapazität", "Nutzer"),
         "Excluded": ("Ausgeschlossen", "Anfragen"),
+        "Entry duration": ("Dauer des Eintrags", "s"),
     }
     for term, (german, unit) in pairs.items():
         name, _, shown = lang.glossary_entry("de", term)
         assert (name, shown) == (german, unit), term
-    assert lang.glossary_entry("en", "Excluded") == en.GLOSSARY[-1]
+    assert lang.glossary_entry("en", "Entry duration") == en.GLOSSARY[-1]
 
 
 def test_every_metric_label_names_one_label_and_one_glossary_entry() -> None:

@@ -29,6 +29,7 @@ PAGES = (
     "/packs",
     "/packs/buero.yaml",
     "/trash",
+    "/queue",
 )
 """Every page of the session's site (the jobs pages are left out: they start a Ray head)."""
 
@@ -186,10 +187,14 @@ def test_lang_de_makes_the_other_pages_german(german_site: UiServer, page: Any) 
     assert page.locator(f'tr[data-bundle="{JUDGED}"] .badge').first.inner_text() == "bewertet"
     assert page.locator(f'tr[data-bundle="{JUDGED}"] .ko-pass').inner_text() == "K.-o. bestanden"
     assert page.locator("#import-submit").inner_text() == "importieren"
-    for path in ("/", COMPARE, "/judges", "/packs", "/trash"):
+    for path in ("/", COMPARE, "/judges", "/packs", "/trash", "/queue"):
         page.goto(german_site.url + path)
         assert page.locator("html").get_attribute("lang") == "de", path
         assert [t for t in shown_labels(page) if t in english] == [], path
+    page.goto(german_site.url + "/queue")
+    assert page.locator("h1").inner_text() == "Warteschlange"
+    assert page.locator("#queue-add button").inner_text() == "zur Warteschlange hinzufügen"
+    assert page.locator("#queue-empty").inner_text() == "Die Warteschlange ist leer."
     page.goto(german_site.url + "/judges")
     assert page.locator('tr[data-judge="j1"] td').nth(2).inner_text() == "qualifiziert"
     assert page.locator("section.judges ul li").first.inner_text() == "Band-Treffer: j1 (0.90)"

@@ -4,6 +4,7 @@ a Jobs-page eval on a host an unfinished entry holds becoming an entry."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,8 @@ from touchstone_ray.queue import load_queue
 from touchstone_ray.queue.spec import entry_fingerprint
 from touchstone_ray.queue.state import QueueLog, stop_file
 from touchstone_ray.ui.jobs import Jobs
-from touchstone_ray.ui.queue_jobs import Conflict, UiQueue
+from touchstone_ray.ui.queue_jobs import Conflict, QueueRow, UiQueue
+from touchstone_ray.ui.queue_page import entries_html
 
 TWO_VARIANTS: dict[str, Any] = PACK | {
     "prompt_variants": [{"id": "baseline"}, {"id": "knapp", "system_prompt": "Sei knapp."}]
@@ -157,3 +159,35 @@ def test_a_jobs_page_eval_on_a_host_of_an_unfinished_entry_is_queued(queue: UiQu
         ("perf-fleet-1", "perf", None),
     ]
     assert queue.jobs.local is None  # queueing started no cluster
+
+
+def test_the_entry_table_speaks_the_ui_language_with_the_duration_explained(
+    tmp_path: Path,
+) -> None:
+    runs = tmp_path / "runs"
+    row = QueueRow(
+        name="nacht", kind="eval", pack="buero.yaml", config=str(tmp_path / "fleet.yaml"),
+        models=None, variants=("knapp",), limit=2, judge_config=None, hosts=("gpu-a",),
+        state="stalled", bundle=None, reason="no new record for 900 s", duration_s=912.4,
+    )  # fmt: skip
+    html = entries_html([row], runs, None, "de")
+    heads = re.findall(r"<th(?: title=\"([^\"]*)\")?>([^<]*)</th>", html)
+    assert [text for _, text in heads] == [
+        "Eintrag", "Art", "Status", "Pack", "Konfiguration", "Modelle", "Varianten", "Limit",
+        "Judge", "Hosts", "Dauer", "Bundle", "",
+    ]  # fmt: skip
+    assert [tip for tip, _ in heads if tip] == [
+        "Dauer des Eintrags: Wanduhrzeit eines Warteschlangen-Eintrags von seinem Start "
+        "(Zurücksetzen und Abklingen des Hosts eingeschlossen) bis zum Ende seiner letzten Stufe "
+        "(Lauf, Judge, Bericht). (Einheit: s)"
+    ]
+    assert '<span class="badge s-stalled">hängengeblieben</span>' in html
+    assert '<span class="muted">alle</span>' in html
+    assert '<button type="submit" class="remove">entfernen</button>' in html
+    assert "<td>912 s</td>" in html
+    assert entries_html([], runs, None, "de").endswith(
+        '<p id="queue-empty" class="muted">Die Warteschlange ist leer.</p>'
+    )
+    english = entries_html([row], runs, None, "en")
+    assert '<span class="badge s-stalled">stalled</span>' in english
+    assert '<th title="Entry duration: Wall time of a queue entry' in english

@@ -183,6 +183,7 @@ METRIC_TERMS: dict[str, str] = {
     "h_uncurated": "Red flag / green flag",
     "eta": "ETA",
     "in_flight": "In flight",
+    "q_h_duration": "Entry duration",
 }
 """Label key (of :func:`labels` or :func:`ui_labels`) → the English term of the glossary entry
 that explains the figure under that label."""

@@ -350,7 +350,7 @@ def make_app(settings: UiSettings) -> web.Application:
         await asyncio.to_thread(app[JOBS].close)
 
     app.on_cleanup.append(close_jobs)
-    queue_page.setup(app, app[JOBS])
+    queue_page.setup(app, app[JOBS], settings.lang)
     app.add_routes(
         [
             web.get("/", overview_page),

@@ -24,7 +24,8 @@ from urllib.parse import quote
 from aiohttp import web
 
 from touchstone_ray.errors import TouchstoneError, UsageError
-from touchstone_ray.ui._page import HEADERS, e, page
+from touchstone_ray.lang import ui_labels
+from touchstone_ray.ui._page import HEADERS, e, page, th
 from touchstone_ray.ui.jobs import MEASURING, Jobs
 from touchstone_ray.ui.packs import pack_files
 from touchstone_ray.ui.queue_jobs import TICK_S, Conflict, QueueRow, UiQueue, choices
@@ -32,22 +33,29 @@ from touchstone_ray.ui.queue_jobs import TICK_S, Conflict, QueueRow, UiQueue, ch
 __all__ = ["QUEUE", "entries_html", "setup", "start_or_queue"]
 
 QUEUE = web.AppKey("queue", UiQueue)
+QUEUE_LANG = web.AppKey("queue_lang", str)
+"""The language of the Queue page (``ui --lang``)."""
 STEPS = {"up": -1, "down": 1}
+"""The move form's ``step`` → places in the file."""
 INLINE = 'style="display:inline"'
 """The row's buttons side by side."""
-"""The move form's ``step`` → places in the file."""
+ENTRY_HEADS = (
+    "q_h_entry", "q_h_kind", "q_h_state", "q_h_pack", "q_h_config", "q_h_models",
+    "q_h_variants", "q_h_limit", "q_h_judge", "q_h_hosts", "q_h_duration", "q_h_bundle",
+)  # fmt: skip
+"""The entry table's column heads (label keys), in order."""
 
 
-def _cell(values: tuple[str, ...] | None) -> str:
-    return e(", ".join(values)) if values else '<span class="muted">all</span>'
+def _cell(values: tuple[str, ...] | None, u: dict[str, str]) -> str:
+    return e(", ".join(values)) if values else f'<span class="muted">{e(u["all"])}</span>'
 
 
-def _actions(row: QueueRow) -> str:
+def _actions(row: QueueRow, u: dict[str, str]) -> str:
     base = f"/queue/{quote(row.name)}"
     if row.state == "running":
         return (
             f'<form method="post" action="{base}/stop">'
-            '<button type="submit" class="stop">stop</button></form>'
+            f'<button type="submit" class="stop">{e(u["q_stop"])}</button></form>'
         )
     buttons = []
     if row.state == "pending":
@@ -55,23 +63,26 @@ def _actions(row: QueueRow) -> str:
             buttons.append(
                 f'<form method="post" action="{base}/move" {INLINE}>'
                 f'<input type="hidden" name="step" value="{step}">'
-                f'<button type="submit" class="{step}" title="move {step}">'
+                f'<button type="submit" class="{step}" title="{e(u["q_" + step])}">'
                 f"{label}</button></form>"
             )
     buttons.append(
         f'<form method="post" action="{base}/remove" {INLINE}>'
-        '<button type="submit" class="remove">remove</button></form>'
+        f'<button type="submit" class="remove">{e(u["q_remove"])}</button></form>'
     )
     return "".join(buttons)
 
 
-def entries_html(rows: list[QueueRow], runs: Path, error: str | None = None) -> str:
-    """The entry table (one ``tr[data-entry]`` per entry, its state in ``.state .badge``), or
-    a line saying the queue is empty; ``error`` (the queue file's or the last submission's
-    line) above it."""
+def entries_html(
+    rows: list[QueueRow], runs: Path, error: str | None = None, lang: str = "en"
+) -> str:
+    """The entry table in ``lang`` (one ``tr[data-entry]`` per entry, its state in
+    ``.state .badge`` with the state's key as class ``s-<state>``), or a line saying the
+    queue is empty; ``error`` (the queue file's or the last submission's line) above it."""
+    u = ui_labels(lang)
     note = f'<p id="queue-error" class="err">{e(error)}</p>' if error else ""
     if not rows:
-        return note + '<p id="queue-empty" class="muted">The queue is empty.</p>'
+        return note + f'<p id="queue-empty" class="muted">{e(u["q_empty"])}</p>'
     body = []
     for r in rows:
         bundle = "—"
@@ -81,18 +92,18 @@ def entries_html(rows: list[QueueRow], runs: Path, error: str | None = None) -> 
             bundle = f'<a href="/{page_of}/{quote(rel)}">{e(Path(r.bundle).name)}</a>'
         took = "—" if r.duration_s is None else f"{r.duration_s:.0f} s"
         why = f'<br><span class="reason muted">{e(r.reason)}</span>' if r.reason else ""
+        state = u.get(f"q_s_{r.state}", r.state)
         body.append(
             f'<tr data-entry="{e(r.name)}"><td class="name">{e(r.name)}</td><td>{e(r.kind)}</td>'
-            f'<td class="state"><span class="badge s-{e(r.state)}">{e(r.state)}</span>{why}</td>'
-            f"<td>{e(r.pack)}</td><td>{e(Path(r.config).name)}</td><td>{_cell(r.models)}</td>"
-            f"<td>{_cell(r.variants)}</td><td>{e(r.limit)}</td><td>{e(r.judge_config)}</td>"
-            f"<td>{e(', '.join(r.hosts))}</td><td>{took}</td><td>{bundle}</td>"
-            f'<td class="actions">{_actions(r)}</td></tr>'
+            f'<td class="state"><span class="badge s-{e(r.state)}">{e(state)}</span>{why}</td>'
+            f"<td>{e(r.pack)}</td><td>{e(Path(r.config).name)}</td>"
+            f"<td>{_cell(r.models, u)}</td><td>{_cell(r.variants, u)}</td><td>{e(r.limit)}</td>"
+            f"<td>{e(r.judge_config)}</td><td>{e(', '.join(r.hosts))}</td><td>{took}</td>"
+            f'<td>{bundle}</td><td class="actions">{_actions(r, u)}</td></tr>'
         )
+    heads = "".join(th(lang, u[key]) for key in ENTRY_HEADS)
     return (
-        note + '<table id="queue-entries"><thead><tr><th>entry</th><th>kind</th><th>state</th>'
-        "<th>pack</th><th>config</th><th>models</th><th>variants</th><th>limit</th>"
-        "<th>judge</th><th>hosts</th><th>duration</th><th>bundle</th><th></th></tr></thead>"
+        f'{note}<table id="queue-entries"><thead><tr>{heads}<th></th></tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table>"
     )
 
@@ -103,50 +114,59 @@ def _options(paths: list[Path]) -> str:
     )
 
 
-def queue_html(queue: UiQueue, packs: Path, fragment: str, message: str | None) -> str:
-    """The page body: the add form, the refusal or queueing ``message``, the entry table."""
+def queue_html(
+    queue: UiQueue, packs: Path, fragment: str, message: str | None, lang: str = "en"
+) -> str:
+    """The page body in ``lang``: the add form, the refusal or queueing ``message``, the entry
+    table."""
+    u = ui_labels(lang)
     note = f'<p id="queue-message" class="err">{e(message)}</p>' if message else ""
+    intro = e(u["q_intro"]).format(
+        file=f"<code>{e(queue.path)}</code>",
+        jobs=f'<a href="/jobs">{e(u["nav_jobs"])}</a>',
+        summary=f"<code>{e(queue.folder)}/summary.md</code>",
+    )
     return (
-        "<h1>Queue</h1>"
-        f"<p>The entries of <code>{e(queue.path)}</code>, run one after another per host by a "
-        f'Ray job (<a href="/jobs">Jobs</a>); summary: <code>{e(queue.folder)}/summary.md'
-        "</code></p>"
-        '<form method="post" action="/queue/add" id="queue-add"><h2>Add an eval</h2>'
+        f"<h1>{e(u['q_title'])}</h1><p>{intro}</p>"
+        f'<form method="post" action="/queue/add" id="queue-add"><h2>{e(u["q_add"])}</h2>'
         '<div style="display:flex;gap:.8rem;align-items:end;flex-wrap:wrap">'
-        f'<label>pack<br><select name="pack">{_options(pack_files(packs))}</select></label>'
-        "<label>fleet config (under --runs or the packs folder)<br>"
-        '<input name="config" size="40"></label>'
-        '<label>judge config (optional)<br><input name="judge_config" size="30"></label>'
-        '<label>limit (prompts per category)<br><input name="limit" size="6"></label>'
-        '<label>name (optional)<br><input name="name" size="20"></label></div>'
-        '<fieldset id="queue-models"><legend>models</legend></fieldset>'
-        '<fieldset id="queue-variants"><legend>variants</legend></fieldset>'
+        f'<label>{e(u["q_pack"])}<br><select name="pack">{_options(pack_files(packs))}'
+        "</select></label>"
+        f'<label>{e(u["q_config"])}<br><input name="config" size="40"></label>'
+        f'<label>{e(u["q_judge_config"])}<br><input name="judge_config" size="30"></label>'
+        f'<label>{e(u["q_limit"])}<br><input name="limit" size="6"></label>'
+        f'<label>{e(u["q_name"])}<br><input name="name" size="20"></label></div>'
+        f'<fieldset id="queue-models"><legend>{e(u["q_models"])}</legend></fieldset>'
+        f'<fieldset id="queue-variants"><legend>{e(u["q_variants"])}</legend></fieldset>'
         '<p id="queue-choices-error" class="err"></p>'
-        '<button type="submit">add to queue</button></form>'
+        f'<button type="submit">{e(u["q_submit"])}</button></form>'
         + note
-        + f'<h2>Entries</h2><div id="queue" data-fragment="/queue/fragment">{fragment}</div>'
+        + f"<h2>{e(u['q_entries'])}</h2>"
+        f'<div id="queue" data-fragment="/queue/fragment">{fragment}</div>'
     )
 
 
-async def _fragment(queue: UiQueue, runs: Path) -> str:
+async def _fragment(app: web.Application) -> str:
+    queue = app[QUEUE]
     try:
         rows = await asyncio.to_thread(queue.rows)
         error = queue.last_error
     except TouchstoneError as exc:
         rows, error = [], str(exc)
-    return entries_html(rows, runs, error)
+    return entries_html(rows, queue.jobs.runs, error, app[QUEUE_LANG])
 
 
 async def _page(
     request: web.Request, message: str | None = None, status: int = 200
 ) -> web.Response:
-    queue = request.app[QUEUE]
-    fragment = await _fragment(queue, queue.jobs.runs)
+    queue, lang = request.app[QUEUE], request.app[QUEUE_LANG]
+    u = ui_labels(lang)
+    fragment = await _fragment(request.app)
     queued = request.query.get("queued")
     if queued and message is None:
-        message = f"a host it needs is busy: the run waits in the queue as entry {queued}"
-    body = queue_html(queue, queue.jobs.packs, fragment, message)
-    response = page("Queue", body, scripts=("queue.js",))
+        message = u["q_queued"].format(entry=queued)
+    body = queue_html(queue, queue.jobs.packs, fragment, message, lang)
+    response = page(u["q_title"], body, scripts=("queue.js",), lang=lang)
     response.set_status(status)
     return response
 
@@ -156,8 +176,7 @@ async def queue_page(request: web.Request) -> web.Response:
 
 
 async def queue_fragment(request: web.Request) -> web.Response:
-    queue = request.app[QUEUE]
-    html = await _fragment(queue, queue.jobs.runs)
+    html = await _fragment(request.app)
     return web.Response(text=html, content_type="text/html", headers=HEADERS)
 
 
@@ -246,10 +265,11 @@ async def _ticker(app: web.Application) -> AsyncIterator[None]:
         await task
 
 
-def setup(app: web.Application, jobs: Jobs) -> None:
-    """Give ``app`` the queue of ``jobs``' runs folder, the Queue page's routes and the ticker
-    that starts the queue job (:meth:`UiQueue.tick`)."""
+def setup(app: web.Application, jobs: Jobs, lang: str = "en") -> None:
+    """Give ``app`` the queue of ``jobs``' runs folder, the Queue page's routes in ``lang``
+    and the ticker that starts the queue job (:meth:`UiQueue.tick`)."""
     app[QUEUE] = UiQueue(jobs)
+    app[QUEUE_LANG] = lang
     app.cleanup_ctx.append(_ticker)
     app.add_routes(
         [

@@ -336,5 +336,12 @@ GLOSSARY: tuple[tuple[str, str, str], ...] = (
         "(fehlgeschlagen, belastet, gedrosselt; Prompt-Cache-Treffer zählen nur für Decode).",
         "Anfragen",
     ),
+    (
+        "Dauer des Eintrags",
+        "Wanduhrzeit eines Warteschlangen-Eintrags von seinem Start (Zurücksetzen und "
+        "Abklingen des Hosts eingeschlossen) bis zum Ende seiner letzten Stufe (Lauf, Judge, "
+        "Bericht).",
+        "s",
+    ),
 )
 """The report's glossary: (term, definition, unit) for every metric (SPEC §9)."""

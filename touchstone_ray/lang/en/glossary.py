@@ -329,5 +329,11 @@ GLOSSARY: tuple[tuple[str, str, str], ...] = (
         "throttled; prompt-cached ones count for decode only).",
         "requests",
     ),
+    (
+        "Entry duration",
+        "Wall time of a queue entry, from its start (host reset and settle included) to the "
+        "end of its last stage (run, judge, report).",
+        "s",
+    ),
 )
 """The report's glossary: (term, definition, unit) for every metric (SPEC §9)."""
