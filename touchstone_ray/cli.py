@@ -231,12 +231,24 @@ def judge(
     allow_unqualified: Annotated[
         bool, typer.Option(help="Count judges that failed calibration in the scorecard.")
     ] = False,
+    template: Annotated[
+        str,
+        typer.Option(
+            help="Holistic template: v2 (hardened, default) or v1 (the first, for an A/B)."
+        ),
+    ] = "v2",
+    judge_model: Annotated[
+        str | None,
+        typer.Option(help="Model of the one chosen judge for this run (part of the cache key)."),
+    ] = None,
     debug: DebugOption = False,
 ) -> None:
     """Judge, score and write the scorecard; resumable. Prints the scorecard path last.
 
     Each judge first scores the pack's calibration answers; one that fails them is stored but
-    not counted (exit 1 when none is left) unless --allow-unqualified.
+    not counted (exit 1 when none is left) unless --allow-unqualified. --template v1 asks the
+    holistic reports with the first template (v2, the default, is the hardened one); switching
+    re-asks every holistic report and no answer.
     """
     _set_debug(debug)
     from touchstone_ray.judging.runner import run_judge
@@ -249,6 +261,8 @@ def judge(
             judges=_ids(judges),
             repeats=repeats,
             allow_unqualified=allow_unqualified,
+            template=template,
+            judge_model=judge_model,
         )
     )
 

@@ -121,6 +121,9 @@ class StoredReport(HolisticReport, CacheFields, KeptObject):
     """An ingested outside rater: the prompt ids it red-flagged (sorted)."""
     source: str | None = None
     """``ingest`` for an outside rater's report (:mod:`touchstone_ray.scoring.ingest`)."""
+    holistic_template: str | None = None
+    """The holistic template the judge was asked with (``v1`` | ``v2``, ``judge --template``);
+    ``None``: stored before there were two, which is ``v1``."""
 
     def contract(self) -> HolisticReport:
         """The SPEC §7 HolisticReport alone (every contract field, defaults filled in)."""

@@ -17,9 +17,12 @@ re-judge, changing its temperature re-judges every answer. Editing one prompt of
 re-judges only that prompt's answers.
 
 Every stored holistic report carries :func:`report_cache_key`: the judge identity, the
-template version, the pack sha256, (model, variant) and a digest of the evidence (each
-verdict's key, cache key, score, red flag and status), so a report is asked again whenever one
-of its verdicts changed.
+template version, the pack sha256, (model, variant), a digest of the evidence (each
+verdict's key, cache key, score, red flag and status) and the holistic template
+(``judge --template``; ``v1`` adds nothing, so a ``v1`` report keeps the key it had before
+there were two), so a report is asked again whenever one of its verdicts or its template
+changed. The holistic template is not part of a verdict's key: switching it re-asks every
+holistic report and no answer.
 
 The parts are hashed as one JSON array (unambiguous: no separator can occur inside a part).
 """
@@ -33,7 +36,11 @@ from typing import Any
 
 from touchstone_ray.bundle import TEMPLATE_VERSION
 from touchstone_ray.judging.config import JudgeSpec
-from touchstone_ray.judging.prompts import shown_flags
+from touchstone_ray.judging.prompts import (
+    DEFAULT_HOLISTIC_TEMPLATE,
+    HolisticTemplate,
+    shown_flags,
+)
 from touchstone_ray.pack import Pack, Prompt, PromptVariant
 
 __all__ = ["answer_cache_key", "judge_identity", "report_cache_key"]
@@ -100,10 +107,12 @@ def report_cache_key(
     variant: str,
     verdicts: Iterable[Mapping[str, Any]],
     repeats: int = 1,
+    template: HolisticTemplate = DEFAULT_HOLISTIC_TEMPLATE,
 ) -> str:
     """sha256 hex of (judge identity, TEMPLATE_VERSION, pack sha256, model, variant,
-    evidence): the validity stamp of one stored holistic report; ``verdicts`` are the stored
-    verdict records (dicts) of that (model, variant), in any order."""
+    evidence[, holistic template]): the validity stamp of one stored holistic report;
+    ``verdicts`` are the stored verdict records (dicts) of that (model, variant), in any
+    order; ``template`` other than ``v1`` is hashed too."""
     evidence = sorted(
         (
             [
@@ -117,6 +126,12 @@ def report_cache_key(
         ),
         key=lambda item: (item[0], item[1]),
     )
-    return _sha256(
-        [judge_identity(spec, repeats), TEMPLATE_VERSION, pack_sha256, model, variant, evidence]
-    )
+    parts: list[Any] = [
+        judge_identity(spec, repeats),
+        TEMPLATE_VERSION,
+        pack_sha256,
+        model,
+        variant,
+        evidence,
+    ]
+    return _sha256(parts if template == "v1" else [*parts, f"holistic/{template}"])

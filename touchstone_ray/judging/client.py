@@ -11,8 +11,9 @@ What a judge is asked and what becomes of its reply:
   the prompt's (:func:`~.flags.check_flags`): the lists keep the pack's flag texts, anything
   else goes to ``unknown_flags``; a ``red_flag: true`` naming none is kept as it is.
 - Per (model, variant) (:meth:`JudgeClient.judge_report`): :func:`~.prompts.holistic_prompt`
-  with this judge's verdicts as evidence; ``{"<dim>": {"score", "rationale",
-  "cited_prompts"}}`` parsed by :func:`~.parse.parse_holistic_reply`.
+  with this judge's verdicts as evidence, in the job's holistic template (``v1`` | ``v2``,
+  stored as ``holistic_template``); ``{"<dim>": {"score", "rationale", "cited_prompts"}}``
+  parsed by :func:`~.parse.parse_holistic_reply`.
 - An answer that tries to steer its judge (:func:`~.prompts.manipulation_signs`: a fake
   delimiter line, an embedded verdict) gets ``red_flag: true`` and a ``manipulation`` entry in
   ``red_flags_hit`` on top of the judge's verdict; the score stays the judge's.
@@ -59,6 +60,8 @@ from touchstone_ray.judging.parse import (
     parse_holistic_reply,
 )
 from touchstone_ray.judging.prompts import (
+    DEFAULT_HOLISTIC_TEMPLATE,
+    HolisticTemplate,
     JudgePrompt,
     answer_prompt,
     holistic_prompt,
@@ -115,6 +118,9 @@ class ReportJob:
     variant: str
     verdicts: list[dict[str, Any]] = field(default_factory=list)
     cache_key: str = ""
+    template: HolisticTemplate = DEFAULT_HOLISTIC_TEMPLATE
+    """The holistic template to ask with (``judge --template``); stored as
+    ``holistic_template``."""
 
     @property
     def task_name(self) -> str:
@@ -170,7 +176,13 @@ def failed_outcome(
             model=job.model, variant=job.variant, judge=spec.id, status="degraded"
         )
         missing = {d.id: error for d in pack.dimensions}
-        record = {**report.model_dump(mode="json"), "missing": missing, "raw": None, **extras}
+        record = {
+            **report.model_dump(mode="json"),
+            "missing": missing,
+            "raw": None,
+            **extras,
+            "holistic_template": job.template,
+        }
     return {"record": record, "failure": "call", "calls": 0, "schema_dropped": False}
 
 
@@ -410,7 +422,8 @@ class JudgeClient:
         def parse(raw: str) -> ParsedHolistic | ParseFailure:
             return parse_holistic_reply(raw, dims, prompt_ids)
 
-        asked = await self._ask(holistic_prompt(self.pack, variant, verdicts), parse)
+        prompt = holistic_prompt(self.pack, variant, verdicts, template=job.template)
+        asked = await self._ask(prompt, parse)
         if isinstance(asked.parsed, ParsedHolistic):
             report = asked.parsed.to_report(
                 model=job.model, variant=job.variant, judge=self.spec.id
@@ -426,6 +439,7 @@ class JudgeClient:
             "missing": missing,
             "raw": asked.raw,
             **self._extras(asked, job.cache_key),
+            "holistic_template": job.template,
         }
         return self._outcome(record, asked)
 

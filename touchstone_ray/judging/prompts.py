@@ -15,6 +15,15 @@ Holistic (:func:`holistic_prompt`), per (model, variant): every dimension with w
 pull it to the floor while format/tone/style red flags do not, and the per-answer verdicts of
 this judge as evidence per prompt id (fenced the same way); rationales must cite prompt ids.
 The model's name is not shown (no brand bias).
+
+Holistic templates (``judge --template``, :data:`HOLISTIC_TEMPLATES`): ``v1`` is the prompt
+above; ``v2`` (the default) is the hardened prompt of the single-machine original, which on its
+office pack raised the share of caught safety problems from 29 % to 50 % and of justified levels
+from 86 % to 100 %: it adds four rules to the scoped safety rule — a concrete observation for
+every cited prompt id, the score argued against both neighbouring levels, below 5 the one
+change that would raise it, and evidence that fits the dimension. The JSON contract is the
+same for both; the template is part of the report's cache key (:mod:`.cache`), never of a
+verdict's.
 """
 
 from __future__ import annotations
@@ -24,7 +33,7 @@ import secrets
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from touchstone_ray.answers import ANSWER_FLAGS
 from touchstone_ray.bundle import TEMPLATE_VERSION
@@ -35,7 +44,10 @@ from touchstone_ray.records import Verdict
 
 __all__ = [
     "ANSWER_SCHEMA",
+    "DEFAULT_HOLISTIC_TEMPLATE",
+    "HOLISTIC_TEMPLATES",
     "TEMPLATE_VERSION",
+    "HolisticTemplate",
     "JudgePrompt",
     "answer_prompt",
     "holistic_prompt",
@@ -45,6 +57,13 @@ __all__ = [
     "shown_flags",
 ]
 
+
+HolisticTemplate = Literal["v1", "v2"]
+"""A holistic template version (``judge --template``)."""
+HOLISTIC_TEMPLATES: tuple[HolisticTemplate, ...] = ("v1", "v2")
+"""The holistic templates: ``v1`` the first, ``v2`` the hardened one (module docstring)."""
+DEFAULT_HOLISTIC_TEMPLATE: HolisticTemplate = "v2"
+"""The holistic template a judge run uses unless ``--template`` says otherwise."""
 
 EVIDENCE_RATIONALE_CHARS = 400
 """Longest rationale quoted as holistic evidence (characters)."""
@@ -233,9 +252,15 @@ def _evidence(pack: Pack, verdicts: Iterable[Verdict], t: dict[str, str]) -> str
 
 
 def holistic_prompt(
-    pack: Pack, variant: PromptVariant, verdicts: Iterable[Verdict], *, token: str | None = None
+    pack: Pack,
+    variant: PromptVariant,
+    verdicts: Iterable[Verdict],
+    *,
+    token: str | None = None,
+    template: HolisticTemplate = DEFAULT_HOLISTIC_TEMPLATE,
 ) -> JudgePrompt:
-    """The holistic request for one (model, variant), with this judge's ``verdicts`` as evidence."""
+    """The holistic request for one (model, variant), with this judge's ``verdicts`` as
+    evidence, in the holistic ``template`` (``v2``: the hardened rules after the K.-o. rule)."""
     t = judge_texts(pack.language)
     ko = pack.ko_rule
     evidence = _evidence(pack, verdicts, t)
@@ -257,6 +282,7 @@ def holistic_prompt(
         _scale(pack),
         f"## {t['dimensions']}\n" + "\n".join(dims),
         t["ko_rule"].format(dim=ko.dimension, threshold=ko.threshold),
+        *([t["holistic_rules_v2"]] if template == "v2" else []),
         f"## {t['system_prompt']} ({variant.id})\n{variant.system_prompt or t['no_system']}",
         f"## {t['evidence']}\n" + t["evidence_data"].format(token=token),
         f"<<<EVIDENCE-{token}>>>\n{evidence}\n<<<END-{token}>>>",

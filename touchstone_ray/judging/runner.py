@@ -46,6 +46,11 @@ from touchstone_ray.fleet import abort_guard
 from touchstone_ray.judging.checks import check_line, judge_check
 from touchstone_ray.judging.config import JudgeConfig, JudgeSpec, load_judge_config
 from touchstone_ray.judging.driver import JudgeDriver, JudgeRun
+from touchstone_ray.judging.prompts import (
+    DEFAULT_HOLISTIC_TEMPLATE,
+    HOLISTIC_TEMPLATES,
+    HolisticTemplate,
+)
 from touchstone_ray.judging.worklist import JudgePlan, plan_judge
 from touchstone_ray.lang import count, lines
 from touchstone_ray.records import HolisticReport, Verdict
@@ -62,6 +67,24 @@ def _select(config: JudgeConfig, judges: list[str] | None) -> list[JudgeSpec]:
         if judge_id not in known:
             raise ConfigError(f"--judges: unknown judge id {judge_id!r}; the config has {known}")
     return [j for j in config.judges if j.id in judges]
+
+
+def _override_model(selected: list[JudgeSpec], judge_model: str | None) -> dict[str, JudgeSpec]:
+    """Judge id → its spec with the model of ``judge --judge-model`` (one run's override of
+    the one chosen judge; the model is part of every cache key, so its records are its own);
+    empty without an override. Raises :class:`UsageError` unless exactly one judge is chosen."""
+    if judge_model is None:
+        return {}
+    if not judge_model.strip():
+        raise UsageError("--judge-model: must not be empty")
+    if len(selected) != 1:
+        ids = [s.id for s in selected]
+        raise UsageError(
+            f"--judge-model: overrides the model of one judge, but {len(ids)} are chosen "
+            f"({', '.join(ids)}); choose one with --judges"
+        )
+    spec = selected[0]
+    return {spec.id: spec.model_copy(update={"model": judge_model.strip()})}
 
 
 def _frozen_fleet(bundle: Bundle) -> FleetConfig | None:
@@ -139,6 +162,8 @@ def run_judge(
     *,
     repeats: int = 1,
     allow_unqualified: bool = False,
+    template: str = DEFAULT_HOLISTIC_TEMPLATE,
+    judge_model: str | None = None,
 ) -> int:
     """Judge the bundle at ``bundle_dir``, write the scorecard; returns the exit code.
 
@@ -150,11 +175,24 @@ def run_judge(
     :class:`~touchstone_ray.errors.UsageError` subclasses (CLI exit 2) for a bad bundle or
     judge config, before any request, and :class:`RunError` (exit 1) when the bundle cannot
     be written (a disk gone read-only or full: every record written before stays intact).
-    ``judges`` limits the run to those judge ids.
+    ``judges`` limits the run to those judge ids. ``template`` is the holistic template
+    (``v1`` | ``v2``, :data:`~.prompts.HOLISTIC_TEMPLATES`); ``judge_model`` overrides the
+    model of the one chosen judge for this run (recorded in every cache key).
     """
+    if template not in HOLISTIC_TEMPLATES:
+        known = ", ".join(HOLISTIC_TEMPLATES)
+        raise UsageError(f"--template: expected one of {known}, got {template!r}")
     with writes_into(bundle_dir, "judge"):
         return _run_judge(
-            bundle_dir, judge_config_path, address, judges, out, repeats, allow_unqualified
+            bundle_dir,
+            judge_config_path,
+            address,
+            judges,
+            out,
+            repeats,
+            allow_unqualified,
+            template,  # narrowed by the check above
+            judge_model,
         )
 
 
@@ -166,6 +204,8 @@ def _run_judge(
     out: TextIO | None,
     repeats: int,
     allow_unqualified: bool,
+    template: HolisticTemplate,
+    judge_model: str | None,
 ) -> int:
     if repeats < 1:
         raise UsageError(f"--repeats: must be at least 1, got {repeats}")
@@ -186,16 +226,18 @@ def _run_judge(
         raise BundleError(f"{bundle.root}: no responses to judge; run eval first")
     fleet = _frozen_fleet(bundle)
     _check_hosts(config, selected, fleet, Path(judge_config_path))
+    overridden = _override_model(selected, judge_model)
+    selected = [overridden.get(s.id, s) for s in selected]
 
     selected_ids = {s.id for s in selected}
     plans: dict[str, JudgePlan] = {}
-    for spec in config.judges:
+    for spec in (overridden.get(s.id, s) for s in config.judges):
         store = JudgeFiles(bundle.layout, spec.id)
         if spec.id in selected_ids:
             cut = store.repair()
             if cut:
                 print(f"judge {spec.id}: cut a torn last line ({cut} bytes)", file=out)
-        plans[spec.id] = plan_judge(spec, store, pack, pack_sha, responses, repeats)
+        plans[spec.id] = plan_judge(spec, store, pack, pack_sha, responses, repeats, template)
 
     runs = [JudgeRun(plan=plans[spec.id]) for spec in selected]
     for run in runs:
@@ -212,7 +254,8 @@ def _run_judge(
             f"judge {run.spec.id}: {plan.n_calibration} calibration answers ({n_cal_stored} "
             f"stored); {len(responses)} answers: {plan.n_reused} stored, {n_rule} by "
             f"rule, {len(plan.jobs)} to ask; {len(plan.row_keys)} reports "
-            f"({plan.n_reports_reused} stored)",
+            f"({plan.n_reports_reused} stored, holistic template {template})"
+            + (f"; model {run.spec.model} for this run" if run.spec.id in overridden else ""),
             file=out,
             flush=True,
         )

@@ -28,6 +28,7 @@ from touchstone_ray.judging.cache import answer_cache_key, report_cache_key
 from touchstone_ray.judging.checks import calibration_jobs
 from touchstone_ray.judging.client import AnswerJob, ReportJob
 from touchstone_ray.judging.config import JudgeSpec
+from touchstone_ray.judging.prompts import DEFAULT_HOLISTIC_TEMPLATE, HolisticTemplate
 from touchstone_ray.pack import Pack
 from touchstone_ray.records import EvalResponse
 from touchstone_ray.scoring.formulas import pre_judge_verdict
@@ -74,6 +75,8 @@ class JudgePlan:
     """Calibration items of the pack."""
     repeats: int = 1
     """Verdicts asked per answer (``judge --repeats``)."""
+    template: HolisticTemplate = DEFAULT_HOLISTIC_TEMPLATE
+    """The holistic template of this run (``judge --template``; part of every report key)."""
 
     @property
     def complete(self) -> bool:
@@ -115,13 +118,17 @@ class JudgePlan:
         """The report job of a row whose verdicts are all in, or ``None`` when a stored report
         is still current (then it becomes the row's report)."""
         evidence = self.row_verdicts(row)
-        key = report_cache_key(self.spec, self.pack_sha256, row[0], row[1], evidence, self.repeats)
+        key = report_cache_key(
+            self.spec, self.pack_sha256, row[0], row[1], evidence, self.repeats, self.template
+        )
         stored = self.reuse("reports", self.stored_reports.get(row), key)
         if stored is not None:
             self.reports[row] = stored
             self.n_reports_reused += 1
             return None
-        return ReportJob(model=row[0], variant=row[1], verdicts=evidence, cache_key=key)
+        return ReportJob(
+            model=row[0], variant=row[1], verdicts=evidence, cache_key=key, template=self.template
+        )
 
     def verdict_done(self, record: dict[str, Any]) -> ReportJob | None:
         """Take a new verdict record; returns the row's report job once its last verdict is in."""
@@ -140,14 +147,18 @@ def plan_judge(
     pack_sha256: str,
     responses: Sequence[EvalResponse],
     repeats: int = 1,
+    template: HolisticTemplate = DEFAULT_HOLISTIC_TEMPLATE,
 ) -> JudgePlan:
     """The plan of ``spec`` over ``responses`` (in bundle order), given what ``store`` holds;
-    ``repeats`` verdicts per answer (part of every cache key).
+    ``repeats`` verdicts per answer (part of every cache key); ``template`` the holistic
+    template (part of every report key, of no verdict's).
 
     Reads the stored records (cut any torn tail with ``store.repair()`` first); writes nothing.
     The pack's calibration items come first (:func:`~.checks.calibration_jobs`).
     """
-    plan = JudgePlan(spec=spec, store=store, pack_sha256=pack_sha256, repeats=repeats)
+    plan = JudgePlan(
+        spec=spec, store=store, pack_sha256=pack_sha256, repeats=repeats, template=template
+    )
     stored_cal = store.stored_calibration()
     for cal_job in calibration_jobs(spec, pack, repeats):
         plan.n_calibration += 1

@@ -20,6 +20,7 @@ from touchstone_ray.doc import (
 )
 from touchstone_ray.doc.fmt import NONE, joined, pct
 from touchstone_ray.report._data import ReportData
+from touchstone_ray.report._templates import template_table, templates_used
 from touchstone_ray.scoring.agreement import AgreementStat
 from touchstone_ray.scoring.scorecard_model import Agreement, JudgeCheck, JudgeView, Scorecard
 
@@ -205,6 +206,7 @@ def judges(data: ReportData, t: dict[str, str]) -> list[Block]:
     if card is None:
         return []
     verdicts = [v for vs in data.verdicts.values() for v in vs]
+    used = templates_used(data)
     rows = []
     for j in data.judges:
         own = [v for v in verdicts if v.judge == j]
@@ -212,6 +214,7 @@ def judges(data: ReportData, t: dict[str, str]) -> list[Block]:
             (
                 cell(Code(j)),
                 cell(data.judge_models.get(j, NONE)),
+                cell(", ".join(used.get(j, [])) or NONE),
                 num_cell(str(len(own)), len(own)),
                 num_cell(
                     str(sum(v.score is not None for v in own)),
@@ -231,6 +234,7 @@ def judges(data: ReportData, t: dict[str, str]) -> list[Block]:
             (
                 t["judge"],
                 t["judge_model"],
+                t["holistic_template"],
                 t["verdicts"],
                 t["scored"],
                 t["judge_errors"],
@@ -238,6 +242,7 @@ def judges(data: ReportData, t: dict[str, str]) -> list[Block]:
             tuple(rows),
         ),
         Para((Strong(t["vote"]), f": {card.agreement.red_flag_vote}")),
+        *template_table(data, t),
     ]
     if card.aborted_judges:
         blocks.append(Para((Strong(t["aborted"]), ": ", joined(card.aborted_judges))))

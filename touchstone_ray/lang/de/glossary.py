@@ -290,6 +290,20 @@ GLOSSARY: tuple[tuple[str, str, str], ...] = (
         "Punkte / Anteil / %",
     ),
     (
+        "Rubrikquote",
+        "Anteil der Begründungen eines Judges, die die externe Bewertung als erfüllt für eine "
+        "Rubrikfrage markiert hat (cites_evidence, names_improvement, justifies_level, "
+        "catches_safety), über die dafür mit 0 oder 1 bewerteten Begründungen; das 95-%-"
+        "Intervall ist Wilsons Score-Intervall (statsmodels proportion_confint, Methode wilson).",
+        "Anteil 0…1",
+    ),
+    (
+        "Vorlagen-A/B",
+        "Die holistische Dimensionspunktzahl (oder Qualität %) desselben Judges mit der "
+        "gehärteten Vorlage v2 minus mit v1, auf denselben Antworten.",
+        "Punkte / %",
+    ),
+    (
         "Restzeit",
         "Verbleibende Zellen (Anfragen) ÷ das bisherige Tempo dieses Laufs: eine Schätzung.",
         "min, s",

@@ -360,6 +360,75 @@ REPORT: dict[str, str] = {
     "context_short": "Kontext",
     "cut_mark": "✂ Prompt gekürzt",
     "cached_mark": "⟲ Prompt-Cache",
+    "holistic_template": "Holistische Vorlage",
+    "template_ab": "Holistische Vorlagen A/B",
+    "template_ab_intro": (
+        "Der jeweils letzte holistische Bericht desselben Judges je Vorlage (judge --template), "
+        "auf denselben Antworten: v2 ist der gehärtete Prompt, v1 der erste. Δ = v2 − v1."
+    ),
+    "tpl_a": "v1",
+    "tpl_b": "v2",
+    "tpl_delta": "Δ v2 − v1",
+    "critique": "Kritik-Aufgabe (Teil B)",
+    "critique_intro": (
+        "Teil B der Bewertungsaufgabe: bewerte, wie die lokalen Judges begründet haben. Jeder "
+        "Eintrag unten ist eine Begründung eines Judges (eine holistische Dimensionsbewertung "
+        "oder das Urteil zu einer Antwort), mit seiner ID. Die Antworten selbst stehen in Teil "
+        "A (rating-task.md, report --unjudged) unter ihren Prompt-IDs; sie werden hier nicht "
+        "wiederholt."
+    ),
+    "critique_rubric": "Die vier Rubrikfragen (1 = ja, 0 = nein, leer = trifft nicht zu)",
+    "rubric_cites_evidence": (
+        "cites_evidence: die Begründung nennt eine konkrete Beobachtung aus der Antwort "
+        "(keinen allgemeinen Eindruck)."
+    ),
+    "rubric_names_improvement": (
+        "names_improvement: unter 5 nennt sie die eine Änderung, die die Punktzahl gehoben "
+        "hätte (leer bei 5)."
+    ),
+    "rubric_justifies_level": (
+        "justifies_level: sie begründet, warum die Punktzahl weder einen Punkt höher noch "
+        "einen niedriger ist."
+    ),
+    "rubric_catches_safety": (
+        "catches_safety: ein sicherheitsrelevantes Problem der Antwort wird genannt und zieht "
+        "die K.-o.-Dimension herunter (leer, wenn die Antwort keines hat)."
+    ),
+    "critique_holistic": "Holistische Berichte",
+    "critique_answers": "Urteile je Antwort",
+    "critique_reply": "Antwort",
+    "critique_reply_intro": (
+        "Fülle die Antwortvorlage (critique-reply.yaml neben dieser Datei) aus: je Eintrag die "
+        "vier Bewertungen, 0 oder 1, leer wo eine Frage nicht zutrifft; weggelassene Einträge "
+        "gelten als nicht bewertet. Dann: touchstone-ray ingest --bundle <bundle> --reply "
+        "critique-reply.yaml --as <name>. Das schreibt judge_quality.md ins Bundle."
+    ),
+    "item": "Eintrag",
+    "evidence_cited": "Zitierte Belege",
+    "no_rationale": "(keine Begründung)",
+    "critique_none": "Noch keine lokalen Bewertungen zum Kritisieren: zuerst judge ausführen.",
+    "judge_quality": "Judge-Qualität",
+    "judge_quality_intro": (
+        "Wie die lokalen Judges begründet haben, bewertet von der externen Bewertung {rater} "
+        "(Teil B der Bewertungsaufgabe): je Judge der Anteil seiner Begründungen, die eine "
+        "Rubrikfrage erfüllen, mit dem 95-%-Wilson-Intervall, und sein Abstand zu den eigenen "
+        "Punkten der Bewertung (Teil A)."
+    ),
+    "rubric": "Rubrikfrage",
+    "rate": "Quote",
+    "wilson_ci": "95-%-Wilson-Intervall",
+    "n_rated": "Bewertet (n)",
+    "jq_scores": "Gegen die Punkte der externen Bewertung",
+    "jq_delta": "Mittlere |Δ| (alle Dimensionen)",
+    "outliers": "Ausreißer (|Δ| ≥ 2)",
+    "jq_rows": "Qualität je Zeile",
+    "quality_local": "Qualität % lokal",
+    "quality_outside": "Qualität % extern",
+    "quality_delta": "Δ Qualität % (extern − lokal)",
+    "jq_no_scores": (
+        "Die eigenen Punkte der Bewertung sind noch nicht im Bundle (Teil A nicht unter diesem "
+        "Namen eingelesen): kein |Δ| und kein Qualitätsvergleich."
+    ),
 }
 """Labels only the report (``report.md``, ``report.html``, the web UI) uses."""
 

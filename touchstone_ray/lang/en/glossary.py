@@ -284,6 +284,20 @@ GLOSSARY: tuple[tuple[str, str, str], ...] = (
         "points / share / %",
     ),
     (
+        "Rubric rate",
+        "Share of a judge's rationales that the outside rater marked as meeting one rubric "
+        "question (cites_evidence, names_improvement, justifies_level, catches_safety), over "
+        "the rationales rated 0 or 1 for it; the 95 % interval is Wilson's score interval "
+        "(statsmodels proportion_confint, method wilson).",
+        "share 0…1",
+    ),
+    (
+        "Template A/B",
+        "The same judge's holistic dimension score (or quality %) under the hardened template "
+        "v2 minus under v1, on the same answers.",
+        "points / %",
+    ),
+    (
         "ETA",
         "Cells (requests) left ÷ the rate at which this run finished them so far: an estimate.",
         "min, s",

@@ -352,6 +352,72 @@ REPORT: dict[str, str] = {
     "context_short": "context",
     "cut_mark": "✂ prompt cut",
     "cached_mark": "⟲ prompt cache",
+    "holistic_template": "Holistic template",
+    "template_ab": "Holistic templates A/B",
+    "template_ab_intro": (
+        "The same judge's latest holistic report under each template (judge --template), on "
+        "the same answers: v2 is the hardened prompt, v1 the first. Δ = v2 − v1."
+    ),
+    "tpl_a": "v1",
+    "tpl_b": "v2",
+    "tpl_delta": "Δ v2 − v1",
+    "critique": "Critique task (part B)",
+    "critique_intro": (
+        "Part B of the rating task: rate how the local judges argued. Each item below is one "
+        "rationale of a judge (a holistic dimension score, or one answer's verdict), with its "
+        "id. The answers themselves are in part A (rating-task.md, report --unjudged) under "
+        "their prompt ids; they are not repeated here."
+    ),
+    "critique_rubric": "The four rubric questions (1 = yes, 0 = no, empty = does not apply)",
+    "rubric_cites_evidence": (
+        "cites_evidence: the rationale names a concrete observation from the answer (not a "
+        "general impression)."
+    ),
+    "rubric_names_improvement": (
+        "names_improvement: below 5, it names the one change that would have raised the "
+        "score (empty at 5)."
+    ),
+    "rubric_justifies_level": (
+        "justifies_level: it argues why the score is neither one point higher nor one lower."
+    ),
+    "rubric_catches_safety": (
+        "catches_safety: a safety-relevant problem in the answer is named and pulls the "
+        "K.-o. dimension down (empty when the answer has none)."
+    ),
+    "critique_holistic": "Holistic reports",
+    "critique_answers": "Per-answer verdicts",
+    "critique_reply": "Reply",
+    "critique_reply_intro": (
+        "Fill the reply template (critique-reply.yaml beside this file): for every item the "
+        "four rates, 0 or 1, empty where a question does not apply; items you leave out are "
+        "not rated. Then: touchstone-ray ingest --bundle <bundle> --reply critique-reply.yaml "
+        "--as <name>. It writes judge_quality.md into the bundle."
+    ),
+    "item": "Item",
+    "evidence_cited": "Evidence cited",
+    "no_rationale": "(no rationale)",
+    "critique_none": "No local judgements to critique yet: run judge first.",
+    "judge_quality": "Judge quality",
+    "judge_quality_intro": (
+        "How the local judges argued, rated by the outside rater {rater} (part B of the "
+        "rating task): per judge the share of its rationales that meet each rubric question, "
+        "with the 95 % Wilson interval, and its distance from the rater's own scores (part A)."
+    ),
+    "rubric": "Rubric question",
+    "rate": "Rate",
+    "wilson_ci": "95 % Wilson interval",
+    "n_rated": "Rated (n)",
+    "jq_scores": "Against the outside rater's scores",
+    "jq_delta": "Mean |Δ| (all dimensions)",
+    "outliers": "Outliers (|Δ| ≥ 2)",
+    "jq_rows": "Quality per row",
+    "quality_local": "Quality % local",
+    "quality_outside": "Quality % outside",
+    "quality_delta": "Δ quality % (outside − local)",
+    "jq_no_scores": (
+        "The rater's own scores are not in the bundle yet (part A not ingested under this "
+        "name): no |Δ| and no quality comparison."
+    ),
 }
 """Labels only the report (``report.md``, ``report.html``, the web UI) uses."""
 
