@@ -1,5 +1,9 @@
-"""An outside rater's filled rating task (``report --unjudged`` → ``rating-task.md``) taken in
-as a judge: ``touchstone-ray ingest --bundle B --reply FILE --as NAME``.
+"""An outside rater's filled rating task (``report --unjudged`` → ``rating-task.md``, part A;
+``report --critique`` → ``critique-task.md``, part B) taken in as a judge:
+``touchstone-ray ingest --bundle B --reply FILE --as NAME``.
+
+The reply holds part A's ``reports``, part B's ``critique`` (with its ``task``; read by
+:mod:`.critique`), or both. Every part is checked before anything is written.
 
 The reply is YAML (block or flow style), as the rating task shows it::
 
@@ -55,6 +59,12 @@ from touchstone_ray.bundle import (
 from touchstone_ray.errors import BundleError
 from touchstone_ray.pack import Pack
 from touchstone_ray.records import HolisticReport
+from touchstone_ray.scoring.critique import (
+    CRITIQUE_FILE,
+    CritiqueError,
+    critique_items,
+    parse_critique,
+)
 from touchstone_ray.scoring.formulas import MissingDimensionsError, passes_ko, quality_pct
 from touchstone_ray.scoring.scorecard_model import Scorecard
 from touchstone_ray.storage import atomic_write_json
@@ -69,6 +79,7 @@ __all__ = [
     "load_reply",
     "outside_raters",
     "rater_agreement",
+    "stored_critique",
 ]
 
 INGESTED_MARKER = "ingested.json"
@@ -147,14 +158,23 @@ def _check(reply: RatingReply, pack: Pack, rows: set[tuple[str, str]]) -> None:
                 raise RuleError(f"reports[{i}].red_flagged[{j}]", "unknown prompt id", pid)
 
 
+def _read_mapping(path: Path) -> dict[str, Any]:
+    try:
+        return load_yaml_mapping(path, "rating reply")
+    except ValueError as exc:
+        raise BundleError(f"{path}: {exc}") from None
+
+
 def load_reply(path: Path, pack: Pack, rows: set[tuple[str, str]]) -> RatingReply:
     """The validated reply at ``path`` for ``pack`` and the bundle's ``rows`` ((model, variant)
     pairs); raises :class:`BundleError` (one line, CLI exit 2) for every rule of the module
     docstring."""
-    try:
-        data = load_yaml_mapping(path, "rating reply")
-    except ValueError as exc:
-        raise BundleError(f"{path}: {exc}") from None
+    return _validate_reply(_read_mapping(path), path, pack, rows)
+
+
+def _validate_reply(
+    data: dict[str, Any], path: Path, pack: Pack, rows: set[tuple[str, str]]
+) -> RatingReply:
     reply = validate_document(RatingReply, data, str(path), BundleError)
     try:
         _check(reply, pack, rows)
@@ -230,23 +250,50 @@ def outside_raters(root: Path) -> dict[str, list[StoredReport]]:
     return out
 
 
+def _is_critique(data: dict[str, Any]) -> bool:
+    """The reply carries part B (``critique`` or ``task``)."""
+    return "critique" in data or "task" in data
+
+
 def ingest_reply(bundle_dir: str | Path, reply_path: str | Path, name: str) -> dict[str, Any]:
     """Validate the reply at ``reply_path`` and store it as outside rater ``name`` in the bundle;
-    returns ``{"rows": n, "agreement": rater_agreement(...) or {}}`` (empty without a
-    scorecard). A second ingest under the same name replaces the first (the last record per
-    row wins). Raises :class:`BundleError` (exit 2) before writing anything."""
+    returns ``{"rows": n, "agreement": rater_agreement(...) or {}, "critiqued": m}`` (agreement
+    empty without a scorecard or without part A; ``critiqued``: part B items rated, only when
+    the reply has part B). A second ingest under the same name replaces the first (the last
+    record per row wins; a new critique replaces the old). Raises :class:`BundleError` (exit 2)
+    before writing anything."""
     from touchstone_ray.scoring.scorecard import load_scorecard
 
     bundle = Bundle.open(Path(bundle_dir))
     pack = bundle.pack()
     rows = {(str(r.get("model")), str(r.get("variant"))) for r in bundle.responses()}
     _check_name(bundle, name)
-    reply = load_reply(Path(reply_path), pack, rows)
+    path = Path(reply_path)
+    data = _read_mapping(path)
+    part_b: dict[str, Any] = {k: data.pop(k) for k in ("critique", "task") if k in data}
+    critique: dict[str, Any] | None = None
+    if part_b:
+        items = critique_items(bundle.root, pack)
+        # without part A every other key must be part B's (an unknown one is refused there)
+        seen = {"rater": data.get("rater", ""), **part_b} if "reports" in data else data | part_b
+        try:
+            rater, rated = parse_critique(seen, items)
+        except CritiqueError as exc:
+            raise BundleError(f"{path}: {exc}") from None
+        by_id = {it.id: it for it in items}
+        critique = {
+            "rater": rater,
+            "task": part_b.get("task"),
+            "reply": str(path.resolve()),
+            "ingested_at": time.time(),
+            "items": [{**by_id[i].__dict__, "rates": r} for i, r in rated.items()],
+        }
+    reply = _validate_reply(data, path, pack, rows) if "reports" in data or not part_b else None
     store = JudgeFiles(Layout(bundle.root), name)
     store.folder.mkdir(parents=True, exist_ok=True)
     records = []
     try:
-        for row in reply.reports:
+        for row in reply.reports if reply else []:
             report = HolisticReport(
                 model=row.model,
                 variant=row.variant,
@@ -264,21 +311,47 @@ def ingest_reply(bundle_dir: str | Path, reply_path: str | Path, name: str) -> d
             records.append(StoredReport.model_validate(record))
     finally:
         store.close()
+    if critique is not None:
+        atomic_write_json(bundle.layout.judge_marker(name, CRITIQUE_FILE), critique)
+    marker = bundle.layout.judge_marker(name, INGESTED_MARKER)
+    before: dict[str, Any] = {}
+    if marker.exists():
+        try:
+            before = json.loads(marker.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            before = {}
     atomic_write_json(
-        bundle.layout.judge_marker(name, INGESTED_MARKER),
+        marker,
         {
             "name": name,
-            "rater": reply.rater,
-            "reply": str(Path(reply_path).resolve()),
+            "rater": reply.rater if reply else str(critique["rater"] if critique else ""),
+            "reply": str(path.resolve()),
             "ingested_at": time.time(),
-            "rows": len(records),
+            "rows": len(records) if reply else int(before.get("rows", 0)),
         },
     )
+    result: dict[str, Any] = {"rows": len(records), "agreement": {}}
+    if critique is not None:
+        result["critiqued"] = len(critique["items"])
+    if not records:
+        return result
     try:
         card = load_scorecard(bundle.root)
     except BundleError:
-        return {"rows": len(records), "agreement": {}}
-    return {"rows": len(records), "agreement": rater_agreement(pack, records, card)}
+        return result
+    result["agreement"] = rater_agreement(pack, records, card)
+    return result
+
+
+def stored_critique(root: Path, name: str) -> dict[str, Any] | None:
+    """The critique stored for outside rater ``name`` (``judgements/<NAME>/critique.json``),
+    or ``None``."""
+    path = Layout(root).judge_marker(name, CRITIQUE_FILE)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def agreement_json(result: dict[str, Any]) -> str:
