@@ -288,25 +288,61 @@ def scorecard(
 
 @app.command()
 def report(
-    bundle: Annotated[Path, typer.Option("--bundle", help="Bundle folder.")],
+    bundle: Annotated[Path | None, typer.Option("--bundle", help="Bundle folder.")] = None,
     fmt: Annotated[str, typer.Option("--format", help="Comma-separated: md, html.")] = "md,html",
     unjudged: Annotated[
         bool,
         typer.Option(help="No judgements: a rating task for a person or an outside AI."),
     ] = False,
+    critique: Annotated[
+        bool,
+        typer.Option(
+            help="Part B of the rating task: the local judges' rationales to critique, with "
+            "an empty reply template (critique-reply.yaml)."
+        ),
+    ] = False,
+    runs: Annotated[
+        Path | None,
+        typer.Option(
+            "--runs", help="Rebuild every report below this folder (instead of --bundle)."
+        ),
+    ] = None,
 ) -> None:
     """Write report.md and report.html into the bundle (--unjudged: rating-task.md and
-    rating-task.html instead, report.md stays).
+    rating-task.html instead, report.md stays; --critique: critique-task.md/.html and
+    critique-reply.yaml; --runs DIR: every report below DIR, one line per bundle).
 
     The rating task replaces every judgement with instructions, the formula, both knock-out
-    checks and a fill-in table per model × variant, for a person or an outside AI; `ingest`
-    reads the filled reply back.
+    checks and a fill-in table per model × variant, for a person or an outside AI (part A);
+    its part B lists every rationale of the local judges with four rubric questions. `ingest`
+    reads the filled replies back and writes judge_quality.md.
     """
+    from touchstone_ray.errors import UsageError
     from touchstone_ray.perf.report import is_perf_bundle, write_perf_report
     from touchstone_ray.report import parse_formats, write_report
 
+    formats = parse_formats(fmt)
+    if (bundle is None) == (runs is None):
+        raise UsageError("report: give exactly one of --bundle and --runs")
+    if runs is not None:
+        if unjudged or critique:
+            raise UsageError("--runs: rebuilds the reports as they are; no --unjudged/--critique")
+        from touchstone_ray.report.rebuild import rebuild_reports
+
+        failed = False
+        for line in rebuild_reports(runs, formats):
+            typer.echo(str(line))
+            failed = failed or line.error is not None
+        raise typer.Exit(1 if failed else 0)
+    assert bundle is not None
+    if critique:
+        from touchstone_ray.report.critique import write_critique
+
+        for path in write_critique(bundle, formats):
+            typer.echo(str(path))
+        return
     if is_perf_bundle(bundle):
-        for path in write_perf_report(bundle, parse_formats(fmt)):
+        for path in write_perf_report(bundle, formats):
             typer.echo(str(path))
         return
     for path in write_report(bundle, fmt, unjudged=unjudged):
@@ -320,11 +356,18 @@ def ingest(
     name: Annotated[str, typer.Option("--as", help="Judge name to store it under.")],
 ) -> None:
     """Store a filled rating task (a person or an outside AI) as judge NAME (holistic reports
-    only) and print its agreement with each local judge of the scorecard."""
+    only) and print its agreement with each local judge of the scorecard. A reply with part B
+    (critique) also writes judge_quality.md: the four rubric rates per judge."""
+    from touchstone_ray.report.critique import write_judge_quality
     from touchstone_ray.scoring.ingest import agreement_json, ingest_reply
 
     result = ingest_reply(bundle, reply, name)
     typer.echo(f"ingested {result['rows']} rated rows as {name}")
+    if "critiqued" in result:
+        typer.echo(f"ingested {result['critiqued']} critiqued rationales as {name}")
+        path = write_judge_quality(bundle)
+        if path is not None:
+            typer.echo(str(path))
     if result["agreement"]:
         typer.echo(agreement_json(result["agreement"]))
 
