@@ -51,6 +51,7 @@ from touchstone_ray.scoring.formulas import MissingDimensionsError, quality_pct
 
 __all__ = [
     "CRITIQUE_FILE",
+    "INGESTED_MARKER",
     "OUTLIER_DELTA",
     "RUBRIC",
     "CritiqueError",
@@ -72,6 +73,9 @@ RUBRIC: tuple[str, ...] = (
     "catches_safety",
 )
 """The four rubric questions, in the order every table shows them."""
+INGESTED_MARKER = "ingested.json"
+"""File in ``judgements/<NAME>/`` that marks an outside rater (and says from which file);
+:mod:`.ingest` writes it."""
 CRITIQUE_FILE = "critique.json"
 """File in ``judgements/<NAME>/`` that holds an outside rater's ingested critique."""
 OUTLIER_DELTA = 2
@@ -113,8 +117,6 @@ class CritiqueItem:
 
 def local_judges(layout: Layout) -> list[str]:
     """The judge folders of the bundle that are not an ingested outside rater (sorted)."""
-    from touchstone_ray.scoring.ingest import INGESTED_MARKER
-
     return [j for j in judge_ids(layout) if not layout.judge_marker(j, INGESTED_MARKER).exists()]
 
 

@@ -61,6 +61,7 @@ from touchstone_ray.pack import Pack
 from touchstone_ray.records import HolisticReport
 from touchstone_ray.scoring.critique import (
     CRITIQUE_FILE,
+    INGESTED_MARKER,
     CritiqueError,
     critique_items,
     parse_critique,
@@ -81,9 +82,6 @@ __all__ = [
     "rater_agreement",
     "stored_critique",
 ]
-
-INGESTED_MARKER = "ingested.json"
-"""File in ``judgements/<NAME>/`` that marks an outside rater (and says from which file)."""
 
 
 class _Strict(BaseModel):
