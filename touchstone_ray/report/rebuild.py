@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from touchstone_ray.bundle import Layout, find_bundles
+from touchstone_ray.bundle import Bundle, Layout, find_bundles
 from touchstone_ray.errors import TouchstoneError
 from touchstone_ray.report._build import TASK_STEM, write_report
 from touchstone_ray.report.critique import write_judge_quality
@@ -44,6 +44,7 @@ def _rebuild(root: Path, formats: Sequence[str]) -> RebuildLine:
     from touchstone_ray.perf.report import is_perf_bundle, write_perf_report
 
     fmt = ",".join(formats)
+    Bundle.open(root).manifest()  # an unreadable bundle is its own error line
     layout = Layout(root)
     if is_perf_bundle(root):
         return RebuildLine(root, tuple(write_perf_report(root, formats)))
