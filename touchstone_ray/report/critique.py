@@ -41,6 +41,7 @@ from touchstone_ray.doc import (
 from touchstone_ray.doc.fmt import NONE
 from touchstone_ray.lang import labels
 from touchstone_ray.pack import Pack
+from touchstone_ray.report._data import ReportData
 from touchstone_ray.scoring.critique import (
     RUBRIC,
     CritiqueItem,
@@ -58,6 +59,7 @@ __all__ = [
     "critique_document",
     "critique_files",
     "quality_document",
+    "rating_reply_template",
     "reply_template",
     "write_critique",
     "write_judge_quality",
@@ -196,6 +198,23 @@ def reply_template(items: Sequence[CritiqueItem]) -> str:
         note = f"{i.judge} · {i.model} · {i.variant} · {what} · score {i.score}"
         lines.append(f"  - id: {i.id}  # {note}".replace("\n", " "))
         lines += [f"    {q}:" for q in RUBRIC]
+    return "\n".join(lines) + "\n"
+
+
+def rating_reply_template(data: ReportData) -> str:
+    """The empty reply of part A (YAML, :mod:`touchstone_ray.scoring.ingest`): one entry per
+    (model, variant) of ``data`` with every dimension's score left empty."""
+    lines = [
+        "# Part A: your own scores, 1..5 per dimension; cite prompt ids in the rationale.",
+        'rater: ""',
+        "reports:" if data.rows else "reports: []",
+    ]
+    for model, variant in data.rows:
+        lines += [f"  - model: {json.dumps(model)}", f"    variant: {json.dumps(variant)}"]
+        lines.append("    scores:")
+        for d in data.pack.dimensions:
+            lines.append(f'      {d.id}: {{score: , rationale: "", cited_prompts: []}}')
+        lines.append("    red_flagged: []")
     return "\n".join(lines) + "\n"
 
 

@@ -32,6 +32,7 @@ from touchstone_ray.ui import compare, jobs_page, judges, live, overview, packs,
 from touchstone_ray.ui._page import HEADERS, bundle_lang, e, page
 from touchstone_ray.ui.bundle_files import BundleFiles, files_bar, import_form
 from touchstone_ray.ui.jobs import Jobs
+from touchstone_ray.ui.judge_card import JudgeCard
 from touchstone_ray.ui.live_judges import JudgesLive, judge_live_link
 from touchstone_ray.ui.security import confined_bundle, guard_middleware, is_loopback_host
 from touchstone_ray.ui.static import SCRIPTS
@@ -375,6 +376,7 @@ def make_app(settings: UiSettings) -> web.Application:
     )
     app.add_routes(BundleFiles(app[RUNS], lang=settings.lang).routes())
     app.add_routes(JudgesLive(app[RUNS]).routes())
+    app.add_routes(JudgeCard(app[RUNS], settings.lang).routes())
     return app
 
 

@@ -34,6 +34,7 @@ from touchstone_ray.report import (
     load_report_data,
 )
 from touchstone_ray.ui._page import e, th
+from touchstone_ray.ui.judge_card import judge_card_html
 
 __all__ = ["FILTERS", "filter_answers", "perf_result_html", "report_tips", "result_html"]
 
@@ -175,6 +176,7 @@ def result_html(root: Path, filters: dict[str, str], action: str) -> tuple[str, 
         + f'<div id="answer-list">{"".join(w.block(b) for b in answers)}</div>'
         + "".join(w.block(b) for b in after)
         + "</div>"
+        + judge_card_html(action.removeprefix("/run/"), data.lang)  # the judge card (issue 33)
     )
     return doc.title, body
 

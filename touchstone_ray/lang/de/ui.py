@@ -176,6 +176,25 @@ UI: dict[str, str] = {
     "q_s_failed": "fehlgeschlagen",
     "q_s_stalled": "hängengeblieben",
     "q_s_skipped": "übersprungen",
+    "jc_title": "Judge-Karte",
+    "jc_intro": (
+        "Die Judges von einer Person oder einer externen KI prüfen lassen: Teil A ist die "
+        "Bewertungsaufgabe (eigene Punkte), Teil B die Kritik der Begründungen der lokalen "
+        "Judges. Eine Antwortvorlage ausfüllen und hier einfügen oder hochladen."
+    ),
+    "jc_rating_task": "Teil A: Bewertungsaufgabe",
+    "jc_rating_reply": "Teil A: Antwortvorlage",
+    "jc_critique_task": "Teil B: Kritik-Aufgabe",
+    "jc_critique_reply": "Teil B: Antwortvorlage",
+    "jc_name": "Speichern als (Name der Bewertung)",
+    "jc_paste": "Ausgefüllte Antwort einfügen (YAML)",
+    "jc_upload": "oder hochladen",
+    "jc_submit": "Antwort einlesen",
+    "jc_rows": "{n} bewertete Zeilen als {name} eingelesen",
+    "jc_critiqued": "{n} kritisierte Begründungen als {name} eingelesen",
+    "jc_errors": "Die Antwort wurde nicht übernommen",
+    "jc_empty": "keine Antwort: einfügen oder eine Datei wählen",
+    "jc_back": "zurück zur Ergebnisseite",
 }
 """Labels of the web UI around the report (``touchstone-ray ui``; ``--lang`` or the pack's
 language)."""

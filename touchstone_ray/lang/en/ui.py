@@ -175,6 +175,25 @@ UI: dict[str, str] = {
     "q_s_failed": "failed",
     "q_s_stalled": "stalled",
     "q_s_skipped": "skipped",
+    "jc_title": "Judge card",
+    "jc_intro": (
+        "Have the judges checked by a person or an outside AI: part A is the rating task (its "
+        "own scores), part B the critique of the local judges' rationales. Fill a reply "
+        "template, then paste or upload it here."
+    ),
+    "jc_rating_task": "Part A: rating task",
+    "jc_rating_reply": "Part A: reply template",
+    "jc_critique_task": "Part B: critique task",
+    "jc_critique_reply": "Part B: reply template",
+    "jc_name": "Store as (rater name)",
+    "jc_paste": "Paste the filled reply (YAML)",
+    "jc_upload": "or upload it",
+    "jc_submit": "Ingest reply",
+    "jc_rows": "ingested {n} rated rows as {name}",
+    "jc_critiqued": "ingested {n} critiqued rationales as {name}",
+    "jc_errors": "The reply was not taken",
+    "jc_empty": "no reply given: paste it or choose a file",
+    "jc_back": "back to the result page",
 }
 """Labels of the web UI around the report (``touchstone-ray ui``; ``--lang`` or the pack's
 language)."""
