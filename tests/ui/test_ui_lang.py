@@ -42,11 +42,13 @@ NOT_FIGURES = {
         "zitierte Prompts", "ID", "Name", "Kategorie", "Titel", "Prompt", "Flags", "Bundle",
         "Art", "Status", "Modelle × Varianten", "Hosts", "Datum", "Judges", "Pack",
         "Qualifikation", "Datei", "Prüfung", "verschoben", "Host / GPUs", "touchstone",
+        "Holistische Vorlage",
     },
     "en": {
         "bundle", "date", "hosts", "kind", "models × variants", "status", "judges", "pack",
         "judge", "qualification", "file", "check", "moved", "host / GPUs", "model", "variant",
         "engine", "touchstone", "host", "context", "n", "prompt tokens", "line",
+        "Holistic template",
     },
 }  # fmt: skip
 """Column heads that name no figure (identities, texts, settings), per page language; any

@@ -6,7 +6,9 @@ The names below are the package's public surface (a test pins them); the ``_x`` 
 its implementation. Reports are built as :mod:`touchstone_ray.doc` documents from the figures
 of :mod:`touchstone_ray.scoring`; :func:`answer_blocks` and :func:`ko_rule_lines` let the web
 UI show the same answer blocks and K.-o. rule. Public modules: :mod:`.compare` (with
-:mod:`.perf_join`, perf bundles joined onto eval rows), :mod:`.export`, :mod:`.unjudged`.
+:mod:`.perf_join`, perf bundles joined onto eval rows), :mod:`.export`, :mod:`.unjudged`,
+:mod:`.critique` (part B of the rating task, ``judge_quality.md``), :mod:`.rebuild`
+(``report --runs``).
 
 matplotlib is imported only when a chart is drawn, pyarrow only by a parquet export.
 """

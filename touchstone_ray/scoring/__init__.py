@@ -5,8 +5,9 @@ Modules: :mod:`.formulas` (knock-out, quality %, rubric, ranking, the pre-judge 
 :mod:`.aggregates` (the SPEC §9 speed figures: which cells count, and their medians and
 percentiles), :mod:`.stability` (distinct answers over a prompt's repeats),
 :mod:`.scorecard` (``scorecard.json``, its :class:`~.scorecard_model.Scorecard` model),
-:mod:`.render` (``scorecard.md`` and the terminal ranking table) and :mod:`.ingest` (an outside
-rater's filled rating task). Nothing here calls a judge or imports a stage
+:mod:`.render` (``scorecard.md`` and the terminal ranking table), :mod:`.ingest` (an outside
+rater's filled rating task) and :mod:`.critique` (part B: the rubric rates of the judges'
+rationales). Nothing here calls a judge or imports a stage
 package: ``judging`` stores verdicts, this package reads them. scipy, statsmodels and
 krippendorff are imported only inside the functions that need them (about 1 s together).
 The names in ``__all__`` are the package's public surface (a test pins them).
