@@ -122,7 +122,7 @@ def test_switching_template_reasks_every_report_and_no_answer(
     server.reset()  # back to v1: its stored reports are current again, nothing asked
     out = io.StringIO()
     assert run_judge(bundle, config, judges=["canned"], out=out, template="v1") == 0
-    assert "2 reports (2 stored, holistic template v1)" in out.getvalue()
+    assert "2 reports (2 stored); holistic template v1" in out.getvalue()
     assert server.answer_bodies() == [] and server.holistic_bodies() == []
 
 

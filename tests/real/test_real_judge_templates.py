@@ -91,13 +91,13 @@ def test_gemma_with_both_templates(real_server: LlamaServer, tmp_path: Path) -> 
     out = io.StringIO()
     run_judge(bundle, config, out=out, template="v1", allow_unqualified=True)
     assert (
-        "2 answers: 0 stored, 0 by rule, 2 to ask; 1 reports (0 stored, holistic template v1)"
+        "2 answers: 0 stored, 0 by rule, 2 to ask; 1 reports (0 stored); holistic template v1"
         in (out.getvalue())
     )
     out = io.StringIO()
     run_judge(bundle, config, out=out, allow_unqualified=True)  # v2, the default
     assert (
-        "2 answers: 2 stored, 0 by rule, 0 to ask; 1 reports (0 stored, holistic template v2)"
+        "2 answers: 2 stored, 0 by rule, 0 to ask; 1 reports (0 stored); holistic template v2"
         in (out.getvalue())
     )
     folder = bundle / "judgements" / "gemma"

@@ -254,7 +254,7 @@ def _run_judge(
             f"judge {run.spec.id}: {plan.n_calibration} calibration answers ({n_cal_stored} "
             f"stored); {len(responses)} answers: {plan.n_reused} stored, {n_rule} by "
             f"rule, {len(plan.jobs)} to ask; {len(plan.row_keys)} reports "
-            f"({plan.n_reports_reused} stored, holistic template {template})"
+            f"({plan.n_reports_reused} stored); holistic template {template}"
             + (f"; model {run.spec.model} for this run" if run.spec.id in overridden else ""),
             file=out,
             flush=True,
