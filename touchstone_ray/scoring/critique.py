@@ -241,7 +241,7 @@ def parse_critique(
                     f"{where}.{question}: rate must be 0 or 1 (empty: does not apply), "
                     f"got {value!r}"
                 )
-            rates[question] = value
+            rates[question] = None if value is None else int(value)
         if by_id[item_id].score == 5 and rates["names_improvement"] is not None:
             raise CritiqueError(
                 f"{where}.names_improvement: does not apply at score 5, leave it empty"

@@ -43,6 +43,7 @@ import re
 import statistics
 import time
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -284,7 +285,7 @@ def ingest_reply(bundle_dir: str | Path, reply_path: str | Path, name: str) -> d
             "task": part_b.get("task"),
             "reply": str(path.resolve()),
             "ingested_at": time.time(),
-            "items": [{**by_id[i].__dict__, "rates": r} for i, r in rated.items()],
+            "items": [{**asdict(by_id[i]), "rates": r} for i, r in rated.items()],
         }
     reply = _validate_reply(data, path, pack, rows) if "reports" in data or not part_b else None
     store = JudgeFiles(Layout(bundle.root), name)
