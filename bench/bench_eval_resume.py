@@ -18,10 +18,11 @@ Per rep, on a fresh copy of that bundle (warm page cache):
   concurrency 4): seconds from launch to the "N reused, M to run" line, to ``run_start``, to
   the first new record in a shard, and to exit; the driver's peak RSS; and whether exactly
   the 10 cells ran. The breakdown of the time to the first new record comes from the run's
-  ``resume_scan`` event (the scan runs beside Ray's start) and its other events: launch →
-  scan start (interpreter, imports, pack, config, ``check_resume``), the scan, Ray's start,
-  both done → ``run_start``, ``run_start`` → ``model_start``, ``model_start`` → the first
-  new record (seen by polling every 0.2 s).
+  ``resume_scan`` event (the scan runs beside Ray's start and the client actor's start, and
+  each model starts once its own shard is read) and its other events: launch → scan start
+  (interpreter, imports, pack, config, ``check_resume``), the whole scan, launch → the first
+  shard read, Ray's start, Ray ready → ``run_start``, ``run_start`` → ``model_start``,
+  ``model_start`` → the first new record (seen by polling every 0.2 s).
 
 The resume runs on two kinds of Ray, each rep on its own fresh copy, figures side by side:
 
@@ -331,12 +332,14 @@ def resume_cli(
     t0 = run.t0_epoch
     first = run.marks.get("first_new_record")
     scan = ts.get("resume_scan_event") or {}
-    ready = max(scan.get("scan_end", float("nan")), scan.get("ray_start_end", float("nan")))
+    nan = float("nan")
+    first_shard = (scan.get("shards") or [{}])[0].get("scan_end", nan)
     breakdown = {
-        "launch_to_scan_start_s": scan.get("scan_start", float("nan")) - t0,
+        "launch_to_scan_start_s": scan.get("scan_start", nan) - t0,
         "scan_s": scan.get("scan_s"),
+        "launch_to_first_shard_read_s": first_shard - t0,
         "ray_start_s": scan.get("ray_start_s"),
-        "scan_and_ray_ready_to_run_start_s": starts[-1]["ts"] - ready,
+        "ray_ready_to_run_start_s": starts[-1]["ts"] - scan.get("ray_start_end", nan),
         "model_start_to_first_new_record_s": first - (ts["model_start"] - t0)
         if first is not None and "model_start" in ts
         else None,

@@ -70,9 +70,10 @@ def test_a_shard_is_handed_over_while_a_later_one_cannot_be_read(
     lay = _bundle(tmp_path)
     pipe = lay.shard("z")
     os.mkfifo(pipe)
-    scan = ResumeScan(lay.root, ["b"], set, fork=fork)
+    scan = ResumeScan(lay.root, ["b", "new"], set, fork=fork)
     scan.wait("b", timeout_s=30)
     assert scan.has("b") and not scan.complete
+    assert scan.has("new")  # no shard yet: nothing of it to wait for
     assert scan.total.ok_keys == {"b|v|A1|1"}
     assert str(pipe) not in scan.scanned
     with open(pipe, "wb") as fh:  # blocks until the scan opens the pipe

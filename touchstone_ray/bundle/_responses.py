@@ -219,22 +219,26 @@ class ResponseShards:
             scan.warn_malformed()
         return scan
 
+    def scan_order(self, first: Iterable[str] = ()) -> list[Path]:
+        """The existing shards, those of the models ``first`` (labels, in that order; one
+        without a shard is left out) ahead of the others (by name)."""
+        existing = self.layout.shards(self.folder)
+        ahead = [self.layout.shard(m, self.folder) for m in first]
+        return list(dict.fromkeys([p for p in ahead if p in existing] + existing))
+
     def scan_each(
         self,
-        first: Iterable[str] = (),
+        shards: Iterable[Path] | None = None,
         repair: bool = False,
         key_set: Callable[[], MutableSet[str]] = set,
     ) -> Iterator[tuple[Path, ResponseScan]]:
         """:meth:`scan` one shard at a time: ``(shard path, its scan)`` as each shard is done,
-        no warnings (:meth:`ResponseScan.warn_malformed`). The shards of the models ``first``
-        (labels, in that order; one without a shard yet is skipped) come first, then the
-        others by name. Each shard's scan has its own key sets; :meth:`ResponseScan.merge`
-        adds them up (an ok in one shard beats an error in another, as in :meth:`scan`).
+        no warnings (:meth:`ResponseScan.warn_malformed`). ``shards``: which, in what order
+        (:meth:`scan_order`, the default). Each shard's scan has its own key sets;
+        :meth:`ResponseScan.merge` adds them up (an ok in one shard beats an error in
+        another, as in :meth:`scan`).
         """
-        existing = self.layout.shards(self.folder)
-        ahead = [self.layout.shard(m, self.folder) for m in first]
-        order = list(dict.fromkeys([p for p in ahead if p in existing] + existing))
-        for shard in order:
+        for shard in self.scan_order() if shards is None else shards:
             yield shard, self._scan_shard(shard, repair, key_set)
 
     def _scan_shard(

@@ -58,17 +58,16 @@ def need_order(plans: dict[str, list[ModelPlan]]) -> list[str]:
 
 def _scan(
     root: Path,
-    first: list[str],
+    order: list[Path],
     key_set: Callable[[], MutableSet[str]],
     send: Callable[[tuple[Any, ...]], None],
 ) -> None:
-    """Scan ``root``'s shards (``first`` models' first), torn tails repaired; send
-    ``("shard", path, scan, end epoch s)`` per shard, then ``("done", start, end)``, or
-    ``("error", exception)``."""
+    """Scan ``root``'s shards ``order``, torn tails repaired; send ``("shard", path, scan,
+    end epoch s)`` per shard, then ``("done", start, end)``, or ``("error", exception)``."""
     start = time.time()
     try:
         with writes_into(root, "run"):
-            for path, found in Bundle(root).shards.scan_each(first, True, key_set):
+            for path, found in Bundle(root).shards.scan_each(order, True, key_set):
                 send(("shard", str(path), found, time.time()))
     except BaseException as exc:  # re-raised in the driver
         send(("error", exc))
@@ -76,7 +75,9 @@ def _scan(
     send(("done", start, time.time()))
 
 
-def _child(conn: Any, root: Path, first: list[str], key_set: Callable[[], MutableSet[str]]) -> None:
+def _child(
+    conn: Any, root: Path, order: list[Path], key_set: Callable[[], MutableSet[str]]
+) -> None:
     """The forked child: Ctrl-C is the driver's to handle (it waits for this scan, so a torn
     tail is never half cut), the results go through ``conn``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -87,7 +88,7 @@ def _child(conn: Any, root: Path, first: list[str], key_set: Callable[[], Mutabl
         except Exception as exc:  # an exception that does not pickle
             conn.send(("error", RuntimeError(f"resume scan: {type(exc).__name__}: {exc}")))
 
-    _scan(root, first, key_set, send)
+    _scan(root, order, key_set, send)
     conn.close()
 
 
@@ -120,12 +121,16 @@ class ResumeScan:
 
     def __post_init__(self) -> None:
         self.total = ResponseScan(ok_keys=self.key_set(), error_keys=self.key_set())
+        shards = Bundle(self.root).shards
+        order = shards.scan_order(self.first)  # listed here: the run adds shards later
+        self._shard_of = {label: str(shards.layout.shard(label)) for label in self.first}
+        self._to_read = {str(path) for path in order}
         self._error: BaseException | None = None
         self._conn: Any = None
         self._queue: queue.SimpleQueue[tuple[Any, ...]] | None = None
         self._worker: Any = None
         fork = threading.active_count() == 1 if self.fork is None else self.fork
-        args = (self.root, list(self.first), self.key_set)
+        args = (self.root, order, self.key_set)
         if fork:
             ctx = multiprocessing.get_context("fork")
             self._conn, child_end = ctx.Pipe(duplex=False)
@@ -139,14 +144,11 @@ class ResumeScan:
             self._worker = threading.Thread(target=target, name="resume-scan", daemon=True)
             self._worker.start()
 
-    def shard_of(self, label: str) -> str:
-        """The shard path of model ``label`` (as the scan names it)."""
-        return str(Bundle(self.root).layout.shard(label))
-
     def has(self, label: str) -> bool:
-        """Whether model ``label``'s shard has been taken (or the scan is complete: a model
-        without a shard has nothing to read)."""
-        return self.complete or self.shard_of(label) in self.scanned
+        """Whether model ``label``'s shard has been taken: read, or not there to read (a
+        model of ``first`` without records so far), or the scan is complete."""
+        shard = self._shard_of.get(label)
+        return self.complete or shard not in self._to_read or shard in self.scanned
 
     def poll(self) -> list[str]:
         """Take the shards finished since the last call (merged into :attr:`total`); their
