@@ -145,39 +145,39 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
         return EvalOutcome(bundle=None)
 
     scanning: ResumeScan | None = None
-    ray_span = (0.0, 0.0)
-    if bundle is None:
-        ray_info = ensure_ray(opts.address, config.ray)
-    else:  # the scan reads the shards beside Ray's start and the client actors' start
+    if bundle is not None:  # the shards are read beside Ray's start and the actors' start
         scanning = ResumeScan(bundle.root, need_order(plans), cell_set)
         done = scanning.total.ok_keys
+    try:
         ray_start = time.time()
-        try:
-            ray_info = ensure_ray(opts.address, config.ray)
-        except BaseException:
-            scanning.close()  # it may be cutting a torn tail
-            raise
+        ray_info = ensure_ray(opts.address, config.ray)
         ray_span = (ray_start, time.time())
-    import ray
+        import ray
 
-    nodes = resolve_hosts(config, current_nodes(), ray.get_runtime_context().get_node_id())
-    chosen = _selection(opts)
-    if bundle is None:
-        out_dir = Path(opts.out or config.out)
-        with writes_into(out_dir, "run"):
-            bundle = Bundle.create(out_dir, pack, opts.pack, config, ray_info)
-            if chosen is not None:
-                bundle.update_manifest(selection=chosen)
-    else:
+        nodes = resolve_hosts(config, current_nodes(), ray.get_runtime_context().get_node_id())
+        chosen = _selection(opts)
+        if bundle is None:
+            out_dir = Path(opts.out or config.out)
+            with writes_into(out_dir, "run"):
+                bundle = Bundle.create(out_dir, pack, opts.pack, config, ray_info)
+                if chosen is not None:
+                    bundle.update_manifest(selection=chosen)
+        else:
+            with writes_into(bundle.root, "run"):
+                bundle.update_manifest(status="running", resumed_at=time.time(), selection=chosen)
+        left: dict[str, int] | None = None
+        todo: dict[str, int] = dict.fromkeys(plans, 0)
+        if scanning is None:  # a new run: every cell of the plan
+            left = {
+                p.label: sum(1 for _ in p.cells(pack, done)) for ms in plans.values() for p in ms
+            }
+            todo = {host: sum(left[p.label] for p in models) for host, models in plans.items()}
         with writes_into(bundle.root, "run"):
-            bundle.update_manifest(status="running", resumed_at=time.time(), selection=chosen)
-    left: dict[str, int] | None = None
-    todo: dict[str, int] = dict.fromkeys(plans, 0)
-    if scanning is None:  # a new run: every cell of the plan
-        left = {p.label: sum(1 for _ in p.cells(pack, done)) for ms in plans.values() for p in ms}
-        todo = {host: sum(left[p.label] for p in models) for host, models in plans.items()}
-    with writes_into(bundle.root, "run"):
-        sink = RecordSink(bundle, pack.id, pack.version, todo)
+            sink = RecordSink(bundle, pack.id, pack.version, todo)
+    except BaseException:
+        if scanning is not None:
+            scanning.close()  # it may be cutting a torn tail
+        raise
     started = time.monotonic()
     outcome = EvalOutcome(bundle=bundle.root, n_reused=len(done))
     fleet: Fleet | None = None
