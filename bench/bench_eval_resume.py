@@ -312,7 +312,12 @@ def resume_cli(
     reused_line = next((t for t, line in run.stdout_lines if "reused," in line), None)
     evs = events(bundle_root)
     starts = [e for e in evs if e["event"] == "run_start"]
-    ts: dict[str, Any] = {e["event"]: e["ts"] for e in evs if e["ts"] >= starts[-1]["ts"]}
+    ts: dict[str, Any] = {}  # each event's first time in this run (the first model_start)
+    last: dict[str, float] = {}  # and its last (the last model_done)
+    for e in evs:
+        if e["ts"] >= starts[-1]["ts"]:
+            ts.setdefault(e["event"], e["ts"])
+            last[e["event"]] = e["ts"]
     scans = [e for e in evs if e["event"] == "resume_scan"]
     if scans:
         ts["resume_scan_event"] = scans[-1]
@@ -350,8 +355,8 @@ def resume_cli(
         "to_run_start_s": starts[-1]["ts"] - run.t0_epoch,
         "to_first_new_record_s": run.marks.get("first_new_record"),
         "run_start_to_model_start_s": ts.get("model_start", float("nan")) - starts[-1]["ts"],
-        "finalize_and_stop_s": ts["run_done"] - ts["model_done"]
-        if "model_done" in ts and "run_done" in ts
+        "finalize_and_stop_s": last["run_done"] - last["model_done"]
+        if "model_done" in last and "run_done" in last
         else None,
         "total_wall_s": run.wall_s,
         "peak_rss_mb": run.peak_rss_mb,

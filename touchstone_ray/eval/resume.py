@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import os
 import queue
 import signal
 import threading
@@ -42,6 +43,8 @@ from touchstone_ray.pack import Pack
 
 __all__ = ["ResumeScan", "ShardGate", "need_order"]
 
+SCAN_NICE = 10
+"""Niceness added to the forked scan's process (0 … 19, higher yields more)."""
 POLL_S = 0.05
 """How long :meth:`ResumeScan.wait` sleeps between looks at a thread's queue (s)."""
 
@@ -79,8 +82,12 @@ def _child(
     conn: Any, root: Path, order: list[Path], key_set: Callable[[], MutableSet[str]]
 ) -> None:
     """The forked child: Ctrl-C is the driver's to handle (it waits for this scan, so a torn
-    tail is never half cut), the results go through ``conn``."""
+    tail is never half cut), the results go through ``conn``. It runs at a lower priority
+    (:data:`SCAN_NICE`): the processes starting beside it (Ray's, the client actor's) get a
+    core first, and the scan takes the time they spend waiting."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with contextlib.suppress(OSError):
+        os.nice(SCAN_NICE)
 
     def send(message: tuple[Any, ...]) -> None:
         try:
