@@ -159,3 +159,84 @@ def test_shard_scan_equals_the_full_parse(tmp_path: Path) -> None:
     # after the repair the file ends cleanly: a second scan finds the same
     again = shards.scan(warn=False)
     assert (again.ok_keys, again.error_keys, again.torn_bytes) == (want_ok, want_err, 0)
+
+
+def _shuffled(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` with its keys in reverse order and one extra key first (a dict as a
+    client or a merge might hand it over: ``ok`` before ``key``, ``error`` before ``ok``)."""
+    return {"zz_extra": 1, **dict(reversed(list(record.items())))}
+
+
+def test_the_shard_writer_pins_the_prefix_layout(tmp_path: Path) -> None:
+    """Whatever order a dict's keys arrive in, the response shard writer writes ``key``
+    first and ``ok`` right before ``error``: every line takes the prefix path, the content is
+    the record's, the extra key goes last."""
+    shards = ResponseShards(Layout(tmp_path))
+    records = [
+        _record("m|v|A1|1", True, response_text=TRICKY_TEXT),
+        _record("m|v|A1|2", False),
+        _record('q"w|v|A1|1', True, n_samples=4),
+    ]
+    with shards.writer("m") as writer:
+        for rec in records:
+            writer.write(_shuffled(rec))
+    lines = shards.layout.shard("m").read_bytes().splitlines(keepends=True)
+    assert [_prefix_key_and_ok(line) for line in lines] == [
+        ("m|v|A1|1", True),
+        ("m|v|A1|2", False),
+        ('q"w|v|A1|1', True),
+    ]
+    assert lines[1].startswith(b'{"key":"m|v|A1|2","pack_id":"p","pack_version":1,')
+    assert b',"ok":false,"error":"HTTP 500: boom","error_kind":"http_5xx",' in lines[1]
+    assert [list(json.loads(line))[-1] for line in lines] == ["zz_extra"] * 3
+    assert [json.loads(line) for line in lines] == [{**r, "zz_extra": 1} for r in records]
+
+
+def test_the_finalize_rewrite_writes_the_prefix_layout(tmp_path: Path) -> None:
+    """A line finalize changes is re-encoded with its keys in on-disk order (here it came in
+    another order, from an older writer); a line it leaves alone is kept byte for byte."""
+    shards = ResponseShards(Layout(tmp_path))
+    path = shards.layout.shard("m")
+    path.parent.mkdir(parents=True)
+    moved = _shuffled(_record("m|v|A1|1", True))
+    kept = _shuffled(_record("m|v|A1|2", False, n_samples=2))
+    old = [(json.dumps(r, separators=(",", ":")) + "\n").encode() for r in (moved, kept)]
+    path.write_bytes(b"".join(old))
+    assert [_prefix_key_and_ok(line) for line in old] == [None, None]
+
+    assert shards.rewrite_unfinalized(lambda rec: {"n_samples": 3}) == 1
+
+    new = path.read_bytes().splitlines(keepends=True)
+    assert _prefix_key_and_ok(new[0]) == ("m|v|A1|1", True)
+    assert json.loads(new[0]) == {**moved, "n_samples": 3}
+    assert new[1] == old[1]
+
+
+def test_prefix_and_full_parse_on_one_shard_with_exact_values(tmp_path: Path) -> None:
+    """One shard: a writer line (ok), a non-ok record, a line with its keys in another order
+    (full parse), then a torn last line (cut off, not counted)."""
+    lay = Layout(tmp_path)
+    shards = ResponseShards(lay)
+    with shards.writer("m") as writer:
+        writer.write(_record("m|v|A1|1", True))
+        writer.write(_record("m|v|A1|2", False))
+    other_order = b'{"ok":true,"error":null,"pack_id":"p","key":"m|v|A1|3"}\n'
+    torn = b'{"key":"m|v|A1|4","pack_id":"p","ok":tr'
+    with open(lay.shard("m"), "ab") as fh:
+        fh.write(other_order + torn)
+    lines = lay.shard("m").read_bytes().splitlines(keepends=True)
+    assert [_prefix_key_and_ok(line) for line in lines] == [
+        ("m|v|A1|1", True),
+        ("m|v|A1|2", False),
+        None,  # keys in another order: parsed in full
+        None,  # torn: no newline
+    ]
+    assert key_and_ok(lines[2]) == ("m|v|A1|3", True)
+    assert key_and_ok(lines[3] + b"\n") is None  # malformed once it has an end
+
+    scan = shards.scan(repair=True)
+
+    assert scan.ok_keys == {"m|v|A1|1", "m|v|A1|3"}
+    assert scan.error_keys == {"m|v|A1|2"}
+    assert (scan.n_lines, scan.torn_bytes, scan.malformed) == (3, len(torn), 0)
+    assert lay.shard("m").read_bytes().endswith(other_order)

@@ -171,6 +171,64 @@ def test_sigkilled_run_resumes_only_unfinished_cells(rc: RayCluster, tmp_path: P
     assert events.count("run_start") == 2 and events.count("run_done") == 1
 
 
+def test_first_new_cell_is_sent_before_the_last_shard_is_read(
+    rc: RayCluster, base: Base, tmp_path: Path
+) -> None:
+    """Per-shard start, observed as an order, not a time: the bundle's last shard is a named
+    pipe nobody writes to, so the scan cannot finish reading it. ra's missing cell is run and
+    its record written all the same (its own shard was read first); only then does the test
+    open the pipe (and take its name away, so finalize never meets it), and the run ends."""
+    bundle = base.copy(tmp_path)
+    shard = bundle / "responses" / "ra.jsonl"
+    lines = shard.read_bytes().splitlines(keepends=True)
+    cut_key = json.loads(lines[-1])["key"]
+    shard.write_bytes(b"".join(lines[:-1]))
+    pipe = bundle / "responses" / "zz.jsonl"  # a model this run does not plan: read last
+    os.mkfifo(pipe)
+    args = ["--pack", str(base.pack), "--config", str(base.config), "--address", rc.address]
+    with open(tmp_path / "out", "w") as out, open(tmp_path / "err", "w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "touchstone_ray.cli", "eval", *args, "--resume", str(bundle)],
+            stdout=out,
+            stderr=err,
+            env=dict(os.environ),
+            cwd=REPO,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + 120
+        while count_lines(shard) < len(lines) and time.monotonic() < deadline:
+            assert proc.poll() is None, (tmp_path / "err").read_text()
+            time.sleep(0.05)
+        assert count_lines(shard) == len(lines), "no new record while the last shard was unread"
+        assert json.loads(shard.read_bytes().splitlines()[-1])["key"] == cut_key
+        assert proc.poll() is None  # still waiting for the pipe's shard
+        fd = -1
+        while fd < 0 and time.monotonic() < deadline:
+            try:  # the scan holds the pipe open for reading by now
+                fd = os.open(pipe, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:
+                time.sleep(0.05)
+        assert fd >= 0, "the scan never opened the last shard"
+        pipe.unlink()
+        os.close(fd)  # the scan reads an empty shard and ends
+        assert proc.wait(timeout=120) == 0, (tmp_path / "err").read_text()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+    printed = (tmp_path / "out").read_text().splitlines()
+    assert printed[0] == "15 reused, 1 to run" and printed[-1] == str(bundle)
+    scans = [e for e in read_jsonl(bundle / "events.jsonl").records if e["event"] == "resume_scan"]
+    assert [(s["shard"], s["lines"], s["ok"]) for s in scans[0]["shards"]] == [
+        ("ra.jsonl", 7, 7),
+        ("rb.jsonl", 8, 8),
+        ("zz.jsonl", 0, 0),
+    ]
+    ok = _ok_count(bundle)
+    assert set(ok) == all_keys(base.pack_data, ["ra", "rb"]) and set(ok.values()) == {1}
+
+
 # --- torn and malformed lines --------------------------------------------------------------
 def test_torn_last_line_is_cut_into_torn_file_and_completed(base: Base, tmp_path: Path) -> None:
     bundle = base.copy(tmp_path)

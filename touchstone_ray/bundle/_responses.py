@@ -11,7 +11,11 @@ So a second finalize over the same samples changes nothing.
 :meth:`ResponseShards.scan` (resume) reads ``key`` and ``ok`` without parsing a whole line
 where the line has the layout our writer pins (:data:`~touchstone_ray.records.
 EVAL_RESPONSE_FIELDS`: ``key`` first, ``ok`` followed by ``error``; compact separators), and
-parses the line in full otherwise (:func:`key_and_ok`).
+parses the line in full otherwise (:func:`key_and_ok`). The writer guarantees that layout:
+:class:`ResponseWriter` and the finalize rewrite put every dict record's keys in on-disk
+order (:func:`~touchstone_ray.records.on_disk_order`) before encoding it.
+:meth:`ResponseShards.scan_each` yields the scan shard by shard, in an order the caller
+chooses (a resume starts a model's cells as soon as its own shard is scanned).
 """
 
 from __future__ import annotations
@@ -20,11 +24,15 @@ import contextlib
 import json
 import re
 import warnings
-from collections.abc import Callable, Iterator, MutableSet
+from collections.abc import Callable, Iterable, Iterator, MutableSet
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, BinaryIO
 
+from pydantic import BaseModel
+
 from touchstone_ray.bundle._layout import Layout, ShardFolder
+from touchstone_ray.records import on_disk_order
 from touchstone_ray.storage import (
     JsonlWriter,
     atomic_rewrite,
@@ -34,7 +42,7 @@ from touchstone_ray.storage import (
     to_json_line,
 )
 
-__all__ = ["ResponseScan", "ResponseShards", "is_unfinalized", "key_and_ok"]
+__all__ = ["ResponseScan", "ResponseShards", "ResponseWriter", "is_unfinalized", "key_and_ok"]
 
 _NULL_SAMPLES = re.compile(rb'"n_samples"\s*:\s*null\b')
 _KEY_PLAIN = re.compile(rb'\{"key":"([^"\\]*)","pack_id":')
@@ -134,11 +142,34 @@ class ResponseScan:
     malformed_at: list[tuple[str, int]] = field(default_factory=list)
     """``(shard path, 1-based line)`` of each quarantined line."""
 
+    def merge(self, other: ResponseScan) -> None:
+        """Add ``other`` (the scan of other shards) into this one: an ok key in either is ok
+        (it leaves the error keys); counts and quarantined lines add up."""
+        self.ok_keys |= other.ok_keys
+        self.error_keys |= other.error_keys
+        for key in [k for k in self.error_keys if k in self.ok_keys]:
+            self.error_keys.discard(key)
+        self.n_lines += other.n_lines
+        self.torn_bytes += other.torn_bytes
+        self.malformed += other.malformed
+        self.malformed_at.extend(other.malformed_at)
+
     def warn_malformed(self) -> None:
         """One ``UserWarning`` per quarantined line, naming file and line (the scan itself
         stays silent, so a scan in a background thread warns in the caller's)."""
         for path, lineno in self.malformed_at:
             warnings.warn(f"{path}:{lineno}: malformed line quarantined", stacklevel=2)
+
+
+class ResponseWriter(JsonlWriter):
+    """The append writer of one response shard: a dict record is written with its keys in
+    on-disk order (:func:`~touchstone_ray.records.on_disk_order`: ``key`` first, ``ok``
+    before ``error``), the layout the resume scan reads from the line prefix; a pydantic
+    :class:`~touchstone_ray.records.EvalResponse` dumps in that order by itself."""
+
+    def write(self, record: BaseModel | dict[str, Any]) -> None:
+        """Append ``record`` as one line (:meth:`JsonlWriter.write`), keys in on-disk order."""
+        super().write(on_disk_order(record) if isinstance(record, dict) else record)
 
 
 class ResponseShards:
@@ -148,9 +179,9 @@ class ResponseShards:
         self.layout = layout
         self.folder = folder
 
-    def writer(self, model: str) -> JsonlWriter:
+    def writer(self, model: str) -> ResponseWriter:
         """An append writer for ``model``'s shard (one writer per file; close it)."""
-        return JsonlWriter(self.layout.shard(model, self.folder))
+        return ResponseWriter(self.layout.shard(model, self.folder))
 
     def iter_records(self) -> Iterator[dict[str, Any]]:
         """Every JSON object line of every shard, in shard then file order (not
@@ -182,31 +213,61 @@ class ResponseShards:
         is skipped, as :func:`~touchstone_ray.storage.iter_jsonl` does.
         """
         scan = ResponseScan(ok_keys=key_set(), error_keys=key_set())
-        ok_keys, error_keys = scan.ok_keys, scan.error_keys
-        for shard in self.layout.shards(self.folder):
-            if repair:
-                scan.torn_bytes += repair_torn_tail(shard)
-            with open(shard, "rb") as fh:
-                for lineno, raw in enumerate(fh, start=1):
-                    if not raw.endswith(b"\n"):
-                        break
-                    found = key_and_ok(raw)
-                    if found is None:
-                        if raw.strip():
-                            scan.malformed_at.append((str(shard), lineno))
-                        continue
-                    scan.n_lines += 1
-                    key, ok = found
-                    if key is None:
-                        continue
-                    if ok:
-                        ok_keys.add(key)
-                        error_keys.discard(key)
-                    elif key not in ok_keys:
-                        error_keys.add(key)
-        scan.malformed = len(scan.malformed_at)
+        for _, found in self.scan_each(repair=repair, key_set=key_set):
+            scan.merge(found)
         if warn:
             scan.warn_malformed()
+        return scan
+
+    def scan_order(self, first: Iterable[str] = ()) -> list[Path]:
+        """The existing shards, those of the models ``first`` (labels, in that order; one
+        without a shard is left out) ahead of the others (by name)."""
+        existing = self.layout.shards(self.folder)
+        ahead = [self.layout.shard(m, self.folder) for m in first]
+        return list(dict.fromkeys([p for p in ahead if p in existing] + existing))
+
+    def scan_each(
+        self,
+        shards: Iterable[Path] | None = None,
+        repair: bool = False,
+        key_set: Callable[[], MutableSet[str]] = set,
+    ) -> Iterator[tuple[Path, ResponseScan]]:
+        """:meth:`scan` one shard at a time: ``(shard path, its scan)`` as each shard is done,
+        no warnings (:meth:`ResponseScan.warn_malformed`). ``shards``: which, in what order
+        (:meth:`scan_order`, the default). Each shard's scan has its own key sets;
+        :meth:`ResponseScan.merge` adds them up (an ok in one shard beats an error in
+        another, as in :meth:`scan`).
+        """
+        for shard in self.scan_order() if shards is None else shards:
+            yield shard, self._scan_shard(shard, repair, key_set)
+
+    def _scan_shard(
+        self, shard: Path, repair: bool, key_set: Callable[[], MutableSet[str]]
+    ) -> ResponseScan:
+        """The scan of one shard (see :meth:`scan`)."""
+        scan = ResponseScan(ok_keys=key_set(), error_keys=key_set())
+        ok_keys, error_keys = scan.ok_keys, scan.error_keys
+        if repair:
+            scan.torn_bytes += repair_torn_tail(shard)
+        with open(shard, "rb") as fh:
+            for lineno, raw in enumerate(fh, start=1):
+                if not raw.endswith(b"\n"):
+                    break
+                found = key_and_ok(raw)
+                if found is None:
+                    if raw.strip():
+                        scan.malformed_at.append((str(shard), lineno))
+                    continue
+                scan.n_lines += 1
+                key, ok = found
+                if key is None:
+                    continue
+                if ok:
+                    ok_keys.add(key)
+                    error_keys.discard(key)
+                elif key not in ok_keys:
+                    error_keys.add(key)
+        scan.malformed = len(scan.malformed_at)
         return scan
 
     def unfinalized_keys(self) -> set[str]:
@@ -225,7 +286,9 @@ class ResponseShards:
         only when a line's content changed; changed lines are re-encoded compactly, all
         others are kept byte for byte. One pass: from the first changed line on, lines stream
         into the replacement (the bytes before it are copied), so memory stays one line
-        whatever the shard's size. Call it after the shard writers are closed.
+        whatever the shard's size. A changed line is written with its keys in on-disk order
+        (:func:`~touchstone_ray.records.on_disk_order`), as :class:`ResponseWriter` writes it.
+        Call it after the shard writers are closed.
         """
         seen = 0
         for shard in self.layout.shards(self.folder):
@@ -240,7 +303,7 @@ class ResponseShards:
                         found = fields_for(rec)
                         if any(k not in rec or rec[k] != v for k, v in found.items()):
                             rec.update(found)
-                            line = to_json_line(rec).encode("utf-8")
+                            line = to_json_line(on_disk_order(rec)).encode("utf-8")
                     if dst is None and line is not raw:
                         dst = stack.enter_context(atomic_rewrite(shard))
                         with open(shard, "rb") as head:  # the unchanged lines before

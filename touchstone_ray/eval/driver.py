@@ -71,7 +71,9 @@ class Phase:
     plan: ModelPlan
     cells: Iterator[Cell]
     todo: int
-    stage: str = "queued"  # queued | baseline | start | warmup | run | unload | check | done
+    stage: str = "queued"  # scan | queued | baseline | start | warmup | run | unload | check | done
+    """``scan``: a resumed run's model waits for its shard to be read (``cells`` and ``todo``
+    are set when it is, :class:`~touchstone_ray.eval.resume.ShardGate`)."""
     cold_pending: bool = False
     exhausted: bool = False
 
@@ -239,6 +241,8 @@ class _PhaseLane(Lane):
 
     def lost(self, calls: list[Call], reason: str) -> None:
         sink, run = self.runner.sink, self.run
+        if self.phase.stage == "scan" and self.runner.release is not None:
+            self.runner.release(self.phase)  # its cells are known once its shard is read
         for call in calls:
             if call.kind == "cell":
                 sink.record(self.runner.failed(call.job, run, "node_lost", reason))
@@ -266,6 +270,9 @@ class MatrixRunner:
     Each warm-up answer's content probe (:mod:`touchstone_ray.fleet.probe`) goes into
     ``bundle.json`` ``servers.<model>.warmup``; a flagged one prints one warning line, and with
     ``strict_preflight`` stops that model before its cells (:attr:`models_stopped`).
+    ``release(phase)``, when given, blocks until a phase still in stage ``scan`` (a resumed
+    run's model whose shard is being read) knows its cells; a lost host calls it before it
+    records its pending cells lost.
     """
 
     def __init__(
@@ -277,8 +284,10 @@ class MatrixRunner:
         startup: Callable[[MatrixRunner, HostRun], Lane] | None = None,
         on_tick: Callable[[], object] | None = None,
         strict_preflight: bool = False,
+        release: Callable[[Phase], None] | None = None,
     ) -> None:
         self.config = config
+        self.release = release
         self.strict_preflight = strict_preflight
         self.models_stopped: dict[str, str] = {}
         """Model label → why it stopped before its cells (a flagged warm-up answer under

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Container, Iterable, Iterator, MutableSet
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from typing import Self
 
 from touchstone_ray.config import FleetConfig, ModelSpec
 from touchstone_ray.errors import UsageError
@@ -175,6 +177,16 @@ class CellIndex:
         self.n_cells = n
         """Cells of the whole matrix."""
 
+    def same_cells(self, other: CellIndex) -> bool:
+        """Whether ``other`` numbers the same cells the same way (e.g. a copy of this index
+        that crossed a process boundary)."""
+        return other is self or (
+            other.n_cells == self.n_cells
+            and other._bases == self._bases
+            and other._variants == self._variants
+            and other._prompts == self._prompts
+        )
+
     def base(self, plan: ModelPlan) -> int | None:
         """Number of ``plan``'s first cell, or ``None`` if ``plan`` is not indexed as is."""
         variants = self._variants.get(plan.label)
@@ -251,6 +263,19 @@ class CellSet(MutableSet[str]):
         if not self._bits[byte] & bit:
             self._bits[byte] |= bit
             self._n += 1
+
+    def __ior__(self, other: AbstractSet[str]) -> Self:  # type: ignore[override,misc]
+        """Add every key of ``other``; a :class:`CellSet` over an equal index (another
+        process's copy, a shard's own scan) is merged bit by bit, not key by key."""
+        if isinstance(other, CellSet) and other.index.same_cells(self.index):
+            merged = int.from_bytes(self._bits, "little") | int.from_bytes(other._bits, "little")
+            self._bits = bytearray(merged.to_bytes(len(self._bits), "little"))
+            self._n = merged.bit_count()
+            self._other |= other._other
+            return self
+        for key in other:
+            self.add(key)
+        return self
 
     def discard(self, value: str) -> None:
         """Remove ``value`` if present."""

@@ -16,12 +16,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
 
-from touchstone_ray.bundle import Bundle, EngineFound, Footprint, ResponseScan
+from touchstone_ray.bundle import Bundle, EngineFound, Footprint
 from touchstone_ray.config import FleetConfig, load_config
 from touchstone_ray.errors import writes_into
 from touchstone_ray.eval.driver import HostRun, MatrixRunner, Phase
 from touchstone_ray.eval.matrix import CellIndex, CellSet, ModelPlan, plan_models, select_prompts
-from touchstone_ray.eval.resume import Beside, beside
+from touchstone_ray.eval.resume import ResumeScan, ShardGate, need_order
 from touchstone_ray.eval.sink import RecordSink
 from touchstone_ray.eval.startup import FleetStart
 from touchstone_ray.fleet import (
@@ -144,42 +144,47 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
         print_plan(pack, plans, done, out)
         return EvalOutcome(bundle=None)
 
-    scanned: Beside[ResponseScan, dict[str, Any]] | None = None
-    if bundle is None:
+    scanning: ResumeScan | None = None
+    if bundle is not None:  # the shards are read beside Ray's start and the actors' start
+        scanning = ResumeScan(bundle.root, need_order(plans), cell_set)
+        done = scanning.total.ok_keys
+    try:
+        ray_start = time.time()
         ray_info = ensure_ray(opts.address, config.ray)
-    else:
-        scan = partial(_scan_for_resume, bundle.root, cell_set)
-        scanned = beside(scan, lambda: ensure_ray(opts.address, config.ray), "resume-scan")
-        scanned.background.warn_malformed()
-        done, ray_info = scanned.background.ok_keys, scanned.foreground
-    import ray
+        ray_span = (ray_start, time.time())
+        import ray
 
-    nodes = resolve_hosts(config, current_nodes(), ray.get_runtime_context().get_node_id())
-    chosen = _selection(opts)
-    if bundle is None:
-        out_dir = Path(opts.out or config.out)
-        with writes_into(out_dir, "run"):
-            bundle = Bundle.create(out_dir, pack, opts.pack, config, ray_info)
-            if chosen is not None:
-                bundle.update_manifest(selection=chosen)
-    else:
+        nodes = resolve_hosts(config, current_nodes(), ray.get_runtime_context().get_node_id())
+        chosen = _selection(opts)
+        if bundle is None:
+            out_dir = Path(opts.out or config.out)
+            with writes_into(out_dir, "run"):
+                bundle = Bundle.create(out_dir, pack, opts.pack, config, ray_info)
+                if chosen is not None:
+                    bundle.update_manifest(selection=chosen)
+        else:
+            with writes_into(bundle.root, "run"):
+                bundle.update_manifest(status="running", resumed_at=time.time(), selection=chosen)
+        left: dict[str, int] | None = None
+        todo: dict[str, int] = dict.fromkeys(plans, 0)
+        if scanning is None:  # a new run: every cell of the plan
+            left = {
+                p.label: sum(1 for _ in p.cells(pack, done)) for ms in plans.values() for p in ms
+            }
+            todo = {host: sum(left[p.label] for p in models) for host, models in plans.items()}
         with writes_into(bundle.root, "run"):
-            bundle.update_manifest(status="running", resumed_at=time.time(), selection=chosen)
-    left = {p.label: sum(1 for _ in p.cells(pack, done)) for ms in plans.values() for p in ms}
-    todo = {host: sum(left[p.label] for p in models) for host, models in plans.items()}
-    if opts.resume is not None:
-        print(f"{len(done)} reused, {sum(todo.values())} to run", file=out, flush=True)
-    with writes_into(bundle.root, "run"):
-        sink = RecordSink(bundle, pack.id, pack.version, todo)
-    if scanned is not None:
-        found = scanned.background
-        times = scanned.timings("scan", "ray_start")
-        sink.event("resume_scan", lines=found.n_lines, ok=len(done), **times)
+            sink = RecordSink(bundle, pack.id, pack.version, todo)
+    except BaseException:
+        if scanning is not None:
+            scanning.close()  # it may be cutting a torn tail
+        raise
     started = time.monotonic()
     outcome = EvalOutcome(bundle=bundle.root, n_reused=len(done))
     fleet: Fleet | None = None
 
     def stop_fleet(reason: str) -> None:
+        if scanning is not None:
+            scanning.close()  # before finalize reads the shards
         if fleet is not None:
             _stop_fleet(fleet, bundle)
 
@@ -196,16 +201,26 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
     with abort_guard(bundle.root, "run", steps, f"resume with --resume {bundle.root}"):
         sink.event("run_start", pack=pack.id, hosts={h: n.node_id for h, n in nodes.items()})
         fleet = _start_fleet(pack, config, plans, nodes, done, left, bundle, sink, opts)
+        gate: ShardGate | None = None
+        on_tick: Callable[[], object] = fleet.start.tick
+        if scanning is not None:
+            gate = ShardGate(scanning, pack, fleet.runs, sink, out, ray_span)
+            on_tick = partial(_tick_both, fleet.start.tick, gate.tick)
+            gate.tick()
         runner = MatrixRunner(
             config,
             fleet.runs,
             sink,
             baselines=fleet.monitors,
             startup=fleet.start.lane,
-            on_tick=fleet.start.tick,
+            on_tick=on_tick,
             strict_preflight=opts.strict_preflight,
+            release=gate.release_now if gate is not None else None,
         )
         runner.run()
+        if gate is not None:
+            gate.finish()  # the shards of models this run does not plan, read to the end
+            outcome.n_reused = len(done)
         stopped = fleet.start.stopped
         _stop_fleet(fleet, bundle)
         fleet = None
@@ -270,11 +285,10 @@ def busy_line(flagged: Counter[str]) -> str | None:
     )
 
 
-def _scan_for_resume(root: Path, key_set: Callable[[], MutableSet[str]]) -> ResponseScan:
-    """Resume's scan of ``root``'s shards, torn tails repaired, warnings left to the caller
-    (module-level: it may run in a forked child, :func:`~touchstone_ray.eval.resume.beside`)."""
-    with writes_into(root, "run"):
-        return Bundle(root).shards.scan(repair=True, key_set=key_set, warn=False)
+def _tick_both(first: Callable[[], object], second: Callable[[], object]) -> None:
+    """One dispatcher turn's hooks: the fleet's start-up, then the resume's shard gate."""
+    first()
+    second()
 
 
 @dataclass
@@ -293,13 +307,14 @@ def _start_fleet(
     plans: dict[str, list[ModelPlan]],
     nodes: dict[str, Any],
     done: Container[str],
-    left: dict[str, int],
+    left: dict[str, int] | None,
     bundle: Bundle,
     sink: RecordSink,
     opts: EvalOptions,
 ) -> Fleet:
     """Create each host's client actor (pinned) and monitor without waiting for any of them,
-    and build the phases (``left``: cells still to run per model label). Each host's start-up
+    and build the phases (``left``: cells still to run per model label; ``None`` on a resume,
+    whose phases wait for their shards, stage ``scan``). Each host's start-up
     (ready, preflight, context check) then runs in the dispatcher (:mod:`.startup`)."""
     import ray
 
@@ -343,7 +358,12 @@ def _start_fleet(
     )
     runs: list[HostRun] = []
     for host, models in plans.items():
-        phases = deque(Phase(plan=p, cells=p.cells(pack, done), todo=left[p.label]) for p in models)
+        phases = deque(
+            Phase(plan=p, cells=iter(()), todo=0, stage="scan")
+            if left is None  # a resume: released once its shard is read (ShardGate)
+            else Phase(plan=p, cells=p.cells(pack, done), todo=left[p.label])
+            for p in models
+        )
         run = HostRun(host=host, node_id=nodes[host].node_id, actor=actors[host], queue=phases)
         runs.append(run)
     return Fleet(runs=runs, actors=actors, monitors=monitors, start=start)

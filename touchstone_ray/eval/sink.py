@@ -98,6 +98,13 @@ class RecordSink:
                 tps=f"{statistics.median(tps):.1f} tok/s" if tps else "",
             )
 
+    def add_todo(self, host: str, cells: int) -> None:
+        """Add ``cells`` to ``host``'s total (a resumed run learns each model's count once its
+        shard is read)."""
+        self._totals[host] = self._totals.get(host, 0) + cells
+        if host in self._tasks:
+            self._progress.update(self._tasks[host], total=self._totals[host])
+
     def _note_outage(self, host: str, model: str, record: dict[str, Any]) -> None:
         """One line and one ``engine_down`` event per outage of a model's endpoint: the first
         record that waited for it (``engine_down_s``) reports it, back or given up."""
