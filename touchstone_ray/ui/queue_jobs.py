@@ -205,14 +205,29 @@ class UiQueue:
         return self._append(entry, str(form.get("name") or "").strip(), pack.stem)
 
     def add_job(self, kind: str, form: dict[str, str]) -> str:
-        """Append the eval or perf run the Jobs page's start form asks for (``pack``,
-        ``config``) as an entry; returns its name."""
-        argv, _ = self.jobs.entry(kind, form)
-        config = Path(argv[argv.index("--config") + 1])
+        """Append the eval or perf run the Jobs page's start form asks for as an entry (its
+        pack, config, ticked models and variants, limit and chained judge config, as
+        :meth:`Jobs.plan` read them); returns its name."""
+        plan = self.jobs.plan(kind, form)
+        args = plan.args
+
+        def option(flag: str) -> str | None:
+            return args[args.index(flag) + 1] if flag in args else None
+
+        config = Path(str(option("--config")))
         entry: dict[str, Any] = {"name": None, "kind": kind}
         if kind == "eval":
-            entry["pack"] = argv[argv.index("--pack") + 1]
+            entry["pack"] = option("--pack")
         entry["config"] = str(config)
+        for key in ("models", "variants"):
+            picked = option(f"--{key}")
+            if picked:
+                entry[key] = picked.split(",")
+        limit = option("--limit")
+        if limit:
+            entry["limit"] = int(limit)
+        if plan.then_judge:
+            entry["judge_config"] = str(plan.then_judge)
         return self._append(entry, "", f"{kind}-{config.stem}")
 
     def _append(self, entry: dict[str, Any], name: str, base: str) -> str:
