@@ -80,7 +80,8 @@ def test_the_command_owner_builds_every_command_in_one_order() -> None:
 def test_the_form_shows_and_submits_one_exact_command(jobs: Jobs) -> None:
     pack, fleet = jobs.packs / "p.yaml", jobs.packs / "fleet.yaml"
     form = {"kind": "eval", "pack": "p.yaml", "config": "fleet.yaml", "picked": "1",
-            "models": "b,c", "variants": "none", "limit": "2", "judge_config": "judge.yaml"}  # fmt: skip
+            "models": "b,c", "variants": "none", "limit": "2",
+            "judge_config": "judge.yaml"}  # fmt: skip
     plan = jobs.plan("eval", form)
     assert plan.argv == [
         "touchstone-ray", "eval", "--pack", str(pack), "--config", str(fleet),

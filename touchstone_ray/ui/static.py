@@ -115,7 +115,8 @@ fetch('/jobs/preflight',{method:'POST',credentials:'same-origin',
 body:new URLSearchParams({config:config.value})}).then(function(r){return r.json();})
 .then(function(d){if(d.error){state.textContent=d.error;return;}
 state.setAttribute('data-job',d.job);watch(d.job);}).catch(function(){});}
-function load(){if(!pack.value||!config.value){plan();return;}
+function load(){if(!pack.value||!config.value){seq++;cmd.textContent='';note.textContent='';
+return;}
 var q='?pack='+encodeURIComponent(pack.value)+'&config='+encodeURIComponent(config.value);
 if(q===lastChoices){plan();return;}lastChoices=q;
 get('/jobs/choices'+q).then(function(d){var ms=clear('start-models'),vs=clear('start-variants');
@@ -127,6 +128,10 @@ picked(true);plan();preflight();}).catch(function(){});}
 function later(){clearTimeout(timer);timer=setTimeout(load,250);}
 [pack,config,form.querySelector('[name=limit]'),form.querySelector('[name=judge_config]')]
 .forEach(function(el){el.addEventListener('input',later);el.addEventListener('change',later);});
+form.addEventListener('submit',function(ev){if(form.getAttribute('data-checked'))return;
+ev.preventDefault();var q=new URLSearchParams(new FormData(form)).toString();
+get('/jobs/plan?'+q).then(function(d){if(d.error){note.textContent=d.error;return;}
+form.setAttribute('data-checked','1');form.submit();}).catch(function(){form.submit();});});
 load();
 })();
 """
@@ -134,7 +139,8 @@ load();
 host and engine) and variant checkboxes (all ticked) from ``/jobs/choices``, starts the hosts
 preflight job for that config and writes what each endpoint serves beside its model, and keeps
 the exact command (``/jobs/plan``, the submission's own) or the one line that refuses it under
-the form."""
+the form; a submission the plan refuses is not sent (the line stays; the server refuses it
+too, for a client without this script)."""
 
 SCRIPTS = {
     "overview.js": OVERVIEW_JS,
