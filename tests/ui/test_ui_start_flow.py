@@ -195,8 +195,13 @@ def test_start_with_picked_models_variants_limit_and_a_chained_judge(
         "local: m-gone: not served (server lists ['m-one', 'm-two'])"
     ]
     preflight_job = page.locator("#preflight-state").get_attribute("data-job")
-    assert job_rows(server)[preflight_job] == ("hosts", "SUCCEEDED")
-    assert page.locator("#start-variants .choice").all_inner_texts() == ["baseline", "none"]
+    # ``hosts`` exits 1 when a configured model is not served
+    assert wait_done(server, preflight_job) == {preflight_job: "FAILED"}
+    page.wait_for_function(
+        "() => document.getElementById('preflight-state').textContent === 'preflight job: FAILED'"
+    )
+    variants = page.locator("#start-variants .choice").all_inner_texts()
+    assert [v.strip() for v in variants] == ["baseline", "none"]
     page.uncheck('#start-models input[value="m-gone"]')
     page.uncheck('#start-variants input[value="none"]')
     page.fill("#start-limit", "2")
@@ -293,7 +298,7 @@ def test_resume_a_killed_run_then_judge_it_from_its_result_page(
     note = page.locator("#resume-run .muted").inner_text()
     assert note == (
         f"runs touchstone-ray eval --pack {bundle / 'pack.yaml'} --config "
-        f"{bundle / 'config.yaml'} --resume {bundle} as a job"
+        f"{bundle / 'config.yaml'} --resume {bundle} --limit 2 as a job"
     )
     page.click("#resume-button")
     page.wait_for_url("**/jobs/touchstone-eval-*")

@@ -24,8 +24,14 @@ from touchstone_ray.queue.commands import (
     report_command,
 )
 from touchstone_ray.ui.jobs import UNPINNED, Jobs
-from touchstone_ray.ui.start import judge_config_files, parse_limit, preflight_models, yaml_files
-from touchstone_ray.ui.start_routes import form_of, resume_plan
+from touchstone_ray.ui.start import (
+    judge_config_files,
+    parse_limit,
+    preflight_models,
+    resume_plan,
+    yaml_files,
+)
+from touchstone_ray.ui.start_routes import form_of
 
 FLEET = {
     "models": [
@@ -62,6 +68,7 @@ def test_the_command_owner_builds_every_command_in_one_order() -> None:
         "eval", "--pack", "/p.yaml", "--config", "/c.yaml", "--address", "auto",
         "--resume", "/runs/b", "--models", "m1,m2", "--variants", "none", "--limit", "2",
     ]  # fmt: skip
+    assert eval_command(p, c, out=out, prompts=["A1", "B2"])[-2:] == ["--prompts", "A1,B2"]
     assert perf_command(c, out=out, models=["m1"]) == [
         "perf", "--config", "/c.yaml", "--out", "/runs", "--models", "m1",
     ]  # fmt: skip

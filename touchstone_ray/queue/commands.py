@@ -4,9 +4,10 @@ it will submit, built here too).
 
 Each function returns the arguments after the program name, in one fixed order (the options
 of SPEC §6, optional ones only when set): ``eval --pack P --config C [--address A] --out DIR |
---resume BUNDLE [--models ids] [--variants ids] [--limit N]``, ``perf --config C [--address A]
---out DIR | --resume BUNDLE [--models ids]``, ``judge --bundle B --judge-config J [--address
-A]``, ``report --bundle B [--unjudged]``, ``hosts --config C [--address A] --json``.
+--resume BUNDLE [--models ids] [--variants ids] [--limit N] [--prompts ids]``, ``perf
+--config C [--address A] --out DIR | --resume BUNDLE [--models ids]``, ``judge --bundle B
+--judge-config J [--address A]``, ``report --bundle B [--unjudged]``, ``hosts --config C
+[--address A] --json``.
 :func:`command_line` is the shell form of the whole command (``shlex.join``), as shown.
 """
 
@@ -50,10 +51,12 @@ def eval_command(
     models: Sequence[str] | None = None,
     variants: Sequence[str] | None = None,
     limit: int | None = None,
+    prompts: Sequence[str] | None = None,
 ) -> list[str]:
     """``eval`` of ``pack`` on the fleet of ``config`` into ``out`` (a new bundle) or resuming
-    the bundle ``resume`` (exactly one of them); ``models`` (labels), ``variants`` (ids) and
-    ``limit`` (prompts per category) only when given (``None`` or empty: all)."""
+    the bundle ``resume`` (exactly one of them); ``models`` (labels), ``variants`` (ids),
+    ``limit`` (prompts per category) and ``prompts`` (ids) only when given (``None`` or empty:
+    all)."""
     args = ["eval", "--pack", str(pack), "--config", str(config), *_at(address)]
     args += _target(out, resume)
     if models:
@@ -62,6 +65,8 @@ def eval_command(
         args += ["--variants", ",".join(variants)]
     if limit is not None:
         args += ["--limit", str(limit)]
+    if prompts:
+        args += ["--prompts", ",".join(prompts)]
     return args
 
 

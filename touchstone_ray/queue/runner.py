@@ -142,13 +142,13 @@ class EntryRun:
     def command(self, stage: str) -> list[str]:
         """The ``touchstone-ray`` arguments of ``stage`` (built by :mod:`.commands`)."""
         e, address = self.entry, self.queue.address
-        target = {"resume": self.bundle} if self.bundle else {"out": self.folder}
+        out, resume = (None, self.bundle) if self.bundle else (self.folder, None)
         if stage == "eval":
             assert e.pack is not None
-            return eval_command(e.pack, e.config, address=address, models=e.models,
-                                variants=e.variants, limit=e.limit, **target)  # fmt: skip
+            return eval_command(e.pack, e.config, out=out, resume=resume, address=address,
+                                models=e.models, variants=e.variants, limit=e.limit)  # fmt: skip
         if stage == "perf":
-            return perf_command(e.config, address=address, models=e.models, **target)
+            return perf_command(e.config, out=out, resume=resume, address=address, models=e.models)
         assert self.bundle is not None
         if stage == "judge":
             assert e.judge_config is not None

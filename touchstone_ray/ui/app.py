@@ -44,8 +44,8 @@ from touchstone_ray.ui.bundle_files import BundleFiles, files_bar, import_form
 from touchstone_ray.ui.jobs import Jobs
 from touchstone_ray.ui.live_judges import JudgesLive, judge_live_link
 from touchstone_ray.ui.security import confined_bundle, guard_middleware, is_loopback_host
-from touchstone_ray.ui.start import judge_config_files, yaml_files
-from touchstone_ray.ui.start_routes import form_of, resume_plan
+from touchstone_ray.ui.start import judge_config_files, resume_plan, yaml_files
+from touchstone_ray.ui.start_routes import form_of
 from touchstone_ray.ui.static import SCRIPTS
 
 __all__ = ["UiSettings", "make_app", "serve"]

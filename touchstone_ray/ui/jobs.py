@@ -40,12 +40,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from touchstone_ray.config import load_config
 from touchstone_ray.errors import RunError, TouchstoneError, UsageError
 from touchstone_ray.fleet.local_head import JOB_STOP_WAIT_S, LocalCluster
 from touchstone_ray.queue.commands import PROGRAM, judge_command, perf_command
 from touchstone_ray.ui.security import confined
-from touchstone_ray.ui.start import THEN_JUDGE, UNPINNED, StartPlan, plan_eval
+from touchstone_ray.ui.start import THEN_JUDGE, UNPINNED, StartPlan, fleet_hosts, plan_eval
 
 __all__ = [
     "ACTIVE",
@@ -92,13 +91,6 @@ class JobInfo:
     """The judge config chained to this eval job (its metadata ``touchstone_then_judge``)."""
     chained_from: str | None = None
     """The eval job this judge job was chained to (``touchstone_chained_from``)."""
-
-
-def fleet_hosts(config: Path) -> tuple[str, ...]:
-    """The hosts an eval of ``config`` holds: every model's ``host``, :data:`UNPINNED` for
-    models without one. Raises :class:`~touchstone_ray.errors.UsageError` for a bad config."""
-    fleet = load_config(config)
-    return tuple(sorted({m.host or UNPINNED for m in fleet.models}))
 
 
 TOKEN_SOURCES = "RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token"

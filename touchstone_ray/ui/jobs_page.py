@@ -15,12 +15,9 @@ from touchstone_ray.lang import ui_labels
 from touchstone_ray.ui._page import e
 from touchstone_ray.ui.jobs import ACTIVE, JobInfo
 from touchstone_ray.ui.packs import pack_files
-from touchstone_ray.ui.start import judge_config_files
+from touchstone_ray.ui.start import RESUMABLE, judge_config_files, resume_plan
 
 __all__ = ["JS_LABELS", "job_html", "jobs_html", "run_actions"]
-
-RESUMABLE = ("crashed", "failed")
-"""Bundle states whose result page offers Resume (``start_routes.resume_plan`` agrees)."""
 
 
 def _options(paths: list[Path], empty: bool = False) -> str:
@@ -145,7 +142,7 @@ def run_actions(root: Path, runs: Path, lang: str, *bases: Path) -> str:
     bundle = Bundle(root)
     try:
         state, kind = bundle.run_state(), bundle.kind()
-        resume = bundle.resume_command()
+        resume = resume_plan(root).line if state in RESUMABLE else ""
     except TouchstoneError:
         return ""
     rel = e(root.relative_to(runs).as_posix())

@@ -23,26 +23,32 @@ from typing import Any
 
 import yaml
 
+from touchstone_ray.bundle import Bundle
 from touchstone_ray.config import load_config
 from touchstone_ray.errors import TouchstoneError, UsageError
 from touchstone_ray.judging.config import load_judge_config
 from touchstone_ray.pack import load_pack
-from touchstone_ray.queue.commands import PROGRAM, command_line, eval_command
+from touchstone_ray.queue.commands import PROGRAM, command_line, eval_command, perf_command
 
 __all__ = [
+    "RESUMABLE",
     "THEN_JUDGE",
     "UNPINNED",
     "StartPlan",
     "choices",
+    "fleet_hosts",
     "judge_config_files",
     "parse_limit",
     "plan_eval",
     "preflight_models",
+    "resume_plan",
     "yaml_files",
 ]
 
 UNPINNED = "(unpinned)"
 """Host name a model without ``host`` holds (it may run on any node)."""
+RESUMABLE = ("crashed", "failed")
+"""Bundle states whose result page offers Resume."""
 THEN_JUDGE = "touchstone_then_judge"
 """Metadata key of an eval job: the judge config to run on its bundle once it succeeded."""
 MAX_FILES = 200
@@ -69,6 +75,13 @@ class StartPlan:
     def line(self) -> str:
         """The command as the form shows it (:func:`.commands.command_line`)."""
         return command_line(self.args)
+
+
+def fleet_hosts(config: Path) -> tuple[str, ...]:
+    """The hosts an eval of ``config`` holds: every model's ``host``, :data:`UNPINNED` for
+    models without one. Raises :class:`~touchstone_ray.errors.UsageError` for a bad config."""
+    fleet = load_config(config)
+    return tuple(sorted({m.host or UNPINNED for m in fleet.models}))
 
 
 def parse_limit(value: str) -> int | None:
@@ -190,3 +203,28 @@ def judge_config_files(*bases: Path) -> list[Path]:
         if isinstance(data, dict) and "judges" in data:
             out.append(path)
     return out
+
+
+def resume_plan(root: Path) -> StartPlan:
+    """``eval --resume`` (``perf --resume``) of the bundle ``root`` from its frozen pack and
+    config, holding the hosts of that config; an eval keeps the prompts its run selected (the
+    manifest's ``selection``: ``--limit`` or ``--prompts``), which a bare ``--resume`` would
+    widen to every prompt. Raises :class:`UsageError` for a bundle that is
+    neither crashed nor failed (a running one has its driver; a done one has nothing left)."""
+    bundle = Bundle(root)
+    state = bundle.run_state()
+    if state not in RESUMABLE:
+        raise UsageError(f"{root.name}: {state}; only a crashed or failed run resumes")
+    config = bundle.layout.config
+    if bundle.kind() == "perf":
+        return StartPlan("perf", perf_command(config, resume=root), fleet_hosts(config))
+    chosen = bundle.read_manifest().selection or {}
+    limit, prompts = chosen.get("limit"), chosen.get("prompts")
+    args = eval_command(
+        bundle.layout.pack,
+        config,
+        resume=root,
+        limit=int(limit) if limit is not None else None,
+        prompts=[str(p) for p in prompts] if prompts else None,
+    )
+    return StartPlan("eval", args, fleet_hosts(config))

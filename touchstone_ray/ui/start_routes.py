@@ -7,11 +7,11 @@ or ``{"error": line}``; ``GET /jobs/plan?<form>`` the exact command the form wou
 :meth:`~touchstone_ray.ui.jobs.Jobs.plan` the submission runs); ``POST /jobs/preflight``
 (``config``) starts ``touchstone-ray hosts --json`` as a Ray job and answers ``{"job": id}``;
 ``GET /jobs/preflight/<job>`` its status and, once it printed them, what each endpoint serves
-(:func:`~touchstone_ray.ui.start.preflight_models`). :func:`resume_plan` is what the app's
-``POST /jobs/resume`` (``bundle``, relative to ``--runs``) starts: ``eval --resume`` (``perf
---resume``) of a crashed or failed bundle as a job under the host rule. A ticker
-(:meth:`~touchstone_ray.ui.jobs.Jobs.chain`) starts each chained judge job once its eval job
-succeeded.
+(:func:`~touchstone_ray.ui.start.preflight_models`). The app's ``POST /jobs/resume``
+(``bundle``, relative to ``--runs``) starts :func:`~touchstone_ray.ui.start.resume_plan`
+(``eval --resume`` or ``perf --resume`` of a crashed or failed bundle) as a job under the host
+rule. A ticker (:meth:`~touchstone_ray.ui.jobs.Jobs.chain`) starts each chained judge job once
+its eval job succeeded.
 """
 
 from __future__ import annotations
@@ -21,20 +21,17 @@ import contextlib
 import json
 import sys
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
-from touchstone_ray.bundle import Bundle
 from touchstone_ray.errors import TouchstoneError, UsageError
-from touchstone_ray.queue.commands import PROGRAM, eval_command, hosts_command, perf_command
+from touchstone_ray.queue.commands import PROGRAM, hosts_command
 from touchstone_ray.ui._page import HEADERS
-from touchstone_ray.ui.jobs import ACTIVE, Jobs, fleet_hosts
-from touchstone_ray.ui.jobs_page import RESUMABLE
-from touchstone_ray.ui.start import StartPlan, choices, preflight_models
+from touchstone_ray.ui.jobs import ACTIVE, Jobs
+from touchstone_ray.ui.start import choices, fleet_hosts, preflight_models
 
-__all__ = ["CHAIN_TICK_S", "form_of", "resume_plan", "setup", "start_preflight"]
+__all__ = ["CHAIN_TICK_S", "form_of", "setup", "start_preflight"]
 
 CHAIN_TICK_S = 2.0
 """How often the app looks for an eval job whose chained judge must start (s)."""
@@ -73,21 +70,6 @@ def preflight_state(jobs: Jobs, job_id: str) -> dict[str, Any]:
         lines = [line for line in log.splitlines() if line.strip()]
         out["error"] = lines[-1] if lines else f"the preflight job ended {status}"
     return out
-
-
-def resume_plan(root: Path) -> StartPlan:
-    """``eval --resume`` (``perf --resume``) of the bundle ``root`` from its frozen pack and
-    config, holding the hosts of that config. Raises :class:`UsageError` for a bundle that is
-    neither crashed nor failed (a running one has its driver; a done one has nothing left)."""
-    bundle = Bundle(root)
-    state = bundle.run_state()
-    if state not in RESUMABLE:
-        raise UsageError(f"{root.name}: {state}; only a crashed or failed run resumes")
-    config = bundle.layout.config
-    if bundle.kind() == "perf":
-        return StartPlan("perf", perf_command(config, resume=root), fleet_hosts(config))
-    args = eval_command(bundle.layout.pack, config, resume=root)
-    return StartPlan("eval", args, fleet_hosts(config))
 
 
 def _json(data: dict[str, Any], status: int = 200) -> web.Response:

@@ -107,7 +107,8 @@ function watch(job){clearTimeout(poll);
 get('/jobs/preflight/'+encodeURIComponent(job)).then(function(d){
 if(Object.keys(d.models||{}).length){fill(d);state.textContent=T.preflight_job+': '+d.status;}
 if(d.error){state.textContent=T.preflight_job+': '+d.error;}
-if(!Object.keys(d.models||{}).length&&!d.error)poll=setTimeout(function(){watch(job);},1000);
+if(!d.error&&(d.status==='PENDING'||d.status==='RUNNING'))
+poll=setTimeout(function(){watch(job);},1000);
 }).catch(function(){poll=setTimeout(function(){watch(job);},2000);});}
 function preflight(){if(config.value===lastConfig)return;lastConfig=config.value;clearTimeout(poll);
 state.textContent=T.preflight_running;
