@@ -199,3 +199,25 @@ def test_the_preflight_jobs_json_line_is_read_from_its_log() -> None:
         "problems": [],
     }  # fmt: skip
     assert preflight_models("still starting\n") is None
+
+
+def test_resume_and_judge_buttons_speak_the_bundles_language(jobs: Jobs) -> None:
+    from touchstone_ray.ui.jobs_page import run_actions
+
+    crashed = crashed_bundle(jobs.runs / "old", "2026-01-01_030000_eval_mini")
+    (crashed / "config.yaml").write_text(yaml.safe_dump(FLEET), encoding="utf-8")
+    html = run_actions(crashed, jobs.runs, "de", jobs.runs, jobs.packs)
+    assert "<h2>Nächste Schritte</h2>" in html
+    assert '<button type="submit" id="resume-button">fortsetzen</button>' in html
+    assert f"startet {resume_plan(crashed).line} als Job" in html
+    assert 'id="judge-button"' not in html  # crashed: resume it first
+    done = make_bundle(jobs.runs, "2026-01-02_030000_eval_mini", judged=False)
+    html = run_actions(done, jobs.runs, "de", jobs.runs, jobs.packs)
+    assert '<button type="submit" id="judge-button">bewerten</button>' in html
+    assert f'<option value="{jobs.runs / "judge.yaml"}">judge.yaml</option>' in html
+    assert "Judge-Konfiguration" in html and "resume-button" not in html
+    english = run_actions(done, jobs.runs, "en", jobs.runs)  # no judge config under --runs? one
+    assert ">judge</button>" in english
+    judged = make_bundle(jobs.runs / "lab", "2026-01-02_030000_eval_mini")
+    assert run_actions(judged, jobs.runs, "de", jobs.runs, jobs.packs) == ""
+    assert "keine Judge-Konfiguration" in run_actions(done, jobs.runs, "de", jobs.packs)

@@ -344,7 +344,9 @@ async def job_view(request: web.Request) -> web.Response:
     job_id = request.match_info["job"]
     bundle = await asyncio.to_thread(request.app[JOBS].judged_bundle, job_id)
     link = judge_live_link(bundle.relative_to(request.app[RUNS]).as_posix()) if bundle else None
-    return page("Job", jobs_page.job_html(job_id, link), scripts=("job.js",))
+    lang = request.app[LANG]
+    body = jobs_page.job_html(job_id, link, lang)
+    return page(ui_labels(lang)["jobs_title"], body, scripts=("job.js",), lang=lang)
 
 
 async def job_events(request: web.Request) -> web.StreamResponse:

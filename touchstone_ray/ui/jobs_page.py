@@ -176,13 +176,19 @@ def run_actions(root: Path, runs: Path, lang: str, *bases: Path) -> str:
     return f'<section id="run-actions"><h2>{e(u["run_actions"])}</h2>{"".join(parts)}</section>'
 
 
-def job_html(job_id: str, judge_live: str | None = None) -> str:
-    """One job's page: status and logs, streamed from ``/jobs/<id>/events``; a judge job's
-    links its bundle's judges live page (``judge_live``, its address)."""
+def job_html(job_id: str, judge_live: str | None = None, lang: str = "en") -> str:
+    """One job's page in ``lang``: status and logs, streamed from ``/jobs/<id>/events``; a
+    judge job's links its bundle's judges live page (``judge_live``, its address)."""
+    u = ui_labels(lang)
     jid = quote(job_id)
-    live = f' · <a id="judges-live" href="{e(judge_live)}">judges live</a>' if judge_live else ""
+    live = (
+        f' · <a id="judges-live" href="{e(judge_live)}">{e(u["judges_live"])}</a>'
+        if judge_live
+        else ""
+    )
     return (
-        f'<h1>Job {e(job_id)}</h1><p><a href="/jobs">all jobs</a>{live}</p>'
-        f'<div id="job" data-events="/jobs/{jid}/events"><p>status '
+        f"<h1>{e(u['job_title'].format(id=job_id))}</h1>"
+        f'<p><a href="/jobs">{e(u["all_jobs"])}</a>{live}</p>'
+        f'<div id="job" data-events="/jobs/{jid}/events"><p>{e(u["live_status"])} '
         '<span id="job-status" class="badge">…</span></p><pre id="job-log"></pre></div>'
     )

@@ -208,6 +208,8 @@ UI: dict[str, str] = {
     "resume_note": "startet {command} als Job",
     "judge_button": "bewerten",
     "no_judge_configs": "keine Judge-Konfiguration unter --runs oder im Pack-Ordner",
+    "job_title": "Job {id}",
+    "all_jobs": "alle Jobs",
 }
 """Labels of the web UI around the report (``touchstone-ray ui``; ``--lang`` or the pack's
 language)."""

@@ -207,6 +207,8 @@ UI: dict[str, str] = {
     "resume_note": "runs {command} as a job",
     "judge_button": "judge",
     "no_judge_configs": "no judge config under --runs or the packs folder",
+    "job_title": "Job {id}",
+    "all_jobs": "all jobs",
 }
 """Labels of the web UI around the report (``touchstone-ray ui``; ``--lang`` or the pack's
 language)."""
