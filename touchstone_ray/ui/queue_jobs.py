@@ -34,13 +34,13 @@ from typing import Any
 
 import yaml
 
-from touchstone_ray.config import LOCAL_HOST, load_config
+from touchstone_ray.config import LOCAL_HOST
 from touchstone_ray.errors import ConfigError, TouchstoneError, UsageError
-from touchstone_ray.pack import load_pack
 from touchstone_ray.queue import QueueSpec, entry_hosts, load_queue, read_states
 from touchstone_ray.queue.spec import entry_fingerprint
 from touchstone_ray.queue.state import ENDED, stop_file
 from touchstone_ray.ui.jobs import ACTIVE, MEASURING, UNPINNED, Jobs
+from touchstone_ray.ui.start import choices as start_choices
 
 __all__ = ["QUEUE_FILE", "QUEUE_FOLDER", "TICK_S", "Conflict", "QueueRow", "UiQueue", "choices"]
 
@@ -85,12 +85,10 @@ def _job_hosts(hosts: frozenset[str]) -> tuple[str, ...]:
 
 def choices(pack: Path, config: Path) -> dict[str, list[str]]:
     """``{"models": labels, "variants": ids}`` of a fleet config and a pack, for the add
-    form's checkboxes. Raises :class:`UsageError` (one line) when either does not load."""
-    fleet, loaded = load_config(config), load_pack(pack)
-    return {
-        "models": [fleet.model_label(m) for m in fleet.models],
-        "variants": [v.id for v in loaded.prompt_variants],
-    }
+    form's checkboxes (:func:`touchstone_ray.ui.start.choices`, labels only). Raises
+    :class:`UsageError` (one line) when either does not load."""
+    found = start_choices(pack, config)
+    return {"models": [m["label"] for m in found["models"]], "variants": found["variants"]}
 
 
 class UiQueue:
