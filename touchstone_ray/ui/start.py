@@ -16,6 +16,7 @@ from the UI's process; :func:`preflight_models` reads the job's last JSON line.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +54,8 @@ THEN_JUDGE = "touchstone_then_judge"
 """Metadata key of an eval job: the judge config to run on its bundle once it succeeded."""
 MAX_FILES = 200
 """Most YAML files the pickers list."""
+MAX_DEPTH = 3
+"""How many folder levels below ``--runs`` and the packs folder the pickers look."""
 
 
 @dataclass(frozen=True)
@@ -168,27 +171,21 @@ def preflight_models(log: str) -> dict[str, Any] | None:
     return None
 
 
-def _under_bundle(path: Path, base: Path) -> bool:
-    """Whether ``path`` lies inside a bundle (or the trash) below ``base``: its frozen
-    ``pack.yaml`` and ``config.yaml`` are no files to pick."""
-    parent = path.parent
-    while parent != base and parent.is_relative_to(base):
-        if (parent / "bundle.json").is_file() or parent.name.startswith("."):
-            return True
-        parent = parent.parent
-    return False
-
-
 def yaml_files(*bases: Path) -> list[Path]:
-    """The ``.yaml`` / ``.yml`` files under ``bases`` (``--runs``, the packs folder), outside
-    bundles, at most :data:`MAX_FILES`, sorted by path."""
-    found: list[Path] = []
+    """The ``.yaml`` / ``.yml`` files under ``bases`` (``--runs``, the packs folder), sorted,
+    at most :data:`MAX_FILES`: the walk never enters a bundle (a folder with a
+    ``bundle.json``: its frozen ``pack.yaml`` and ``config.yaml`` are no files to pick, and its
+    records are many) or a hidden folder (the trash), and goes :data:`MAX_DEPTH` levels deep."""
+    found: set[Path] = set()
     for base in bases:
-        for pattern in ("*.yaml", "*.yml"):
-            for path in sorted(base.rglob(pattern)):
-                if len(found) < MAX_FILES and not _under_bundle(path, base):
-                    found.append(path)
-    return sorted(set(found))
+        for folder, dirs, files in os.walk(base):
+            depth = len(Path(folder).relative_to(base).parts)
+            if (Path(folder) / "bundle.json").is_file():
+                dirs[:] = []
+                continue
+            dirs[:] = [] if depth >= MAX_DEPTH else [d for d in dirs if not d.startswith(".")]
+            found |= {Path(folder) / f for f in files if f.endswith((".yaml", ".yml"))}
+    return sorted(found)[:MAX_FILES]
 
 
 def judge_config_files(*bases: Path) -> list[Path]:
