@@ -29,7 +29,14 @@ def _datalist(paths: list[Path]) -> str:
     return "".join(f'<option value="{e(p)}">' for p in paths)
 
 
-JS_LABELS = ("serves", "not_served", "unreachable", "preflight_running", "preflight_job")
+JS_LABELS = (
+    "serves",
+    "serves_none",
+    "not_served",
+    "unreachable",
+    "preflight_running",
+    "preflight_job",
+)
 """The labels ``start.js`` writes into the form (with its ``{served}``, ``{error}``)."""
 
 

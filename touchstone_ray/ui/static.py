@@ -99,7 +99,8 @@ var row=document.querySelector('#start-models .choice[data-value="'+CSS.escape(l
 if(!row)return;var m=d.models[label],served=(m.served||[]).join(', ')||'—';
 row.className='served '+(m.reachable&&m.model_served!==false?'ok':'err');
 row.textContent=!m.reachable?T.unreachable.replace('{error}',m.error||''):
-m.model_served===false?T.not_served.replace('{served}',served):T.serves.replace('{served}',served);});
+m.model_served===false?T.not_served.replace('{served}',served):
+(m.served||[]).length?T.serves.replace('{served}',served):T.serves_none;});
 while(problems.firstChild)problems.removeChild(problems.firstChild);
 (d.problems||[]).forEach(function(p){var li=document.createElement('li');li.textContent=p;
 problems.appendChild(li);});}

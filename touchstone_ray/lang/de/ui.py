@@ -210,6 +210,7 @@ UI: dict[str, str] = {
     "no_judge_configs": "keine Judge-Konfiguration unter --runs oder im Pack-Ordner",
     "job_title": "Job {id}",
     "all_jobs": "alle Jobs",
+    "serves_none": "erreichbar; der Server nennt keine Modelle",
 }
 """Labels of the web UI around the report (``touchstone-ray ui``; ``--lang`` or the pack's
 language)."""

@@ -209,6 +209,7 @@ UI: dict[str, str] = {
     "no_judge_configs": "no judge config under --runs or the packs folder",
     "job_title": "Job {id}",
     "all_jobs": "all jobs",
+    "serves_none": "reachable; the server lists no models",
 }
 """Labels of the web UI around the report (``touchstone-ray ui``; ``--lang`` or the pack's
 language)."""
