@@ -205,7 +205,7 @@ def test_start_with_picked_models_variants_limit_and_a_chained_judge(
     page.uncheck('#start-models input[value="m-gone"]')
     page.uncheck('#start-variants input[value="none"]')
     page.fill("#start-limit", "2")
-    page.select_option("#start-judge", str(runs / "judge.yaml"))
+    page.select_option("#start-then-judge", str(runs / "judge.yaml"))
     expected = (
         f"touchstone-ray eval --pack {packs / 'two.yaml'} --config {packs / 'fleet.yaml'} "
         f"--out {runs} --models m-one,m-two --variants baseline --limit 2"

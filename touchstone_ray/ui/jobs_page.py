@@ -56,7 +56,7 @@ def _start_eval(packs: Path, lang: str, configs: list[Path], judge_configs: list
         f'list="config-files" autocomplete="off"></label>'
         f'<datalist id="config-files">{_datalist(configs)}</datalist>'
         f'<label>{e(u["f_limit"])}<br><input name="limit" id="start-limit" size="6"></label>'
-        f'<label>{e(u["f_then_judge"])}<br><select name="judge_config" id="start-judge">'
+        f'<label>{e(u["f_then_judge"])}<br><select name="judge_config" id="start-then-judge">'
         f"{_options(judge_configs, empty=True)}</select></label></div>"
         f'<fieldset id="start-models"><legend>{e(u["models_legend"])}</legend></fieldset>'
         f'<p id="preflight-state" class="muted"></p><ul id="preflight-problems" class="err"></ul>'
@@ -125,7 +125,7 @@ def jobs_html(
         '</h2><input type="hidden" name="kind" value="perf">'
         f'<label>{e(u["f_config"])}<br><input name="config" size="60" list="config-files">'
         f'</label> <button type="submit">{e(u["start_perf_button"])}</button></form>'
-        f'<form method="post" action="/jobs/start" id="start-judge"><h2>{e(u["start_judge"])}'
+        f'<form method="post" action="/jobs/start" id="start-then-judge"><h2>{e(u["start_judge"])}'
         '</h2><input type="hidden" name="kind" value="judge">'
         f'<label>{e(u["f_bundle"])}<br><input name="bundle" size="60"></label> '
         f'<label>{e(u["f_judge_config"])}<br><input name="judge_config" size="60" '
