@@ -125,7 +125,7 @@ def jobs_html(
         '</h2><input type="hidden" name="kind" value="perf">'
         f'<label>{e(u["f_config"])}<br><input name="config" size="60" list="config-files">'
         f'</label> <button type="submit">{e(u["start_perf_button"])}</button></form>'
-        f'<form method="post" action="/jobs/start" id="start-then-judge"><h2>{e(u["start_judge"])}'
+        f'<form method="post" action="/jobs/start" id="start-judge"><h2>{e(u["start_judge"])}'
         '</h2><input type="hidden" name="kind" value="judge">'
         f'<label>{e(u["f_bundle"])}<br><input name="bundle" size="60"></label> '
         f'<label>{e(u["f_judge_config"])}<br><input name="judge_config" size="60" '
