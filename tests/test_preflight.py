@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -48,6 +49,29 @@ def test_hosts_ok(ray_local: LocalRay, sim_url: str, tmp_path: Path) -> None:
     assert "served-model" in text
     assert "PSI: yes (/proc/pressure/memory)" in text
     assert "problem:" not in text
+
+
+def test_hosts_json_is_one_line_for_programs(
+    ray_local: LocalRay, sim_url: str, tmp_path: Path
+) -> None:
+    config = _config(
+        tmp_path,
+        [
+            {"id": "served-model", "engine": "ollama", "base_url": sim_url},
+            {"id": "other-model", "engine": "openai", "base_url": f"{sim_url}/v1"},
+        ],
+    )
+    out = io.StringIO()
+    assert run_hosts(config, None, out, as_json=True) == 1
+    [line] = out.getvalue().splitlines()
+    data = json.loads(line)
+    [host] = data["hosts"]
+    assert (host["host"], host["error"]) == ("local", None)
+    assert host["psi"] == "yes (/proc/pressure/memory)"
+    served = {label: (m["reachable"], m["model_served"]) for label, m in host["models"].items()}
+    assert served == {"served-model": (True, True), "other-model": (True, False)}
+    assert host["models"]["other-model"]["served"] == ["served-model"]
+    assert data["problems"] == ["local: other-model: not served (server lists ['served-model'])"]
 
 
 @pytest.mark.slow

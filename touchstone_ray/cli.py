@@ -190,6 +190,9 @@ def perf(
 def hosts(
     config: FleetConfigOption,
     address: AddressOption = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="The reports as one JSON line, for programs.")
+    ] = False,
     debug: DebugOption = False,
 ) -> None:
     """Preflight: every host's node, endpoints reached from that host, served models, GPU, PSI.
@@ -199,7 +202,7 @@ def hosts(
     _set_debug(debug)
     from touchstone_ray.fleet import run_hosts
 
-    raise typer.Exit(run_hosts(config, address))
+    raise typer.Exit(run_hosts(config, address, as_json=as_json))
 
 
 @app.command()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from test_ui_live import PACK
 
 from touchstone_ray.errors import UsageError
 from touchstone_ray.ui.jobs import UNPINNED, Jobs
@@ -26,7 +27,7 @@ def jobs(tmp_path: Path) -> Jobs:
     runs, packs = tmp_path / "runs", tmp_path / "packs"
     (runs / "b1").mkdir(parents=True)
     packs.mkdir()
-    (packs / "p.yaml").write_text("id: p\n", encoding="utf-8")
+    (packs / "p.yaml").write_text(yaml.safe_dump(PACK), encoding="utf-8")
     (packs / "fleet.yaml").write_text(yaml.safe_dump(FLEET), encoding="utf-8")
     (tmp_path / "outside.yaml").write_text(yaml.safe_dump(FLEET), encoding="utf-8")
     return Jobs(None, runs.resolve(), packs.resolve())

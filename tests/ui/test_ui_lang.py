@@ -189,7 +189,7 @@ def test_lang_de_makes_the_other_pages_german(german_site: UiServer, page: Any) 
     assert page.locator(f'tr[data-bundle="{JUDGED}"] .badge').first.inner_text() == "bewertet"
     assert page.locator(f'tr[data-bundle="{JUDGED}"] .ko-pass').inner_text() == "K.-o. bestanden"
     assert page.locator("#import-submit").inner_text() == "importieren"
-    for path in ("/", COMPARE, "/judges", "/packs", "/trash", "/queue"):
+    for path in ("/", COMPARE, "/judges", "/packs", "/trash", "/queue", "/jobs"):
         page.goto(german_site.url + path)
         assert page.locator("html").get_attribute("lang") == "de", path
         assert [t for t in shown_labels(page) if t in english] == [], path
@@ -197,6 +197,9 @@ def test_lang_de_makes_the_other_pages_german(german_site: UiServer, page: Any) 
     assert page.locator("h1").inner_text() == "Warteschlange"
     assert page.locator("#queue-add button").inner_text() == "zur Warteschlange hinzufügen"
     assert page.locator("#queue-empty").inner_text() == "Die Warteschlange ist leer."
+    page.goto(german_site.url + "/jobs")  # the start form too (its head starts with a job)
+    assert page.locator("#start-eval h2").inner_text() == "Eval starten"
+    assert page.locator("#start-eval button").inner_text() == "Eval starten"
     page.goto(german_site.url + "/judges")
     assert page.locator('tr[data-judge="j1"] td').nth(2).inner_text() == "qualifiziert"
     assert page.locator("section.judges ul li").first.inner_text() == "Band-Treffer: j1 (0.90)"

@@ -31,6 +31,8 @@ def test_post_without_or_with_a_foreign_origin_is_refused(site: UiServer) -> Non
         "/queue/x/move",
         "/queue/x/remove",
         "/queue/x/stop",
+        "/jobs/preflight",
+        "/jobs/resume",
     ):
         job = httpx.post(site.url + action, data={"kind": "eval"})
         assert (job.status_code, job.text) == (403, ORIGIN_REFUSED)
@@ -42,7 +44,14 @@ def test_post_without_or_with_a_foreign_origin_is_refused(site: UiServer) -> Non
 def test_a_foreign_host_header_is_refused_even_for_get(site: UiServer) -> None:
     r = httpx.get(site.url + "/", headers={"Host": f"rebound.example:{site.port}"})
     assert (r.status_code, r.text) == (403, "refused: Host is not this UI's loopback address")
-    for path in ("/queue", "/queue/fragment", "/queue/choices"):
+    for path in (
+        "/queue",
+        "/queue/fragment",
+        "/queue/choices",
+        "/jobs/choices",
+        "/jobs/plan",
+        "/jobs/preflight/x",
+    ):
         r = httpx.get(site.url + path, headers={"Host": f"rebound.example:{site.port}"})
         assert r.status_code == 403, path
     wrong_port = httpx.get(site.url + "/", headers={"Host": f"127.0.0.1:{site.port + 1}"})

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from abc import abstractmethod
 from collections.abc import Mapping
@@ -262,15 +263,46 @@ def engine_cell(entry: dict[str, Any]) -> str:
     return f"{version} (engine: {kind})" if kind else version
 
 
-def run_hosts(config_path: Path, address: str | None, out: TextIO = sys.stdout) -> int:
+JSON_KEYS = ("reachable", "error", "served", "model_served", "engine_version", "engine_kind")
+"""The keys of each model's preflight entry in ``hosts --json``."""
+
+
+def reports_json(reports: list[HostReport]) -> dict[str, Any]:
+    """The reports as data (``hosts --json``): ``{"hosts": [{"host", "node_id", "error",
+    "gpu", "psi", "models": {label: {<JSON_KEYS>}}}], "problems": [lines]}``."""
+    return {
+        "hosts": [
+            {
+                "host": r.host,
+                "node_id": r.node.node_id,
+                "error": r.error,
+                "gpu": r.gpu,
+                "psi": r.psi,
+                "models": {
+                    label: {k: entry.get(k) for k in JSON_KEYS} for label, entry in r.models.items()
+                },
+            }
+            for r in reports
+        ],
+        "problems": [p for r in reports for p in r.problems],
+    }
+
+
+def run_hosts(
+    config_path: Path, address: str | None, out: TextIO = sys.stdout, *, as_json: bool = False
+) -> int:
     """The ``hosts`` command: print the reports; 1 if any problem, else 0.
 
     Also prints ``warning:`` lines (not problems: the exit code stays) for a chat template
     the served model does not know (:func:`preflight_warnings`) and when the cluster's
-    dashboard listens on a non-loopback address.
+    dashboard listens on a non-loopback address. ``as_json``: the reports as one JSON line
+    (:func:`reports_json`) instead, last on ``out``, for a program (the web UI's start form).
     """
     config = load_config(config_path)
     reports = check_hosts(config, address)
+    if as_json:
+        print(json.dumps(reports_json(reports)), file=out, flush=True)
+        return 1 if any(r.problems for r in reports) else 0
     print_reports(reports, out)
     exposure = dashboard_exposure_warning()
     if exposure:

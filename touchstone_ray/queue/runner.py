@@ -35,6 +35,12 @@ from typing import TextIO
 from touchstone_ray.config import load_config
 from touchstone_ray.errors import ConfigError, one_line
 from touchstone_ray.fleet.local_head import die_with_parent
+from touchstone_ray.queue.commands import (
+    eval_command,
+    judge_command,
+    perf_command,
+    report_command,
+)
 from touchstone_ray.queue.hosts import HostOps
 from touchstone_ray.queue.spare import Spare
 from touchstone_ray.queue.spec import (
@@ -95,11 +101,6 @@ def newest_record(bundle: Path) -> float | None:
     return newest
 
 
-def _cli(*args: str) -> list[str]:
-    """A ``touchstone-ray`` command line, without the program."""
-    return list(args)
-
-
 def _last_line(path: Path) -> str:
     try:
         lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
@@ -139,28 +140,20 @@ class EntryRun:
         return stages
 
     def command(self, stage: str) -> list[str]:
-        """The ``touchstone-ray`` arguments of ``stage``."""
+        """The ``touchstone-ray`` arguments of ``stage`` (built by :mod:`.commands`)."""
         e, address = self.entry, self.queue.address
-        at = ["--address", address] if address else []
-        if stage in ("eval", "perf"):
-            args = ["--config", str(e.config), *at]
-            args += ["--resume", str(self.bundle)] if self.bundle else ["--out", str(self.folder)]
-            if e.models:
-                args += ["--models", ",".join(e.models)]
-            if stage == "eval":
-                assert e.pack is not None
-                args = ["--pack", str(e.pack), *args]
-                if e.variants:
-                    args += ["--variants", ",".join(e.variants)]
-                if e.limit is not None:
-                    args += ["--limit", str(e.limit)]
-            return _cli(stage, *args)
+        out, resume = (None, self.bundle) if self.bundle else (self.folder, None)
+        if stage == "eval":
+            assert e.pack is not None
+            return eval_command(e.pack, e.config, out=out, resume=resume, address=address,
+                                models=e.models, variants=e.variants, limit=e.limit)  # fmt: skip
+        if stage == "perf":
+            return perf_command(e.config, out=out, resume=resume, address=address, models=e.models)
         assert self.bundle is not None
         if stage == "judge":
-            return _cli("judge", "--bundle", str(self.bundle), "--judge-config",
-                        str(e.judge_config), *at)  # fmt: skip
-        unjudged = ["--unjudged"] if e.kind == "eval" and e.judge_config is None else []
-        return _cli("report", "--bundle", str(self.bundle), *unjudged)
+            assert e.judge_config is not None
+            return judge_command(self.bundle, e.judge_config, address=address)
+        return report_command(self.bundle, unjudged=e.kind == "eval" and e.judge_config is None)
 
     def run(self) -> None:
         """Reset and settle the hosts, then each stage not finished before; the entry's end

@@ -28,13 +28,25 @@ from aiohttp import web
 from touchstone_ray.bundle import Bundle
 from touchstone_ray.errors import TouchstoneError, UsageError
 from touchstone_ray.lang import LANGUAGES, ui_labels
-from touchstone_ray.ui import compare, jobs_page, judges, live, overview, packs, queue_page, result
+from touchstone_ray.ui import (
+    compare,
+    jobs_page,
+    judges,
+    live,
+    overview,
+    packs,
+    queue_page,
+    result,
+    start_routes,
+)
 from touchstone_ray.ui._page import HEADERS, bundle_lang, e, page
 from touchstone_ray.ui.bundle_files import BundleFiles, files_bar, import_form
 from touchstone_ray.ui.jobs import Jobs
 from touchstone_ray.ui.judge_card import JudgeCard
 from touchstone_ray.ui.live_judges import JudgesLive, judge_live_link
 from touchstone_ray.ui.security import confined_bundle, guard_middleware, is_loopback_host
+from touchstone_ray.ui.start import judge_config_files, resume_plan, yaml_files
+from touchstone_ray.ui.start_routes import form_of
 from touchstone_ray.ui.static import SCRIPTS
 
 __all__ = ["UiSettings", "make_app", "serve"]
@@ -110,6 +122,10 @@ async def result_page(request: web.Request) -> web.Response:
     root = _bundle_root(request)
     lang = await asyncio.to_thread(bundle_lang, root, request.app[LANG])
     bar = await asyncio.to_thread(files_bar, root, request.app[RUNS], lang)
+    jobs = request.app[JOBS]
+    bar += await asyncio.to_thread(
+        jobs_page.run_actions, root, request.app[RUNS], lang, jobs.runs, jobs.packs
+    )
     try:
         if await asyncio.to_thread(_is_perf, root):
             title, body = await asyncio.to_thread(result.perf_result_html, root)
@@ -258,12 +274,35 @@ async def judges_page(request: web.Request) -> web.Response:
 
 async def _jobs_page(request: web.Request, message: str | None = None) -> web.Response:
     jobs = request.app[JOBS]
+    lang = request.app[LANG]
     try:
         listed = await asyncio.to_thread(jobs.jobs)
     except TouchstoneError as exc:
         listed, message = [], message or str(exc)
-    body = jobs_page.jobs_html(listed, request.app[PACKS], jobs.dashboard, message, jobs.token_file)
-    return page("Jobs", body)
+    files = await asyncio.to_thread(yaml_files, jobs.runs, jobs.packs)
+    judges_found = await asyncio.to_thread(judge_config_files, jobs.runs, jobs.packs)
+    body = jobs_page.jobs_html(
+        listed,
+        request.app[PACKS],
+        jobs.dashboard,
+        message,
+        jobs.token_file,
+        lang=lang,
+        configs=[f for f in files if f not in judges_found],
+        judge_configs=judges_found,
+    )
+    return page(ui_labels(lang)["jobs_title"], body, scripts=("start.js",), lang=lang)
+
+
+async def _refused(request: web.Request, exc: TouchstoneError) -> web.Response:
+    """The jobs page with the one line of a refused start (400; 409 for a busy host; 502 when
+    the cluster refused or failed the submission)."""
+    response = await _jobs_page(request, str(exc))
+    if isinstance(exc, UsageError):
+        response.set_status(409 if str(exc).startswith("refused:") else 400)
+    else:
+        response.set_status(502)
+    return response
 
 
 async def jobs_list(request: web.Request) -> web.Response:
@@ -271,19 +310,26 @@ async def jobs_list(request: web.Request) -> web.Response:
 
 
 async def job_start(request: web.Request) -> web.StreamResponse:
-    form = {k: v for k, v in (await request.post()).items() if isinstance(v, str)}
+    form = form_of(await request.post())
     try:
         where = await asyncio.to_thread(
             queue_page.start_or_queue, request.app, form.get("kind", ""), form
         )
     except TouchstoneError as exc:
-        response = await _jobs_page(request, str(exc))
-        if isinstance(exc, UsageError):
-            response.set_status(409 if str(exc).startswith("refused:") else 400)
-        else:  # the cluster refused or failed the submission
-            response.set_status(502)
-        return response
+        return await _refused(request, exc)
     raise web.HTTPSeeOther(where)
+
+
+async def job_resume(request: web.Request) -> web.StreamResponse:
+    jobs = request.app[JOBS]
+    root = confined_bundle(jobs.runs, str((await request.post()).get("bundle", "")))
+    if root is None:
+        raise web.HTTPNotFound(text="no such bundle under --runs")
+    try:
+        job_id = await asyncio.to_thread(lambda: jobs.submit_plan(resume_plan(root)))
+    except TouchstoneError as exc:
+        return await _refused(request, exc)
+    raise web.HTTPSeeOther(f"/jobs/{job_id}")
 
 
 async def job_stop(request: web.Request) -> web.StreamResponse:
@@ -299,7 +345,9 @@ async def job_view(request: web.Request) -> web.Response:
     job_id = request.match_info["job"]
     bundle = await asyncio.to_thread(request.app[JOBS].judged_bundle, job_id)
     link = judge_live_link(bundle.relative_to(request.app[RUNS]).as_posix()) if bundle else None
-    return page("Job", jobs_page.job_html(job_id, link), scripts=("job.js",))
+    lang = request.app[LANG]
+    body = jobs_page.job_html(job_id, link, lang)
+    return page(ui_labels(lang)["jobs_title"], body, scripts=("job.js",), lang=lang)
 
 
 async def job_events(request: web.Request) -> web.StreamResponse:
@@ -352,6 +400,7 @@ def make_app(settings: UiSettings) -> web.Application:
 
     app.on_cleanup.append(close_jobs)
     queue_page.setup(app, app[JOBS], settings.lang)
+    start_routes.setup(app, app[JOBS])  # before /jobs/{job}
     app.add_routes(
         [
             web.get("/", overview_page),
@@ -369,6 +418,7 @@ def make_app(settings: UiSettings) -> web.Application:
             web.get("/judges", judges_page),
             web.get("/jobs", jobs_list),
             web.post("/jobs/start", job_start),
+            web.post("/jobs/resume", job_resume),
             web.post("/jobs/{job}/stop", job_stop),
             web.get("/jobs/{job}", job_view),
             web.get("/jobs/{job}/events", job_events),

@@ -40,19 +40,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from touchstone_ray.config import load_config
 from touchstone_ray.errors import RunError, TouchstoneError, UsageError
 from touchstone_ray.fleet.local_head import JOB_STOP_WAIT_S, LocalCluster
+from touchstone_ray.queue.commands import PROGRAM, judge_command, perf_command
 from touchstone_ray.ui.security import confined
+from touchstone_ray.ui.start import THEN_JUDGE, UNPINNED, StartPlan, fleet_hosts, plan_eval
 
-__all__ = ["ACTIVE", "MEASURING", "JobInfo", "Jobs", "LocalCluster", "fleet_hosts"]
+__all__ = [
+    "ACTIVE",
+    "MEASURING",
+    "UNPINNED",
+    "JobInfo",
+    "Jobs",
+    "LocalCluster",
+    "StartPlan",
+    "fleet_hosts",
+]
 
 ACTIVE = ("PENDING", "RUNNING")
 """Job states that hold their hosts."""
 MEASURING = ("eval", "perf")
 """Job kinds that measure on their hosts; two of them never share a host."""
-UNPINNED = "(unpinned)"
-"""Host name a model without ``host`` holds (it may run on any node)."""
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 """Terminal escape sequences (colours) in job logs."""
 READY_TIMEOUT_S = 180.0
@@ -60,6 +68,8 @@ READY_TIMEOUT_S = 180.0
 CLOSE_WAIT_S = JOB_STOP_WAIT_S + 2.0
 """Longest wait, when the UI closes, for its stopped jobs to end (s): Ray's own SIGTERM-to-SIGKILL
 wait and a little more."""
+CHAINED_FROM = "touchstone_chained_from"
+"""Metadata key of a judge job started by :meth:`Jobs.chain`: the eval job it follows."""
 EXEC = "exec "
 """Entrypoint prefix: Ray runs an entrypoint with ``/bin/sh -c``; ``exec`` makes the process Ray
 signals on stop (and kills with its supervisor) the CLI itself, not a shell that would die and
@@ -77,13 +87,10 @@ class JobInfo:
     entrypoint: str
     start_time: float | None
     message: str | None
-
-
-def fleet_hosts(config: Path) -> tuple[str, ...]:
-    """The hosts an eval of ``config`` holds: every model's ``host``, :data:`UNPINNED` for
-    models without one. Raises :class:`~touchstone_ray.errors.UsageError` for a bad config."""
-    fleet = load_config(config)
-    return tuple(sorted({m.host or UNPINNED for m in fleet.models}))
+    then_judge: str | None = None
+    """The judge config chained to this eval job (its metadata ``touchstone_then_judge``)."""
+    chained_from: str | None = None
+    """The eval job this judge job was chained to (``touchstone_chained_from``)."""
 
 
 TOKEN_SOURCES = "RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token"
@@ -217,30 +224,36 @@ class Jobs:
                     job.entrypoint.removeprefix(EXEC),
                     start,
                     job.message,
+                    meta.get(THEN_JUDGE) or None,
+                    meta.get(CHAINED_FROM) or None,
                 )
             )
         return sorted(out, key=lambda j: j.start_time or 0.0, reverse=True)
 
-    def entry(self, kind: str, form: dict[str, str]) -> tuple[list[str], tuple[str, ...]]:
-        """``(argv, hosts held)`` of a job of ``kind`` (``eval``, ``perf``, ``judge``) from the
-        form fields ``pack``, ``config``, ``bundle``, ``judge_config``. Raises
-        :class:`UsageError` for an unknown kind, a path outside ``--runs`` and the packs
-        folder, or a bad fleet config."""
+    def plan(self, kind: str, form: dict[str, str]) -> StartPlan:
+        """What a job of ``kind`` (``eval``, ``perf``, ``judge``) from the form fields runs:
+        ``pack``, ``config``, ``bundle``, ``judge_config``; for an eval also ``models`` and
+        ``variants`` (comma-separated; with ``picked`` set, as the start form sends once it
+        offered them, none ticked is refused), ``limit`` and a chained ``judge_config``
+        (:func:`~touchstone_ray.ui.start.plan_eval`). Raises :class:`UsageError` with one line
+        for an unknown kind, a path outside ``--runs`` and the packs folder, a bad fleet or
+        judge config, or bad choices."""
         if kind == "eval":
-            pack = self.path_of(form.get("pack", ""), "pack")
-            config = self.path_of(form.get("config", ""), "config")
-            args = ["eval", "--pack", str(pack), "--config", str(config), "--out", str(self.runs)]
-            return ["touchstone-ray", *args], fleet_hosts(config)
+            return plan_eval(self.path_of, self.runs, form)
         if kind == "perf":
             config = self.path_of(form.get("config", ""), "config")
-            args = ["perf", "--config", str(config), "--out", str(self.runs)]
-            return ["touchstone-ray", *args], fleet_hosts(config)
+            args = perf_command(config, out=self.runs)
+            return StartPlan("perf", args, fleet_hosts(config))
         if kind == "judge":
             bundle = self.path_of(form.get("bundle", ""), "bundle")
             judge = self.path_of(form.get("judge_config", ""), "judge config")
-            args = ["judge", "--bundle", str(bundle), "--judge-config", str(judge)]
-            return ["touchstone-ray", *args], ()
+            return StartPlan("judge", judge_command(bundle, judge), ())
         raise UsageError(f"kind {kind!r}: expected eval, perf or judge")
+
+    def entry(self, kind: str, form: dict[str, str]) -> tuple[list[str], tuple[str, ...]]:
+        """``(argv, hosts held)`` of :meth:`plan`."""
+        plan = self.plan(kind, form)
+        return plan.argv, plan.hosts
 
     def holders(self, hosts: tuple[str, ...]) -> list[tuple[str, JobInfo]]:
         """``(host, job)`` for each of ``hosts`` that a PENDING or RUNNING eval or perf job
@@ -254,10 +267,15 @@ class Jobs:
 
     def submit(self, kind: str, form: dict[str, str]) -> str:
         """Submit a job; returns its id. Raises :class:`UsageError` naming the path that is
-        not allowed, or the host an active eval already holds (with that job's id)."""
-        argv, hosts = self.entry(kind, form)
-        if kind in MEASURING:
-            busy = self.holders(hosts)
+        not allowed, the bad choice, or the host an active eval already holds (with that
+        job's id)."""
+        return self.submit_plan(self.plan(kind, form))
+
+    def submit_plan(self, plan: StartPlan) -> str:
+        """Submit ``plan`` under the host rule (an eval or perf whose hosts an active eval or
+        perf holds is refused, with that job's id); returns the job's id."""
+        if plan.kind in MEASURING:
+            busy = self.holders(plan.hosts)
             if busy:
                 shared = sorted({host for host, _ in busy})
                 job = busy[0][1]
@@ -265,13 +283,25 @@ class Jobs:
                     f"refused: host {', '.join(shared)} already runs {job.kind} job "
                     f"{job.job_id}; one eval per host at a time"
                 )
-        return self.launch(kind, argv, hosts)
+        meta = {THEN_JUDGE: str(plan.then_judge)} if plan.then_judge else None
+        return self.launch(plan.kind, plan.argv, plan.hosts, meta)
 
-    def launch(self, kind: str, argv: list[str], hosts: tuple[str, ...]) -> str:
+    def launch(
+        self,
+        kind: str,
+        argv: list[str],
+        hosts: tuple[str, ...],
+        meta: dict[str, str] | None = None,
+        job_id: str | None = None,
+    ) -> str:
         """Submit ``argv`` (a ``touchstone-ray`` command) as a job of ``kind`` holding
-        ``hosts``, without the host rule; returns its id. Raises :class:`RunError` when the
+        ``hosts``, without the host rule, with ``meta`` added to its metadata (under the
+        id ``job_id``, default a new one); returns its id. Raises :class:`RunError` when the
         cluster refuses or fails the submission."""
-        job_id = f"touchstone-{kind}-{time.strftime('%Y%m%d-%H%M%S')}-{os.urandom(2).hex()}"
+        job_id = (
+            job_id or f"touchstone-{kind}-{time.strftime('%Y%m%d-%H%M%S')}-{os.urandom(2).hex()}"
+        )
+        metadata = {"touchstone_kind": kind, "touchstone_hosts": ",".join(hosts), **(meta or {})}
         client = self.client()
         deadline = time.monotonic() + READY_TIMEOUT_S
         while True:
@@ -280,7 +310,7 @@ class Jobs:
                     job = client.submit_job(
                         entrypoint=EXEC + shlex.join(argv),
                         submission_id=job_id,
-                        metadata={"touchstone_kind": kind, "touchstone_hosts": ",".join(hosts)},
+                        metadata=metadata,
                     )
                 return str(job)
             except RuntimeError as exc:
@@ -288,6 +318,36 @@ class Jobs:
                 if "No available agent" not in str(exc) or time.monotonic() > deadline:
                     raise RunError(f"job submission failed: {exc}") from None
                 time.sleep(1.0)
+
+    def last_line(self, job_id: str) -> str:
+        """The last non-empty line of the job's log (an eval prints its bundle's path last)."""
+        _, text = self.logs(job_id)
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        return lines[-1] if lines else ""
+
+    def chain(self) -> list[str]:
+        """Start the judge job of every eval job that SUCCEEDED with a chained judge config
+        (:data:`THEN_JUDGE` in its metadata) and has none yet; returns the ids started. The
+        chain lives in the jobs' metadata (the judge job's id is the eval's plus ``-judge``,
+        its :data:`CHAINED_FROM` the eval's), so a reloaded UI neither loses nor repeats it."""
+        if self.address is None and self.local is None:
+            return []
+        listed = self.jobs()
+        chained = {j.chained_from for j in listed if j.chained_from}
+        started = []
+        for job in listed:
+            if job.kind != "eval" or not job.then_judge or job.status != "SUCCEEDED":
+                continue
+            if job.job_id in chained:
+                continue
+            bundle = Path(self.last_line(job.job_id)).resolve()
+            if not bundle.is_relative_to(self.runs) or not (bundle / "bundle.json").is_file():
+                continue
+            argv = [PROGRAM, *judge_command(bundle, Path(job.then_judge))]
+            meta = {CHAINED_FROM: job.job_id}
+            with contextlib.suppress(RunError):  # a second UI was quicker: the id is taken
+                started.append(self.launch("judge", argv, (), meta, f"{job.job_id}-judge"))
+        return started
 
     def judged_bundle(self, job_id: str) -> Path | None:
         """The bundle a judge job judges (its entrypoint's ``--bundle``, under ``--runs``), or

@@ -34,13 +34,13 @@ from typing import Any
 
 import yaml
 
-from touchstone_ray.config import LOCAL_HOST, load_config
+from touchstone_ray.config import LOCAL_HOST
 from touchstone_ray.errors import ConfigError, TouchstoneError, UsageError
-from touchstone_ray.pack import load_pack
 from touchstone_ray.queue import QueueSpec, entry_hosts, load_queue, read_states
 from touchstone_ray.queue.spec import entry_fingerprint
 from touchstone_ray.queue.state import ENDED, stop_file
 from touchstone_ray.ui.jobs import ACTIVE, MEASURING, UNPINNED, Jobs
+from touchstone_ray.ui.start import choices as start_choices
 
 __all__ = ["QUEUE_FILE", "QUEUE_FOLDER", "TICK_S", "Conflict", "QueueRow", "UiQueue", "choices"]
 
@@ -85,12 +85,10 @@ def _job_hosts(hosts: frozenset[str]) -> tuple[str, ...]:
 
 def choices(pack: Path, config: Path) -> dict[str, list[str]]:
     """``{"models": labels, "variants": ids}`` of a fleet config and a pack, for the add
-    form's checkboxes. Raises :class:`UsageError` (one line) when either does not load."""
-    fleet, loaded = load_config(config), load_pack(pack)
-    return {
-        "models": [fleet.model_label(m) for m in fleet.models],
-        "variants": [v.id for v in loaded.prompt_variants],
-    }
+    form's checkboxes (:func:`touchstone_ray.ui.start.choices`, labels only). Raises
+    :class:`UsageError` (one line) when either does not load."""
+    found = start_choices(pack, config)
+    return {"models": [m["label"] for m in found["models"]], "variants": found["variants"]}
 
 
 class UiQueue:
@@ -205,14 +203,29 @@ class UiQueue:
         return self._append(entry, str(form.get("name") or "").strip(), pack.stem)
 
     def add_job(self, kind: str, form: dict[str, str]) -> str:
-        """Append the eval or perf run the Jobs page's start form asks for (``pack``,
-        ``config``) as an entry; returns its name."""
-        argv, _ = self.jobs.entry(kind, form)
-        config = Path(argv[argv.index("--config") + 1])
+        """Append the eval or perf run the Jobs page's start form asks for as an entry (its
+        pack, config, ticked models and variants, limit and chained judge config, as
+        :meth:`Jobs.plan` read them); returns its name."""
+        plan = self.jobs.plan(kind, form)
+        args = plan.args
+
+        def option(flag: str) -> str | None:
+            return args[args.index(flag) + 1] if flag in args else None
+
+        config = Path(str(option("--config")))
         entry: dict[str, Any] = {"name": None, "kind": kind}
         if kind == "eval":
-            entry["pack"] = argv[argv.index("--pack") + 1]
+            entry["pack"] = option("--pack")
         entry["config"] = str(config)
+        for key in ("models", "variants"):
+            picked = option(f"--{key}")
+            if picked:
+                entry[key] = picked.split(",")
+        limit = option("--limit")
+        if limit:
+            entry["limit"] = int(limit)
+        if plan.then_judge:
+            entry["judge_config"] = str(plan.then_judge)
         return self._append(entry, "", f"{kind}-{config.stem}")
 
     def _append(self, entry: dict[str, Any], name: str, base: str) -> str:
