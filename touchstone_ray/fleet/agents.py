@@ -1,0 +1,580 @@
+"""Host agents: one detached, named actor per node of a standing cluster that keeps a host's
+client process warm between runs (issue 30, SPEC §6 ``agents``).
+
+Every run on a cluster joined with ``--address`` pays for a new client actor per host: a Ray
+worker process, the client's imports, its first ``ready`` (about 1 s on a quiet host, 3 s on a
+loaded one, docs/benchmarks.md). An agent is that process, started once
+(``touchstone-ray agents up``) and reused by every later run:
+
+- **Where:** one :class:`HostAgent` per Ray node, named ``agent:<node id>`` (:func:`agent_name`)
+  in the Ray namespace :data:`NAMESPACE`, ``lifetime="detached"`` (it outlives the driver that
+  started it), pinned hard to its node, no CPU, never restarted elsewhere.
+- **When runs use them:** only on a cluster where ``agents up`` was run: it sets the key
+  :data:`ON_KEY` in the GCS key-value store (namespace :data:`NAMESPACE`), ``agents down``
+  removes it (:func:`agents_on`). Without it, and always on the embedded local Ray, runs start
+  their own client actors as before, so a head that nobody asked for agents (the UI's own, a
+  queue's own) never gets one.
+- **Attach:** a run leases each host's agent (:func:`start_clients`): one ``attach`` call per
+  host, all at once, that builds the run's client object (a
+  :class:`~touchstone_ray.fleet.client_actor.HostClient`, or a subclass) inside the agent and
+  answers a lease token. The run's calls then go through :class:`AgentClient`, a handle with
+  the same methods as the client actor's (each becomes the agent's ``call(lease, method, …)``);
+  a call with a lease that is no longer the agent's raises :class:`StaleLease` there.
+- **Version:** ``attach`` carries the driver's :func:`code_version` (the package version and a
+  hash of its sources) and :func:`settings_hash`. An agent whose either differs is killed and
+  replaced, with one line on stderr (:func:`replaced_line`), never reused silently; what each
+  host's agent was, and whether it was replaced, goes into ``bundle.json`` ``agents``.
+- **One run at a time:** an agent leased by a run whose driver is alive answers ``busy`` with
+  that run's id; a measuring run then fails with one line (:func:`busy_line`), a judge uses a
+  client actor of its own. A lease whose driver's Ray job is dead (a driver SIGKILLed) is
+  taken over at the next ``attach`` and dropped by ``status`` (the agent checks the GCS job
+  table): the agent then serves no run, and the old run's client (its open streams) is closed.
+- **End of a run:** :func:`~touchstone_ray.fleet.actors.close_actors` releases the lease
+  (``release``: the client's engines and stream workers closed) instead of killing the actor.
+- **An agent that dies** (its process SIGKILLed) fails the run's calls like a dead client actor
+  (``node_lost`` records for the host's pending cells); the next run starts a new agent there.
+
+The host monitors are still one actor per run (:class:`~touchstone_ray.fleet.monitors.
+MonitorSet`): their start runs beside the client's and is not on the path to the first request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import inspect
+import os
+import platform
+import sys
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any, TextIO
+
+from touchstone_ray.errors import RunError, one_line
+from touchstone_ray.version import __version__
+
+__all__ = [
+    "AGENT_PREFIX",
+    "NAMESPACE",
+    "ON_KEY",
+    "AgentClient",
+    "AgentInfo",
+    "ClientSpec",
+    "HostAgent",
+    "StaleLease",
+    "agent_entries",
+    "agent_name",
+    "agents_on",
+    "busy_line",
+    "code_version",
+    "find_agent",
+    "gather",
+    "kill_agent",
+    "replaced_line",
+    "set_agents_on",
+    "settings_hash",
+    "start_agent",
+    "start_clients",
+]
+
+NAMESPACE = "touchstone"
+"""The Ray namespace of every agent and of the :data:`ON_KEY` marker."""
+AGENT_PREFIX = "agent:"
+"""Name prefix of an agent actor: ``agent:<node id>``."""
+ON_KEY = "agents_on"
+"""GCS key-value key (namespace :data:`NAMESPACE`) set by ``agents up``: runs use agents."""
+CALL_TIMEOUT_S = 30.0
+"""How long one round of ``attach`` / ``info`` / ``release`` calls may take, all hosts
+together (s)."""
+NAME_FREE_TIMEOUT_S = 15.0
+"""How long a replacement waits for a killed agent's name to be free (s)."""
+SETTINGS_ENV_PREFIX = "TOUCHSTONE_"
+"""Environment variables with this prefix are part of :func:`agent_settings`."""
+
+
+class StaleLease(RuntimeError):
+    """A call reached an agent under a lease that is not (or no longer) the agent's: its run
+    was released, or another run took the agent over after its driver died."""
+
+
+def agent_name(node_id: str) -> str:
+    """The Ray actor name of ``node_id``'s agent: ``agent:<node id>`` (hex, in full)."""
+    return f"{AGENT_PREFIX}{node_id}"
+
+
+@cache
+def code_version() -> str:
+    """This package's code version: ``<version>+<12 hex>``, the hex a sha256 over every
+    ``.py`` file of the package (path and bytes, sorted by path), so an edited tree differs
+    from the one an agent was started with even at the same version number."""
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(b"\0")
+        digest.update(path.read_bytes())
+        digest.update(b"\0")
+    return f"{__version__}+{digest.hexdigest()[:12]}"
+
+
+def agent_settings() -> dict[str, Any]:
+    """What an agent process was started with that changes how it measures: Python's and
+    Ray's version and the driver's ``TOUCHSTONE_*`` environment variables (the agent's
+    process gets them from the job that starts it)."""
+    import ray
+
+    env = {k: v for k, v in sorted(os.environ.items()) if k.startswith(SETTINGS_ENV_PREFIX)}
+    return {"python": platform.python_version(), "ray": ray.__version__, "env": env}
+
+
+def settings_hash(settings: Mapping[str, Any] | None = None) -> str:
+    """16 hex digits of sha256 over ``settings`` (default :func:`agent_settings`) as sorted
+    JSON."""
+    import json
+
+    data = agent_settings() if settings is None else settings
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def replaced_line(host: str, node_id: str, found: Mapping[str, Any], why: str) -> str:
+    """The one line said when ``host``'s agent is replaced: what it runs and why not."""
+    return (
+        f"agent of host {host} (node {node_id[:8]}): {why} "
+        f"(it runs {found.get('version')}, settings {found.get('settings_hash')}; "
+        f"this driver {code_version()}, settings {settings_hash()}); replaced"
+    )
+
+
+def busy_line(host: str, node_id: str, run_id: str) -> str:
+    """The one line a run gets when ``host``'s agent serves another run (``run_id``)."""
+    return (
+        f"host {host}: its agent (node {node_id[:8]}) serves run {run_id}; an agent serves one "
+        "measuring run at a time: wait for that run, or stop it"
+    )
+
+
+def _job_alive(job_id: str) -> bool:
+    """Whether the Ray job ``job_id`` (hex) still has a live driver (GCS job table); true
+    when that cannot be read (never drop a lease on a guess)."""
+    try:
+        from ray._private import state
+
+        for job in state.state.job_table():
+            if job["JobID"] == job_id:
+                return not job["IsDead"]
+    except Exception:
+        return True
+    return False
+
+
+class HostAgent:
+    """The agent actor of one node (use through :func:`start_agent`, ``ray.remote``; see the
+    module docstring). ``host`` is the name it was started for (shown by ``status``; each run
+    names its own host), ``version`` and ``settings`` what it answers ``attach`` with
+    (:func:`code_version` and :func:`settings_hash` of the starting driver)."""
+
+    def __init__(self, host: str, version: str, settings: str) -> None:
+        import ray
+
+        self.host = host
+        self.version = version
+        self.settings = settings
+        self.node_id: str = ray.get_runtime_context().get_node_id()
+        self.started_at = time.time()
+        self._client: Any = None
+        self._lease: str | None = None
+        self._run: dict[str, Any] | None = None
+        """The run it serves: ``{run_id, job_id, host, measuring, since}``."""
+        self._lock = asyncio.Lock()
+
+    def _facts(self) -> dict[str, Any]:
+        run = dict(self._run) if self._run is not None else None
+        return {
+            "name": agent_name(self.node_id),
+            "host": self.host,
+            "node_id": self.node_id,
+            "pid": os.getpid(),
+            "version": self.version,
+            "settings_hash": self.settings,
+            "started_at": self.started_at,
+            "uptime_s": time.time() - self.started_at,
+            "run": run,
+        }
+
+    async def _drop_dead_holder(self) -> str | None:
+        """Release a lease whose driver's job is dead; returns that run's id, else ``None``."""
+        if self._run is None:
+            return None
+        job = str(self._run.get("job_id") or "")
+        if job and not await asyncio.to_thread(_job_alive, job):
+            run_id = str(self._run.get("run_id"))
+            await self._release()
+            return run_id
+        return None
+
+    async def info(self) -> dict[str, Any]:
+        """Its facts: name, host, node id, pid, version, settings hash, ``started_at`` (epoch
+        s), ``uptime_s`` (s) and the run it serves (``None``: none; a run whose driver died
+        is dropped first)."""
+        async with self._lock:
+            await self._drop_dead_holder()
+            return self._facts()
+
+    async def attach(
+        self,
+        run_id: str,
+        job_id: str,
+        host: str,
+        version: str,
+        settings: str,
+        measuring: bool,
+        cls: type,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> dict[str, Any]:
+        """Serve run ``run_id`` (of the driver's Ray job ``job_id``) as host ``host``: build
+        ``cls(*args, **kwargs)`` as its client here. Answers ``{"stale": facts}`` when
+        ``version`` or ``settings`` differ from the agent's (nothing changed), ``{"busy":
+        run id}`` while another run with a live driver holds it, else ``{"lease": token,
+        "taken_from": run id of a dead driver or None, **facts}``."""
+        async with self._lock:
+            if version != self.version or settings != self.settings:
+                return {"stale": self._facts()}
+            taken_from = await self._drop_dead_holder()
+            if self._run is not None and self._run.get("run_id") != run_id:
+                return {"busy": self._run.get("run_id"), **self._facts()}
+            await self._release()
+            self._client = cls(*args, **kwargs)
+            self._lease = uuid.uuid4().hex
+            self._run = {
+                "run_id": run_id,
+                "job_id": job_id,
+                "host": host,
+                "measuring": measuring,
+                "since": time.time(),
+            }
+            return {"lease": self._lease, "taken_from": taken_from, **self._facts()}
+
+    async def call(self, lease: str, method: str, *args: Any, **kwargs: Any) -> Any:
+        """``method(*args, **kwargs)`` of the run's client (awaited when it is a coroutine).
+        Raises :class:`StaleLease` when ``lease`` is not the agent's now, and whatever the
+        method raises."""
+        if lease != self._lease or self._client is None:
+            raise StaleLease(f"agent {agent_name(self.node_id)}: lease {lease[:8]} is not held")
+        result = getattr(self._client, method)(*args, **kwargs)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    async def _release(self) -> None:
+        client, self._client, self._lease, self._run = self._client, None, None, None
+        if client is not None and hasattr(client, "close"):
+            with contextlib.suppress(Exception):
+                closing = client.close()
+                if inspect.isawaitable(closing):
+                    await closing
+
+    async def release(self, lease: str) -> bool:
+        """End the run of ``lease``: close its client (engines, stream workers); the agent then
+        serves no run. Whether ``lease`` was the agent's (``False``: nothing done)."""
+        async with self._lock:
+            if lease != self._lease:
+                return False
+            await self._release()
+            return True
+
+    async def shutdown(self) -> None:
+        """Close the client of the run it serves, if any (``agents down`` then kills it)."""
+        async with self._lock:
+            await self._release()
+
+
+@dataclass
+class AgentInfo:
+    """What a run found of one host's agent (``bundle.json`` ``agents.<host>``)."""
+
+    name: str
+    node_id: str
+    version: str
+    settings_hash: str
+    started_at: float
+    """Epoch s when the agent started."""
+    reused: bool
+    """The agent was up before this run (false: started for it)."""
+    replaced: str | None = None
+    """Why an agent found there was replaced (one line), else ``None``."""
+    taken_from: str | None = None
+    """The run whose dead driver still held the agent, else ``None``."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """As stored in ``bundle.json``."""
+        return dict(self.__dict__)
+
+
+class _AgentMethod:
+    """``agent_client.<method>``: ``.remote(*args)`` and ``.options(**ray options)`` like an
+    actor method's handle, sent as the agent's ``call``."""
+
+    def __init__(self, client: AgentClient, method: str, options: dict[str, Any]) -> None:
+        self._client = client
+        self._method = method
+        self._options = options
+
+    def options(self, **options: Any) -> _AgentMethod:
+        return _AgentMethod(self._client, self._method, {**self._options, **options})
+
+    def remote(self, *args: Any, **kwargs: Any) -> Any:
+        call = self._client.agent.call
+        if self._options:
+            call = call.options(**self._options)
+        return call.remote(self._client.lease, self._method, *args, **kwargs)
+
+
+class AgentClient:
+    """A run's handle on a leased agent: ``handle.<method>.remote(…)`` calls its client's
+    method as a client actor's handle would (see the module docstring). ``agent`` is the
+    agent actor, ``lease`` the token, ``info`` what was found (:class:`AgentInfo`)."""
+
+    def __init__(self, agent: Any, lease: str, info: AgentInfo) -> None:
+        self.agent = agent
+        self.lease = lease
+        self.info = info
+
+    def __getattr__(self, name: str) -> _AgentMethod:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return _AgentMethod(self, name, {})
+
+    def release(self) -> Any:
+        """Submit the agent's ``release`` of this lease; returns its ref."""
+        return self.agent.release.remote(self.lease)
+
+
+@dataclass
+class ClientSpec:
+    """One host's client for :func:`start_clients`: ``cls(*args, **kwargs)`` pinned to
+    ``node_id``; ``name`` the actor's name when it runs as an actor of its own."""
+
+    host: str
+    node_id: str
+    cls: type
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    name: str | None = None
+
+
+def agents_on() -> bool:
+    """Whether runs on the connected cluster use agents: ``agents up`` was run on it (the
+    :data:`ON_KEY` marker). Requires an initialised Ray; false when the store cannot be read."""
+    try:
+        from ray.experimental.internal_kv import _internal_kv_get
+
+        return bool(_internal_kv_get(ON_KEY, namespace=NAMESPACE))
+    except Exception:
+        return False
+
+
+def set_agents_on(on: bool) -> None:
+    """Set (``on``) or remove the :data:`ON_KEY` marker of the connected cluster."""
+    from ray.experimental.internal_kv import _internal_kv_del, _internal_kv_put
+
+    if on:
+        _internal_kv_put(ON_KEY, str(time.time()), overwrite=True, namespace=NAMESPACE)
+    else:
+        _internal_kv_del(ON_KEY, namespace=NAMESPACE)
+
+
+def find_agent(node_id: str) -> Any:
+    """``node_id``'s agent actor, or ``None`` where there is none (alive)."""
+    import ray
+
+    try:
+        return ray.get_actor(agent_name(node_id), namespace=NAMESPACE)
+    except ValueError:
+        return None
+
+
+def start_agent(node_id: str, host: str, *, version: str | None = None) -> Any:
+    """Start ``node_id``'s agent (detached, pinned hard, no CPU, never restarted), answering
+    ``version`` (default :func:`code_version`; another value only to test replacement).
+    Retries for up to :data:`NAME_FREE_TIMEOUT_S` while a killed agent's name is not yet
+    free; raises :class:`RunError` (one line) when it stays taken."""
+    import ray
+
+    from touchstone_ray.fleet.dispatch import pin
+
+    deadline = time.monotonic() + NAME_FREE_TIMEOUT_S
+    remote = ray.remote(HostAgent)
+    while True:
+        try:
+            return remote.options(
+                name=agent_name(node_id),
+                namespace=NAMESPACE,
+                lifetime="detached",
+                num_cpus=0,
+                max_restarts=0,
+                max_concurrency=1000,
+                scheduling_strategy=pin(node_id),
+            ).remote(host, version or code_version(), settings_hash())
+        except ValueError as exc:  # the name is still taken
+            if time.monotonic() > deadline:
+                raise RunError(f"agent of host {host}: {one_line(str(exc))}") from exc
+            time.sleep(0.05)
+
+
+def gather(refs: Mapping[str, Any], timeout_s: float = CALL_TIMEOUT_S) -> dict[str, Any]:
+    """Wait for one call per key (at most ``timeout_s`` s, all together): key → its value,
+    or the exception it ended with (no answer in time: ``TimeoutError``)."""
+    import ray
+
+    if not refs:
+        return {}
+    ready, _ = ray.wait(list(refs.values()), num_returns=len(refs), timeout=timeout_s)
+    done = set(ready)
+    out: dict[str, Any] = {}
+    for key, ref in refs.items():
+        if ref not in done:
+            out[key] = TimeoutError(f"no answer within {timeout_s:g} s")
+            continue
+        try:
+            out[key] = ray.get(ref, timeout=0)
+        except Exception as exc:
+            out[key] = exc
+    return out
+
+
+def kill_agent(agent: Any) -> None:
+    """Kill an agent actor (never restarted); never raises."""
+    import ray
+
+    with contextlib.suppress(Exception):
+        ray.kill(agent, no_restart=True)
+
+
+def start_clients(
+    specs: Mapping[str, ClientSpec],
+    run_id: str,
+    *,
+    measuring: bool = True,
+    err: TextIO | None = None,
+) -> dict[str, Any]:
+    """One client per key of ``specs``: a leased agent (:class:`AgentClient`) where the
+    cluster has agents on (:func:`agents_on`), else a client actor of its own
+    (:func:`~touchstone_ray.fleet.dispatch.spawn_pinned`, ``max_concurrency`` 1000).
+
+    With agents: every host's ``attach`` at once; a missing or dead agent is started, a stale
+    one killed and replaced (one line each on ``err``, default stderr), then attached again.
+    Two keys on one node: the first gets the agent, the rest actors of their own. A busy
+    agent: a measuring run releases what it leased and raises :class:`RunError` with
+    :func:`busy_line`; otherwise that key gets an actor of its own. Raises :class:`RunError`
+    for an agent that does not answer within :data:`CALL_TIMEOUT_S`."""
+    from touchstone_ray.fleet.dispatch import spawn_pinned
+
+    def own(spec: ClientSpec) -> Any:
+        return spawn_pinned(
+            spec.cls, spec.node_id, *spec.args, name=spec.name, max_concurrency=1000, **spec.kwargs
+        )
+
+    if not specs or not agents_on():
+        return {key: own(spec) for key, spec in specs.items()}
+    import ray
+
+    err = err or sys.stderr
+    job_id = ray.get_runtime_context().get_job_id()
+    version, settings = code_version(), settings_hash()
+    out: dict[str, Any] = {}
+    by_node: dict[str, str] = {}
+    for key, spec in specs.items():
+        if spec.node_id in by_node:
+            out[key] = own(spec)
+        else:
+            by_node[spec.node_id] = key
+    agents: dict[str, Any] = {}
+    reused: dict[str, bool] = {}
+    replaced: dict[str, str] = {}
+    for key in by_node.values():
+        spec = specs[key]
+        agent = find_agent(spec.node_id)
+        reused[key] = agent is not None
+        agents[key] = agent if agent is not None else start_agent(spec.node_id, spec.host)
+
+    def attach(keys: list[str]) -> dict[str, Any]:
+        return gather(
+            {
+                k: agents[k].attach.remote(
+                    run_id,
+                    job_id,
+                    specs[k].host,
+                    version,
+                    settings,
+                    measuring,
+                    specs[k].cls,
+                    specs[k].args,
+                    specs[k].kwargs,
+                )
+                for k in keys
+            }
+        )
+
+    leased: dict[str, AgentClient] = {}
+
+    def fail(line: str, cause: BaseException | None = None) -> RunError:
+        gather({k: c.release() for k, c in leased.items()})
+        return RunError(line)
+
+    todo = list(by_node.values())
+    for attempt in range(2):
+        answers = attach(todo)
+        todo = []
+        for key, answer in answers.items():
+            spec = specs[key]
+            if isinstance(answer, dict) and "stale" in answer and attempt == 0:
+                found = answer["stale"]
+                why = "other code version" if found.get("version") != version else "other settings"
+                line = replaced_line(spec.host, spec.node_id, found, why)
+                print(line, file=err, flush=True)
+                replaced[key] = line
+                kill_agent(agents[key])
+                agents[key] = start_agent(spec.node_id, spec.host)
+                reused[key] = False
+                todo.append(key)
+            elif isinstance(answer, BaseException) and attempt == 0 and reused[key]:
+                # a dead agent (its process gone): start a new one there
+                kill_agent(agents[key])
+                agents[key] = start_agent(spec.node_id, spec.host)
+                reused[key] = False
+                todo.append(key)
+            elif isinstance(answer, dict) and "lease" in answer:
+                info = AgentInfo(
+                    name=answer["name"],
+                    node_id=answer["node_id"],
+                    version=answer["version"],
+                    settings_hash=answer["settings_hash"],
+                    started_at=answer["started_at"],
+                    reused=reused[key],
+                    replaced=replaced.get(key),
+                    taken_from=answer.get("taken_from"),
+                )
+                leased[key] = AgentClient(agents[key], answer["lease"], info)
+            elif isinstance(answer, dict) and "busy" in answer:
+                if measuring:
+                    raise fail(busy_line(spec.host, spec.node_id, str(answer["busy"])))
+                out[key] = own(spec)
+            else:
+                what = one_line(f"{type(answer).__name__}: {answer}")
+                raise fail(f"agent of host {spec.host} (node {spec.node_id[:8]}): {what}")
+        if not todo:
+            break
+    return {key: leased.get(key, out.get(key)) for key in specs}
+
+
+def agent_entries(clients: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Key → ``bundle.json`` ``agents`` entry (:meth:`AgentInfo.to_dict`) of each client
+    that is a leased agent; ``{}`` without agents."""
+    return {k: c.info.to_dict() for k, c in clients.items() if isinstance(c, AgentClient)}
