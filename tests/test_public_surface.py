@@ -181,6 +181,7 @@ PINNED: dict[str, list[str]] = {
         "AgentClient",
         "Call",
         "Cell",
+        "ClientSpec",
         "Dispatcher",
         "HostClient",
         "Lane",

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     )
     from touchstone_ray.fleet.agents import (
         AgentClient,
+        ClientSpec,
         agent_entries,
         agents_on,
         start_clients,
@@ -109,6 +110,7 @@ if TYPE_CHECKING:
 
 _MODULE_OF: dict[str, str] = {
     "AgentClient": "agents",
+    "ClientSpec": "agents",
     "agent_entries": "agents",
     "agents_on": "agents",
     "start_clients": "agents",
@@ -184,6 +186,7 @@ __all__ = [
     "AgentClient",
     "Call",
     "Cell",
+    "ClientSpec",
     "Dispatcher",
     "HostClient",
     "Lane",

@@ -24,10 +24,11 @@ loaded one, docs/benchmarks.md). An agent is that process, started once
   hash of its sources) and :func:`settings_hash`. An agent whose either differs is killed and
   replaced, with one line on stderr (:func:`replaced_line`), never reused silently; what each
   host's agent was, and whether it was replaced, goes into ``bundle.json`` ``agents``.
-- **One run at a time:** an agent leased by a run whose driver is alive answers ``busy`` with
-  that run's id; a measuring run then fails with one line (:func:`busy_line`), a judge uses a
-  client actor of its own. A lease whose driver's Ray job is dead (a driver SIGKILLed) is
-  taken over at the next ``attach`` and dropped by ``status`` (the agent checks the GCS job
+- **One measuring run at a time:** an agent that serves a measuring run (eval, perf) whose
+  driver is alive answers another measuring run ``busy`` with that run's id, and that run
+  fails with one line (:func:`busy_line`). A run that measures no speed (a judge) gets a
+  client of its own in the agent beside it. A lease whose driver's Ray job is dead (a driver
+  SIGKILLed) is dropped at the next ``attach`` or ``status`` (the agent reads the GCS job
   table): the agent then serves no run, and the old run's client (its open streams) is closed.
 - **End of a run:** :func:`~touchstone_ray.fleet.actors.close_actors` releases the lease
   (``release``: the client's engines and stream workers closed) instead of killing the actor.
@@ -177,7 +178,10 @@ class HostAgent:
     """The agent actor of one node (use through :func:`start_agent`, ``ray.remote``; see the
     module docstring). ``host`` is the name it was started for (shown by ``status``; each run
     names its own host), ``version`` and ``settings`` what it answers ``attach`` with
-    (:func:`code_version` and :func:`settings_hash` of the starting driver)."""
+    (:func:`code_version` and :func:`settings_hash` of the starting driver).
+
+    It holds one client per lease: at most one of a measuring run (eval, perf), besides any
+    number of runs that measure no speed (a judge)."""
 
     def __init__(self, host: str, version: str, settings: str) -> None:
         import ray
@@ -187,14 +191,16 @@ class HostAgent:
         self.settings = settings
         self.node_id: str = ray.get_runtime_context().get_node_id()
         self.started_at = time.time()
-        self._client: Any = None
-        self._lease: str | None = None
-        self._run: dict[str, Any] | None = None
-        """The run it serves: ``{run_id, job_id, host, measuring, since}``."""
+        self._clients: dict[str, Any] = {}
+        """Lease token → the client object of its run."""
+        self._runs: dict[str, dict[str, Any]] = {}
+        """Lease token → its run: ``{run_id, job_id, host, measuring, since}``."""
         self._lock = asyncio.Lock()
 
+    def _measuring(self) -> dict[str, Any] | None:
+        return next((dict(r) for r in self._runs.values() if r["measuring"]), None)
+
     def _facts(self) -> dict[str, Any]:
-        run = dict(self._run) if self._run is not None else None
         return {
             "name": agent_name(self.node_id),
             "host": self.host,
@@ -204,26 +210,26 @@ class HostAgent:
             "settings_hash": self.settings,
             "started_at": self.started_at,
             "uptime_s": time.time() - self.started_at,
-            "run": run,
+            "run": self._measuring(),
+            "runs": [dict(r) for r in self._runs.values()],
         }
 
-    async def _drop_dead_holder(self) -> str | None:
-        """Release a lease whose driver's job is dead; returns that run's id, else ``None``."""
-        if self._run is None:
-            return None
-        job = str(self._run.get("job_id") or "")
-        if job and not await asyncio.to_thread(_job_alive, job):
-            run_id = str(self._run.get("run_id"))
-            await self._release()
-            return run_id
-        return None
+    async def _drop_dead_holders(self) -> list[str]:
+        """Release every lease whose driver's job is dead; returns those runs' ids."""
+        dropped = []
+        for lease, run in list(self._runs.items()):
+            job = str(run.get("job_id") or "")
+            if job and not await asyncio.to_thread(_job_alive, job):
+                dropped.append(str(run["run_id"]))
+                await self._release(lease)
+        return dropped
 
     async def info(self) -> dict[str, Any]:
         """Its facts: name, host, node id, pid, version, settings hash, ``started_at`` (epoch
-        s), ``uptime_s`` (s) and the run it serves (``None``: none; a run whose driver died
-        is dropped first)."""
+        s), ``uptime_s`` (s), ``run`` (the measuring run it serves, ``None``: none) and
+        ``runs`` (every run it serves); runs whose driver died are dropped first."""
         async with self._lock:
-            await self._drop_dead_holder()
+            await self._drop_dead_holders()
             return self._facts()
 
     async def attach(
@@ -241,39 +247,47 @@ class HostAgent:
         """Serve run ``run_id`` (of the driver's Ray job ``job_id``) as host ``host``: build
         ``cls(*args, **kwargs)`` as its client here. Answers ``{"stale": facts}`` when
         ``version`` or ``settings`` differ from the agent's (nothing changed), ``{"busy":
-        run id}`` while another run with a live driver holds it, else ``{"lease": token,
-        "taken_from": run id of a dead driver or None, **facts}``."""
+        run id}`` when ``measuring`` and another measuring run with a live driver holds it,
+        else ``{"lease": token, "taken_from": run id of a dead driver or None, **facts}``."""
         async with self._lock:
             if version != self.version or settings != self.settings:
                 return {"stale": self._facts()}
-            taken_from = await self._drop_dead_holder()
-            if self._run is not None and self._run.get("run_id") != run_id:
-                return {"busy": self._run.get("run_id"), **self._facts()}
-            await self._release()
-            self._client = cls(*args, **kwargs)
-            self._lease = uuid.uuid4().hex
-            self._run = {
+            dropped = await self._drop_dead_holders()
+            holder = self._measuring()
+            if measuring and holder is not None:
+                if holder["run_id"] != run_id:
+                    return {"busy": holder["run_id"], **self._facts()}
+                for lease, run in list(self._runs.items()):  # the same run attaching again
+                    if run["measuring"]:
+                        await self._release(lease)
+            client = cls(*args, **kwargs)
+            lease = uuid.uuid4().hex
+            self._clients[lease] = client
+            self._runs[lease] = {
                 "run_id": run_id,
                 "job_id": job_id,
                 "host": host,
                 "measuring": measuring,
                 "since": time.time(),
             }
-            return {"lease": self._lease, "taken_from": taken_from, **self._facts()}
+            taken_from = dropped[0] if dropped else None
+            return {"lease": lease, "taken_from": taken_from, **self._facts()}
 
     async def call(self, lease: str, method: str, *args: Any, **kwargs: Any) -> Any:
-        """``method(*args, **kwargs)`` of the run's client (awaited when it is a coroutine).
-        Raises :class:`StaleLease` when ``lease`` is not the agent's now, and whatever the
+        """``method(*args, **kwargs)`` of the lease's client (awaited when it is a coroutine).
+        Raises :class:`StaleLease` when ``lease`` is not held here now, and whatever the
         method raises."""
-        if lease != self._lease or self._client is None:
+        client = self._clients.get(lease)
+        if client is None:
             raise StaleLease(f"agent {agent_name(self.node_id)}: lease {lease[:8]} is not held")
-        result = getattr(self._client, method)(*args, **kwargs)
+        result = getattr(client, method)(*args, **kwargs)
         if inspect.isawaitable(result):
             result = await result
         return result
 
-    async def _release(self) -> None:
-        client, self._client, self._lease, self._run = self._client, None, None, None
+    async def _release(self, lease: str) -> None:
+        client = self._clients.pop(lease, None)
+        self._runs.pop(lease, None)
         if client is not None and hasattr(client, "close"):
             with contextlib.suppress(Exception):
                 closing = client.close()
@@ -281,18 +295,19 @@ class HostAgent:
                     await closing
 
     async def release(self, lease: str) -> bool:
-        """End the run of ``lease``: close its client (engines, stream workers); the agent then
-        serves no run. Whether ``lease`` was the agent's (``False``: nothing done)."""
+        """End the run of ``lease``: close its client (engines, stream workers). Whether
+        ``lease`` was held here (``False``: nothing done)."""
         async with self._lock:
-            if lease != self._lease:
+            if lease not in self._clients:
                 return False
-            await self._release()
+            await self._release(lease)
             return True
 
     async def shutdown(self) -> None:
-        """Close the client of the run it serves, if any (``agents down`` then kills it)."""
+        """Close the client of every run it serves (``agents down`` then kills it)."""
         async with self._lock:
-            await self._release()
+            for lease in list(self._clients):
+                await self._release(lease)
 
 
 @dataclass
@@ -468,12 +483,12 @@ def start_clients(
     cluster has agents on (:func:`agents_on`), else a client actor of its own
     (:func:`~touchstone_ray.fleet.dispatch.spawn_pinned`, ``max_concurrency`` 1000).
 
-    With agents: every host's ``attach`` at once; a missing or dead agent is started, a stale
-    one killed and replaced (one line each on ``err``, default stderr), then attached again.
-    Two keys on one node: the first gets the agent, the rest actors of their own. A busy
-    agent: a measuring run releases what it leased and raises :class:`RunError` with
-    :func:`busy_line`; otherwise that key gets an actor of its own. Raises :class:`RunError`
-    for an agent that does not answer within :data:`CALL_TIMEOUT_S`."""
+    With agents: every ``attach`` at once; a missing or dead agent is started, a stale one
+    killed and replaced (one line each on ``err``, default stderr), then attached again. A
+    measuring run (``measuring``: eval, perf) with two keys on one node leases the agent for
+    the first and starts actors of its own for the rest. An agent busy with another measuring
+    run: what this run leased is released and :class:`RunError` raised with :func:`busy_line`.
+    Raises :class:`RunError` for an agent that does not answer within :data:`CALL_TIMEOUT_S`."""
     from touchstone_ray.fleet.dispatch import spawn_pinned
 
     def own(spec: ClientSpec) -> Any:
@@ -489,25 +504,28 @@ def start_clients(
     job_id = ray.get_runtime_context().get_job_id()
     version, settings = code_version(), settings_hash()
     out: dict[str, Any] = {}
-    by_node: dict[str, str] = {}
+    keys: list[str] = []
     for key, spec in specs.items():
-        if spec.node_id in by_node:
+        if measuring and any(specs[k].node_id == spec.node_id for k in keys):
             out[key] = own(spec)
         else:
-            by_node[spec.node_id] = key
+            keys.append(key)
     agents: dict[str, Any] = {}
+    """Node id → its agent actor."""
     reused: dict[str, bool] = {}
     replaced: dict[str, str] = {}
-    for key in by_node.values():
-        spec = specs[key]
-        agent = find_agent(spec.node_id)
-        reused[key] = agent is not None
-        agents[key] = agent if agent is not None else start_agent(spec.node_id, spec.host)
+    for key in keys:
+        node_id = specs[key].node_id
+        if node_id not in agents:
+            agent = find_agent(node_id)
+            reused[node_id] = agent is not None
+            agents[node_id] = agent if agent is not None else start_agent(node_id, specs[key].host)
+    leased: dict[str, AgentClient] = {}
 
-    def attach(keys: list[str]) -> dict[str, Any]:
+    def attach(todo: list[str]) -> dict[str, Any]:
         return gather(
             {
-                k: agents[k].attach.remote(
+                k: agents[specs[k].node_id].attach.remote(
                     run_id,
                     job_id,
                     specs[k].host,
@@ -518,57 +536,60 @@ def start_clients(
                     specs[k].args,
                     specs[k].kwargs,
                 )
-                for k in keys
+                for k in todo
             }
         )
 
-    leased: dict[str, AgentClient] = {}
-
-    def fail(line: str, cause: BaseException | None = None) -> RunError:
+    def fail(line: str) -> RunError:
         gather({k: c.release() for k, c in leased.items()})
         return RunError(line)
 
-    todo = list(by_node.values())
+    def restart(node_id: str, host: str) -> None:
+        kill_agent(agents[node_id])
+        agents[node_id] = start_agent(node_id, host)
+        reused[node_id] = False
+
+    todo = keys
     for attempt in range(2):
         answers = attach(todo)
         todo = []
+        restarted: set[str] = set()
         for key, answer in answers.items():
             spec = specs[key]
-            if isinstance(answer, dict) and "stale" in answer and attempt == 0:
-                found = answer["stale"]
-                why = "other code version" if found.get("version") != version else "other settings"
-                line = replaced_line(spec.host, spec.node_id, found, why)
-                print(line, file=err, flush=True)
-                replaced[key] = line
-                kill_agent(agents[key])
-                agents[key] = start_agent(spec.node_id, spec.host)
-                reused[key] = False
-                todo.append(key)
-            elif isinstance(answer, BaseException) and attempt == 0 and reused[key]:
-                # a dead agent (its process gone): start a new one there
-                kill_agent(agents[key])
-                agents[key] = start_agent(spec.node_id, spec.host)
-                reused[key] = False
-                todo.append(key)
-            elif isinstance(answer, dict) and "lease" in answer:
+            node_id = spec.node_id
+            if isinstance(answer, dict) and "lease" in answer:
                 info = AgentInfo(
                     name=answer["name"],
                     node_id=answer["node_id"],
                     version=answer["version"],
                     settings_hash=answer["settings_hash"],
                     started_at=answer["started_at"],
-                    reused=reused[key],
-                    replaced=replaced.get(key),
+                    reused=reused[node_id],
+                    replaced=replaced.get(node_id),
                     taken_from=answer.get("taken_from"),
                 )
-                leased[key] = AgentClient(agents[key], answer["lease"], info)
+                leased[key] = AgentClient(agents[node_id], answer["lease"], info)
+            elif attempt == 0 and isinstance(answer, dict) and "stale" in answer:
+                if node_id not in restarted:
+                    found = answer["stale"]
+                    other = found.get("version") != version
+                    why = "other code version" if other else "other settings"
+                    line = replaced_line(spec.host, node_id, found, why)
+                    print(line, file=err, flush=True)
+                    replaced[node_id] = line
+                    restart(node_id, spec.host)
+                    restarted.add(node_id)
+                todo.append(key)
+            elif attempt == 0 and isinstance(answer, BaseException) and reused[node_id]:
+                if node_id not in restarted:  # a dead agent (its process gone): a new one
+                    restart(node_id, spec.host)
+                    restarted.add(node_id)
+                todo.append(key)
             elif isinstance(answer, dict) and "busy" in answer:
-                if measuring:
-                    raise fail(busy_line(spec.host, spec.node_id, str(answer["busy"])))
-                out[key] = own(spec)
+                raise fail(busy_line(spec.host, node_id, str(answer["busy"])))
             else:
                 what = one_line(f"{type(answer).__name__}: {answer}")
-                raise fail(f"agent of host {spec.host} (node {spec.node_id[:8]}): {what}")
+                raise fail(f"agent of host {spec.host} (node {node_id[:8]}): {what}")
         if not todo:
             break
     return {key: leased.get(key, out.get(key)) for key in specs}
