@@ -339,6 +339,8 @@ class AgentEntry(KeptObject):
     """The agent's Ray actor name (``agent:<node id>``, namespace ``touchstone``)."""
     node_id: str | None = None
     """The Ray node it runs on."""
+    pid: int | None = None
+    """Its process id on that node."""
     version: str | None = None
     """Its code version (``<version>+<source hash>``), the driver's: checked on attach."""
     settings_hash: str | None = None

@@ -316,6 +316,8 @@ class AgentInfo:
 
     name: str
     node_id: str
+    pid: int
+    """The agent's process id on its node."""
     version: str
     settings_hash: str
     started_at: float
@@ -561,6 +563,7 @@ def start_clients(
                 info = AgentInfo(
                     name=answer["name"],
                     node_id=answer["node_id"],
+                    pid=answer["pid"],
                     version=answer["version"],
                     settings_hash=answer["settings_hash"],
                     started_at=answer["started_at"],
