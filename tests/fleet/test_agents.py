@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from fleet_helpers import REPO, Fleet, fleet_env, shard_records, start_head, tiny_pack, write_yaml
 
@@ -100,6 +101,11 @@ def _first(bundle: Path, name: str) -> float:
     return float(next(e["ts"] for e in _events(bundle) if e["event"] == name))
 
 
+def _monitor_pid(bundle: Path) -> int:
+    pid: int = _manifest(bundle)["hosts"][HOST]["touchstone_footprint"]["monitor_pid"]
+    return pid
+
+
 def _spawn_eval(fleet: Fleet, config: Path) -> subprocess.Popen[str]:
     """An eval driver as a child process of its own (killed with SIGKILL by the test)."""
     return subprocess.Popen(
@@ -168,6 +174,8 @@ def test_agents_up_then_two_runs_reuse_the_same_agent(fleet: Fleet, up: list[str
     assert a["pid"] == b["pid"]
     assert a["version"] == b["version"] == code_version()
     assert a["replaced"] is None and a["taken_from"] is None
+    monitors = [_monitor_pid(_bundle(d)) for d in (first, second)]
+    assert monitors[0] == monitors[1]  # the agent's monitor, kept between runs
     for done in (first, second):
         records = shard_records(_bundle(done))
         assert len(records) == N_CELLS and all(r["ok"] for r in records)
@@ -260,10 +268,16 @@ def test_a_stale_agent_is_replaced_with_one_line(fleet: Fleet, up: list[str]) ->
 
 def test_agents_down_leaves_no_touchstone_actor(fleet: Fleet, up: list[str]) -> None:
     assert len(_touchstone_actors(fleet)) == 1
+    monitor = _monitor_pid(_bundle(_eval(fleet, "last")))
+    assert psutil.pid_exists(monitor)
     done = fleet.cli("agents", "down", "--address", fleet.address)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "agents down: 1 ended, none left"
     assert _touchstone_actors(fleet) == []
+    deadline = time.monotonic() + 15
+    while psutil.pid_exists(monitor) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not psutil.pid_exists(monitor)  # the agent's monitor went with it
     assert _status(fleet) == ["agents: off (0 running)"]
     after = _eval(fleet, "plain")
     assert after.returncode == 0, after.stderr

@@ -26,6 +26,7 @@ from touchstone_ray.eval.sink import RecordSink
 from touchstone_ray.eval.startup import FleetStart
 from touchstone_ray.fleet import (
     PREFLIGHT_TIMEOUT_S,
+    AgentClient,
     MonitorSet,
     abort_guard,
     actor_ready_timeout_s,
@@ -327,7 +328,11 @@ def _start_fleet(
         sink.event("agents", agents=agents)
         bundle.update_manifest(agents={h: AgentEntry(**a) for h, a in agents.items()})
     monitors = MonitorSet(
-        bundle.root, config.monitor.interval_s, config.monitor.gpu, autodrain_s=1.0
+        bundle.root,
+        config.monitor.interval_s,
+        config.monitor.gpu,
+        autodrain_s=1.0,
+        agents={h: a for h, a in actors.items() if isinstance(a, AgentClient)},
     )
     targets = {
         host: [EngineTarget.from_spec(p.label, p.spec.model_dump()) for p in plans[host]]

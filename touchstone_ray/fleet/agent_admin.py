@@ -54,8 +54,9 @@ def _node_host(node: Mapping[str, Any]) -> str:
 def agents_up(err: TextIO | None = None) -> list[dict[str, Any]]:
     """Turn agents on for the connected cluster (:data:`ON_KEY`) and make sure every live
     node has one at this driver's version: a missing one is started, a stale one replaced
-    (one line on ``err``). Returns each agent's facts (``HostAgent.info``), by host name.
-    Raises :class:`RunError` for an agent that does not answer."""
+    (one line on ``err``); each is warmed (``HostAgent.warm``: the client's imports, its
+    monitor actor). Returns each agent's facts (``HostAgent.info``), by host name. Raises
+    :class:`RunError` for an agent that does not answer."""
     import ray
 
     err = err or sys.stderr
@@ -77,7 +78,11 @@ def agents_up(err: TextIO | None = None) -> list[dict[str, Any]]:
     for node_id, agent in list(agents.items()):
         if agent is None:
             agents[node_id] = start_agent(node_id, hosts[node_id])
+    warmed = gather({nid: a.warm.remote() for nid, a in agents.items()}, START_TIMEOUT_S)
     facts = gather({nid: a.info.remote() for nid, a in agents.items()}, START_TIMEOUT_S)
+    for node_id, value in warmed.items():
+        if isinstance(value, Exception):
+            facts[node_id] = value
     bad = [f"{hosts[n]}: {one_line(str(v))}" for n, v in facts.items() if isinstance(v, Exception)]
     if bad:
         raise RunError(f"agents did not start: {'; '.join(bad)}")

@@ -35,8 +35,9 @@ loaded one, docs/benchmarks.md). An agent is that process, started once
 - **An agent that dies** (its process SIGKILLed) fails the run's calls like a dead client actor
   (``node_lost`` records for the host's pending cells); the next run starts a new agent there.
 
-The host monitors are still one actor per run (:class:`~touchstone_ray.fleet.monitors.
-MonitorSet`): their start runs beside the client's and is not on the path to the first request.
+The agent also keeps the host's monitor actor (:meth:`HostAgent.monitor`, a child of the
+agent): a measuring run's :class:`~touchstone_ray.fleet.monitors.MonitorSet` resets it for the
+run instead of starting one, and stops it at the end without killing it.
 """
 
 from __future__ import annotations
@@ -196,6 +197,8 @@ class HostAgent:
         self._runs: dict[str, dict[str, Any]] = {}
         """Lease token → its run: ``{run_id, job_id, host, measuring, since}``."""
         self._lock = asyncio.Lock()
+        self._monitor: Any = None
+        """The host monitor actor it keeps for its measuring runs (started on first use)."""
 
     def _measuring(self) -> dict[str, Any] | None:
         return next((dict(r) for r in self._runs.values() if r["measuring"]), None)
@@ -285,6 +288,50 @@ class HostAgent:
             result = await result
         return result
 
+    def _new_monitor(self, *args: Any, **kwargs: Any) -> Any:
+        from touchstone_ray.fleet.dispatch import spawn_pinned
+        from touchstone_ray.telemetry.monitor import HostMonitor
+
+        return spawn_pinned(HostMonitor, self.node_id, *args, **kwargs)
+
+    async def monitor(
+        self,
+        lease: str,
+        host: str,
+        interval_s: float,
+        gpu_mode: str,
+        buffer_size: int,
+        engines: list[Any],
+        pids: list[int],
+    ) -> Any:
+        """The host monitor actor (:class:`~touchstone_ray.telemetry.monitor.HostMonitor`)
+        for the measuring run of ``lease``, set up afresh for it (``reset``; arguments as for
+        its constructor): the one kept here, else a new one on this node (it lives as long as
+        the agent). Raises :class:`StaleLease` when ``lease`` is not a measuring run's held
+        here."""
+        run = self._runs.get(lease)
+        if run is None or not run["measuring"]:
+            raise StaleLease(f"agent {agent_name(self.node_id)}: lease {lease[:8]} has no monitor")
+        args = (host, self.node_id, interval_s, gpu_mode, buffer_size)
+        if self._monitor is not None:
+            try:
+                await self._monitor.reset.remote(*args, engines=engines, pids=pids)
+                return self._monitor
+            except Exception:  # it died: a new one
+                self._monitor = None
+        self._monitor = self._new_monitor(*args, engines=engines, pids=pids)
+        return self._monitor
+
+    async def warm(self) -> None:
+        """Load what a run's client imports, and start the monitor actor (idle until a run
+        uses it), so that the first run after ``agents up`` starts as fast as the next."""
+        import touchstone_ray.engines.registry
+        import touchstone_ray.fleet.client_actor  # noqa: F401
+
+        if self._monitor is None:
+            self._monitor = self._new_monitor(self.host, self.node_id)
+        await self._monitor.stats.remote()
+
     async def _release(self, lease: str) -> None:
         client = self._clients.pop(lease, None)
         self._runs.pop(lease, None)
@@ -371,6 +418,21 @@ class AgentClient:
     def release(self) -> Any:
         """Submit the agent's ``release`` of this lease; returns its ref."""
         return self.agent.release.remote(self.lease)
+
+    def monitor(
+        self,
+        host: str,
+        interval_s: float,
+        gpu_mode: str,
+        buffer_size: int,
+        engines: list[Any],
+        pids: list[int],
+    ) -> Any:
+        """Submit the agent's ``monitor`` call for this lease (:meth:`HostAgent.monitor`);
+        returns its ref, whose value is the monitor actor's handle."""
+        return self.agent.monitor.remote(
+            self.lease, host, interval_s, gpu_mode, buffer_size, engines, pids
+        )
 
 
 @dataclass

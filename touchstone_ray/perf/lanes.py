@@ -30,6 +30,7 @@ from touchstone_ray.bundle import AgentEntry, Bundle, Footprint
 from touchstone_ray.config import FleetConfig
 from touchstone_ray.engines.base import EngineSettings
 from touchstone_ray.fleet import (
+    AgentClient,
     Call,
     Dispatcher,
     Lane,
@@ -164,6 +165,7 @@ class PerfFleet:
             self.config.monitor.interval_s,
             self.config.monitor.gpu,
             autodrain_s=1.0,
+            agents={h: a for h, a in self.actors.items() if isinstance(a, AgentClient)},
         )
         targets = {
             h: [EngineTarget.from_spec(m.label, m.spec.model_dump()) for m in ms]
