@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -164,7 +165,7 @@ def up(fleet: Fleet) -> list[str]:
 def test_agents_up_then_two_runs_reuse_the_same_agent(fleet: Fleet, up: list[str]) -> None:
     assert len(up) == 1
     assert up[0].startswith(f"agent up: {HOST}: node ")
-    assert f"{code_version()}, up 0 s, serves no run" in up[0]
+    assert re.search(rf"pid \d+, {re.escape(code_version())}, up \d+ s, serves no run$", up[0])
     first, second = _eval(fleet, "r1"), _eval(fleet, "r2")
     assert first.returncode == 0, first.stderr
     assert second.returncode == 0, second.stderr
