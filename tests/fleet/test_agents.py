@@ -42,6 +42,8 @@ N_CELLS = 6  # tiny_pack(): 3 prompts × 2 variants
 FAST = {"ttft_ms": 5, "tps": 2000, "answer_tokens": 20}
 SLOW = {"ttft_ms": 5, "tps": 20, "answer_tokens": 40}
 """About 2 s a cell: a run that is still going when a test kills something."""
+HOLD = {"ttft_ms": 5, "tps": 5, "answer_tokens": 200}
+"""About 40 s a cell: a run that holds its agent for the whole test."""
 
 
 @pytest.fixture(scope="module")
@@ -120,13 +122,16 @@ def _spawn_eval(fleet: Fleet, config: Path) -> subprocess.Popen[str]:
 
 
 def _wait_for_bundle(fleet: Fleet, name: str, cells: int, timeout_s: float = 90) -> Path:
-    """The running bundle of model ``name`` once ``cells`` of its records are written."""
+    """The running bundle of model ``name`` once its agent is attached and ``cells`` of its
+    records are written."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         for bundle in sorted((fleet.tmp / "runs").glob("*_eval_agents")):
             try:
-                models = [m["model"] for m in _manifest(bundle)["models"]]
-                written = len(shard_records(bundle)) if models == [name] else 0
+                manifest = _manifest(bundle)
+                if [m["model"] for m in manifest["models"]] != [name] or "agents" not in manifest:
+                    continue
+                written = len(shard_records(bundle))
             except (OSError, ValueError, KeyError):  # still being written
                 continue
             if written >= cells:
@@ -187,9 +192,10 @@ def test_agents_up_then_two_runs_reuse_the_same_agent(fleet: Fleet, up: list[str
 
 
 def test_a_second_run_is_told_which_run_holds_the_agent(fleet: Fleet, up: list[str]) -> None:
-    holder = _spawn_eval(fleet, _config(fleet, "hold", SLOW))
+    holder = _spawn_eval(fleet, _config(fleet, "hold", HOLD))
     try:
-        bundle = _wait_for_bundle(fleet, "hold", 1)
+        bundle = _wait_for_bundle(fleet, "hold", 0)
+        assert any(f"serves run {bundle.name}" in x for x in _status(fleet))
         second = _eval(fleet, "second")
         assert second.returncode == 1
         errors = [x for x in second.stderr.splitlines() if x.startswith("error:")]
@@ -198,7 +204,6 @@ def test_a_second_run_is_told_which_run_holds_the_agent(fleet: Fleet, up: list[s
             f"{bundle.name}; an agent serves one measuring run at a time: wait for that run, "
             "or stop it"
         ]
-        assert any(f"serves run {bundle.name}" in x for x in _status(fleet))
     finally:
         holder.kill()
         holder.wait(timeout=30)
