@@ -95,6 +95,8 @@ CALL_TIMEOUT_S = 30.0
 together (s)."""
 NAME_FREE_TIMEOUT_S = 15.0
 """How long a replacement waits for a killed agent's name to be free (s)."""
+WARM_MODULES = ("touchstone_ray.engines.registry", "touchstone_ray.fleet.client_actor")
+"""What :meth:`HostAgent.warm` imports: the modules a run's client needs."""
 SETTINGS_ENV_PREFIX = "TOUCHSTONE_"
 """Environment variables with this prefix are part of :func:`agent_settings`."""
 
@@ -325,8 +327,10 @@ class HostAgent:
     async def warm(self) -> None:
         """Load what a run's client imports, and start the monitor actor (idle until a run
         uses it), so that the first run after ``agents up`` starts as fast as the next."""
-        import touchstone_ray.engines.registry
-        import touchstone_ray.fleet.client_actor  # noqa: F401
+        import importlib
+
+        for module in WARM_MODULES:  # by name: the client's module imports this one
+            importlib.import_module(module)
 
         if self._monitor is None:
             self._monitor = self._new_monitor(self.host, self.node_id)
