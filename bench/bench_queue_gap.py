@@ -1,10 +1,11 @@
 """The gap between two runs on one host: a queue's entries against ``eval`` commands run back
-to back, on one standing cluster.
+to back, on one standing cluster with its host agents up.
 
 A Ray head is started first (``ray start --head``, :class:`~touchstone_ray.fleet.local_head.
-LocalCluster`, outside every timed part) and one untimed eval warms it. Then, against one
-simulator process (every run its own model name, so the simulator's ``/sim/trace`` tells whose
-request it received when):
+LocalCluster`), then ``touchstone-ray agents up`` puts a host agent on it (the host's client
+process kept between runs, issue 30), and one untimed eval warms both: none of that is timed.
+Then, against one simulator process (every run its own model name, so the simulator's
+``/sim/trace`` tells whose request it received when):
 
 * ``queue``: ``touchstone-ray queue run Q --address A`` with ``--runs`` entries that all use the
   host ``local`` (one after another; no ``reset_command``, ``settle_s`` 0, ``report: false``, so
@@ -12,16 +13,18 @@ request it received when):
   ``entry_ended`` time in ``queue-state.jsonl``.
 * ``eval``: ``--runs`` ``touchstone-ray eval … --address A`` commands, each started as soon as
   the one before exited. Gap *k* = the first request of run *k+1* − the exit of run *k*.
+* ``queue_without_agents`` (unless ``--no-baseline``): after ``agents down``, the queue again,
+  each entry starting a client actor of its own (the figure before agents).
 
 Each gap is split where the time goes: ``scheduled`` (queue only: ``entry_ended`` →
 the next ``entry_started``), ``to_run_start`` (→ the bundle's ``run_start`` event: a process,
 its imports, joining Ray, loading pack and config), ``to_preflight`` (→ the host's
-``preflight`` event: its client actor started and the endpoint checked), ``to_model_start``
-(→ ``model_start``: the monitor's baseline tick), ``to_first_request`` (→ the simulator's
-first request of the run). The goal
-(issue 29): the queue's median gap ≤ 1 s. Prints one JSON summary on stdout.
+``preflight`` event: the host's agent attached, or its client actor started, and the endpoint
+checked), ``to_model_start`` (→ ``model_start``: the monitor's baseline tick),
+``to_first_request`` (→ the simulator's first request of the run). The goal (issue 29): the
+queue's median gap ≤ 1 s. Prints one JSON summary on stdout.
 
-    python bench/bench_queue_gap.py [--runs 6]
+    python bench/bench_queue_gap.py [--runs 6] [--no-baseline]
 """
 
 from __future__ import annotations
@@ -102,16 +105,19 @@ def _gaps(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {"per_gap": rows, **{k: spread([r[k] for r in rows]) for k in keys}}
 
 
-def bench_queue(work: Path, sim: SimProcess, address: str, env: dict[str, str], n: int) -> Any:
-    """Gaps of a queue of ``n`` entries on host ``local``."""
+def bench_queue(
+    work: Path, sim: SimProcess, address: str, env: dict[str, str], n: int, tag: str = "q"
+) -> Any:
+    """Gaps of a queue of ``n`` entries on host ``local`` (models and files named ``tag``)."""
     entries = []
     for k in range(n):
-        config = write_yaml(work / f"q{k}.yaml", _fleet(sim.url, f"q{k}", work / "unused"))
+        config = write_yaml(work / f"{tag}{k}.yaml", _fleet(sim.url, f"{tag}{k}", work / "unused"))
         entries.append(
             {"name": f"e{k}", "kind": "eval", "pack": "pack.yaml", "config": config.name,
              "report": False}
         )  # fmt: skip
-    queue = write_yaml(work / "night.yaml", {"out": "night", "entries": entries})
+    night = f"night-{tag}"
+    queue = write_yaml(work / f"{night}.yaml", {"out": night, "entries": entries})
     log(f"queue of {n} entries")
     done = subprocess.run(
         [str(CLI), "queue", "run", str(queue), "--address", address],
@@ -119,7 +125,7 @@ def bench_queue(work: Path, sim: SimProcess, address: str, env: dict[str, str], 
     )  # fmt: skip
     if done.returncode != 0:
         raise RuntimeError(f"queue run exited {done.returncode}: {done.stdout}{done.stderr}")
-    lines = (work / "night" / "queue-state.jsonl").read_text(encoding="utf-8").splitlines()
+    lines = (work / night / "queue-state.jsonl").read_text(encoding="utf-8").splitlines()
     events = [json.loads(x) for x in lines]
 
     def at(event: str, entry: str) -> float:
@@ -130,7 +136,7 @@ def bench_queue(work: Path, sim: SimProcess, address: str, env: dict[str, str], 
     rows = []
     for k in range(n - 1):
         ended, started = at("entry_ended", f"e{k}"), at("entry_started", f"e{k + 1}")
-        request = first[f"q{k + 1}"]
+        request = first[f"{tag}{k + 1}"]
         marks = _marks(bundles[f"e{k + 1}"])
         rows.append(
             {"run": k + 1, "gap_s": request - ended, "scheduled_s": started - ended}
@@ -163,33 +169,53 @@ def bench_evals(work: Path, sim: SimProcess, address: str, env: dict[str, str], 
     return _gaps(rows)
 
 
+def _agents(action: str, address: str, env: dict[str, str]) -> None:
+    """``touchstone-ray agents <action> --address A`` (not timed); raises when it fails."""
+    done = subprocess.run(
+        [str(CLI), "agents", action, "--address", address],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(f"agents {action} exited {done.returncode}: {done.stderr[-2000:]}")
+    log(done.stdout.strip())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=6, help="runs per side (gaps: runs − 1)")
+    parser.add_argument("--no-baseline", action="store_true", help="skip the queue without agents")
     args = parser.parse_args()
     from touchstone_ray.fleet.local_head import LocalCluster
 
+    baseline: Any = None
     with scratch("tsq") as work, SimProcess(**SIM) as sim:
         write_yaml(work / "pack.yaml", synthetic_pack(n_prompts=2, repeats=1, n_variants=1))
         log("ray start --head (not timed)")
         head = LocalCluster()
         try:
             env = head.client_env() | {"TERM": "dumb", "PYTHONUNBUFFERED": "1"}
-            warm = write_yaml(work / "warm.yaml", _fleet(sim.url, "warm", work / "warm"))
             deadline = time.monotonic() + 180
-            while True:  # the head takes a while to accept drivers; this run also warms it
-                done = subprocess.run(
-                    [str(CLI), "eval", "--pack", str(work / "pack.yaml"), "--config",
-                     str(warm), "--address", head.address],
-                    env=env, capture_output=True, text=True, timeout=600,
-                )  # fmt: skip
-                if done.returncode == 0 or time.monotonic() > deadline:
+            while True:  # the head takes a while to accept drivers
+                try:
+                    _agents("up", head.address, env)
                     break
-                time.sleep(2.0)
+                except RuntimeError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(2.0)
+            warm = write_yaml(work / "warm.yaml", _fleet(sim.url, "warm", work / "warm"))
+            done = subprocess.run(  # warms the head and the agent (not timed)
+                [str(CLI), "eval", "--pack", str(work / "pack.yaml"), "--config",
+                 str(warm), "--address", head.address],
+                env=env, capture_output=True, text=True, timeout=600,
+            )  # fmt: skip
             if done.returncode != 0:
                 raise RuntimeError(f"warm-up eval exited {done.returncode}: {done.stderr[-2000:]}")
             evals = bench_evals(work, sim, head.address, env, args.runs)
             queue = bench_queue(work, sim, head.address, env, args.runs)
+            if not args.no_baseline:
+                _agents("down", head.address, env)
+                baseline = bench_queue(work, sim, head.address, env, args.runs, tag="n")
         finally:
             head.stop()
     median = queue["gap_s"]["median"]
@@ -198,10 +224,15 @@ def main() -> None:
             {
                 "bench": "queue_gap",
                 "goal_s": GOAL_S,
+                "agents": True,
                 "queue": queue,
                 "eval_back_to_back": evals,
+                "queue_without_agents": baseline,
                 "queue_median_gap_s": median,
                 "eval_median_gap_s": evals["gap_s"]["median"],
+                "queue_without_agents_median_gap_s": (
+                    baseline["gap_s"]["median"] if baseline else None
+                ),
                 "goal_met": median is not None and median <= GOAL_S,
                 "median_of": len(queue["per_gap"]),
                 "machine": machine(),
@@ -209,7 +240,11 @@ def main() -> None:
             indent=2,
         )
     )
-    log(f"queue gap median {median} s, eval gap median {evals['gap_s']['median']} s")
+    log(
+        f"with agents: queue gap median {median} s, eval gap median "
+        f"{evals['gap_s']['median']} s"
+        + (f"; queue without agents {baseline['gap_s']['median']} s" if baseline else "")
+    )
 
 
 if __name__ == "__main__":

@@ -446,6 +446,20 @@ def queue_status(queue: QueueFileArgument) -> None:
 
 
 @app.command()
+def agents(
+    action: Annotated[str, typer.Argument(help="up | status | down")],
+    address: AddressOption = None,
+    debug: DebugOption = False,
+) -> None:
+    """The host agents of a standing cluster: up (one per node, runs reuse them), status
+    (each host's agent, version, uptime, the run it serves), down (none left)."""
+    _set_debug(debug)
+    from touchstone_ray.fleet.agent_admin import run_agents
+
+    raise typer.Exit(run_agents(action, address))
+
+
+@app.command()
 def ui(
     runs: Annotated[Path, typer.Option(help="Folder searched (recursively) for bundles.")] = Path(
         "runs"

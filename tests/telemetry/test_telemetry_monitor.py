@@ -210,3 +210,27 @@ def test_monitor_samples_the_engine_process_of_each_endpoint(node_id: str, tmp_p
     finally:
         srv.kill()
         srv.wait()
+
+
+def test_a_reset_monitor_starts_over_for_the_next_run(node_id: str) -> None:
+    """A host agent's monitor, reused by the next run: ``reset`` stops the sampling, drops
+    the buffer and the counts; ``start`` samples again, as the new host."""
+    from touchstone_ray.telemetry.monitor import HostMonitor
+
+    actor = HostMonitor.remote("first", node_id, INTERVAL_S, "off")  # type: ignore[attr-defined]
+    try:
+        ray.get(actor.start.remote(), timeout=30)
+        time.sleep(0.5)
+        assert ray.get(actor.stats.remote())["ticks"] >= 3
+        ray.get(actor.reset.remote("second", node_id, INTERVAL_S, "off"), timeout=30)
+        stats = ray.get(actor.stats.remote())
+        assert stats == {
+            "running": False, "ticks": 0, "buffered": 0, "dropped": 0, "last_error": None
+        }  # fmt: skip
+        ray.get(actor.start.remote(), timeout=30)
+        time.sleep(0.5)
+        rows = ray.get(actor.drain.remote())
+        assert len(rows) >= 3 and {r["host"] for r in rows} == {"second"}
+        assert ray.get(actor.stats.remote())["running"] is True
+    finally:
+        ray.kill(actor)

@@ -44,6 +44,7 @@ from touchstone_ray.bundle._judgements import (
 )
 from touchstone_ray.bundle._layout import JUDGE_ID_PATTERN, LIVE_FILES, Layout, ShardFolder
 from touchstone_ray.bundle._manifest import (
+    AgentEntry,
     ContextChoice,
     EmbedSettings,
     EngineFound,
@@ -72,6 +73,7 @@ __all__ = [
     "SECRET_HINTS",
     "STALE_AFTER_S",
     "TEMPLATE_VERSION",
+    "AgentEntry",
     "Bundle",
     "CacheFields",
     "ContextChoice",

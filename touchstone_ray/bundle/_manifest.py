@@ -331,6 +331,30 @@ class RayInfo(KeptObject):
     """The dashboard's http URL; ``None`` without a dashboard."""
 
 
+class AgentEntry(KeptObject):
+    """``agents.<host>``: the standing host agent whose client the latest run used (issue 30,
+    :mod:`touchstone_ray.fleet.agents`); absent where the run started its own client actor."""
+
+    name: str | None = None
+    """The agent's Ray actor name (``agent:<node id>``, namespace ``touchstone``)."""
+    node_id: str | None = None
+    """The Ray node it runs on."""
+    pid: int | None = None
+    """Its process id on that node."""
+    version: str | None = None
+    """Its code version (``<version>+<source hash>``), the driver's: checked on attach."""
+    settings_hash: str | None = None
+    """Its settings hash (Python, Ray, ``TOUCHSTONE_*`` variables), the driver's."""
+    started_at: Number | None = None
+    """Epoch s when the agent started."""
+    reused: bool | None = None
+    """The agent was up before this run (false: started for it)."""
+    replaced: str | None = None
+    """The line said when an agent of another version or settings was replaced, else null."""
+    taken_from: str | None = None
+    """The run whose dead driver still held the agent, else null."""
+
+
 class Manifest(KeptObject):
     """The fields of ``bundle.json``; every one optional on read (older bundles lack some)."""
 
@@ -380,6 +404,8 @@ class Manifest(KeptObject):
     samples in ``hosts/``); one line per host, written by finalize."""
     capacity: dict[str, dict[str, Any]] | None = None
     """Perf ``--capacity``: ``model|host`` → the search's result (as in ``summary.json``)."""
+    agents: dict[str, AgentEntry] | None = None
+    """Host → the standing host agent its client ran in (``agents up``); absent without."""
 
     def host(self, name: str) -> HostFacts:
         """The facts of host ``name``, added (empty) when the manifest has none yet."""

@@ -16,7 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
 
-from touchstone_ray.bundle import Bundle, EngineFound, Footprint
+from touchstone_ray.bundle import AgentEntry, Bundle, EngineFound, Footprint
 from touchstone_ray.config import FleetConfig, load_config
 from touchstone_ray.errors import writes_into
 from touchstone_ray.eval.driver import HostRun, MatrixRunner, Phase
@@ -26,14 +26,17 @@ from touchstone_ray.eval.sink import RecordSink
 from touchstone_ray.eval.startup import FleetStart
 from touchstone_ray.fleet import (
     PREFLIGHT_TIMEOUT_S,
+    AgentClient,
     MonitorSet,
     abort_guard,
     actor_ready_timeout_s,
+    agent_entries,
+    client_spec,
     close_actors,
     current_nodes,
     ensure_ray,
     resolve_hosts,
-    spawn_client,
+    start_clients,
 )
 from touchstone_ray.lang import count, lines
 from touchstone_ray.pack import Pack, load_pack
@@ -318,8 +321,8 @@ def _start_fleet(
     (ready, preflight, context check) then runs in the dispatcher (:mod:`.startup`)."""
     import ray
 
-    actors = {
-        host: spawn_client(
+    specs = {
+        host: client_spec(
             host,
             nodes[host].node_id,
             {p.label: p.spec for p in models},
@@ -334,8 +337,17 @@ def _start_fleet(
         )
         for host, models in plans.items()
     }
+    actors = start_clients(specs, bundle.root.name)  # a standing cluster's agents, if up
+    agents = agent_entries(actors)
+    if agents:
+        sink.event("agents", agents=agents)
+        bundle.update_manifest(agents={h: AgentEntry(**a) for h, a in agents.items()})
     monitors = MonitorSet(
-        bundle.root, config.monitor.interval_s, config.monitor.gpu, autodrain_s=1.0
+        bundle.root,
+        config.monitor.interval_s,
+        config.monitor.gpu,
+        autodrain_s=1.0,
+        agents={h: a for h, a in actors.items() if isinstance(a, AgentClient)},
     )
     targets = {
         host: [EngineTarget.from_spec(p.label, p.spec.model_dump()) for p in plans[host]]

@@ -5,6 +5,8 @@
 * :mod:`.dispatch` — the one dispatcher: every pinned actor's work as lanes;
 * :mod:`.actors` — a pinned actor's start (its first lane, the one ready timeout) and close;
 * :mod:`.abort` — the one finalize-on-abort path of a run (eval, perf, judge);
+* :mod:`.agents` — the standing host agents (``agents up``) that keep a host's client
+  process between runs, and :func:`start_clients`, a run's clients from them or its own;
 * :mod:`.client_actor` — the per-host client actor, with the :class:`Cell` it runs
   (:mod:`.cells`), the prompt it sends (:mod:`.prompts`) and its Ray metrics (:mod:`.metrics`);
 * :mod:`.monitors` — the driver's side of the host monitors (:mod:`touchstone_ray.telemetry`);
@@ -31,6 +33,13 @@ if TYPE_CHECKING:
         actor_ready_timeout_s,
         close_actors,
     )
+    from touchstone_ray.fleet.agents import (
+        AgentClient,
+        ClientSpec,
+        agent_entries,
+        agents_on,
+        start_clients,
+    )
     from touchstone_ray.fleet.cells import (
         TASK_NAMES_PER_MODEL,
         Cell,
@@ -38,6 +47,7 @@ if TYPE_CHECKING:
     from touchstone_ray.fleet.client_actor import (
         STREAMS_PER_PROCESS,
         HostClient,
+        client_spec,
         max_stream_workers,
         spawn_client,
         split_streams,
@@ -99,6 +109,12 @@ if TYPE_CHECKING:
     )
 
 _MODULE_OF: dict[str, str] = {
+    "AgentClient": "agents",
+    "ClientSpec": "agents",
+    "agent_entries": "agents",
+    "agents_on": "agents",
+    "start_clients": "agents",
+    "client_spec": "client_actor",
     "abort_guard": "abort",
     "StartLane": "actors",
     "actor_ready_timeout_s": "actors",
@@ -167,8 +183,10 @@ __all__ = [
     "STREAMS_PER_PROCESS",
     "TASK_NAMES_PER_MODEL",
     "WARMUP_PROMPT",
+    "AgentClient",
     "Call",
     "Cell",
+    "ClientSpec",
     "Dispatcher",
     "HostClient",
     "Lane",
@@ -180,9 +198,12 @@ __all__ = [
     "StartLane",
     "abort_guard",
     "actor_ready_timeout_s",
+    "agent_entries",
+    "agents_on",
     "call_deadline_s",
     "cell_messages",
     "check_hosts",
+    "client_spec",
     "close_actors",
     "cpu_model",
     "current_nodes",
@@ -210,6 +231,7 @@ __all__ = [
     "spawn_client",
     "spawn_pinned",
     "split_streams",
+    "start_clients",
     "start_failed_line",
     "start_local",
     "store_servers",

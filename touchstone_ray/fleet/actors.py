@@ -154,20 +154,27 @@ def close_actors(
 ) -> None:
     """End the actors of one run (``actors``: name → handle): ask each one not in ``lost``
     (names whose node or actor is gone) to ``close`` and wait for those calls at most
-    ``timeout_s`` (s) together, then kill every actor (never restarted). Never raises for an
-    actor that is already gone."""
+    ``timeout_s`` (s) together, then kill every actor (never restarted). A leased host agent
+    (:class:`~touchstone_ray.fleet.agents.AgentClient`) is released instead (its run's client
+    closed there) and stays up for the next run. Never raises for an actor that is already
+    gone."""
     if not actors:
         return
     import ray
+
+    from touchstone_ray.fleet.agents import AgentClient
 
     closing = []
     for name, actor in actors.items():
         if name not in lost:
             with contextlib.suppress(Exception):
-                closing.append(actor.close.remote())
+                closing.append(
+                    actor.release() if isinstance(actor, AgentClient) else actor.close.remote()
+                )
     if closing:
         with contextlib.suppress(Exception):
             ray.wait(closing, num_returns=len(closing), timeout=timeout_s)
     for actor in actors.values():
-        with contextlib.suppress(Exception):
-            ray.kill(actor, no_restart=True)
+        if not isinstance(actor, AgentClient):
+            with contextlib.suppress(Exception):
+                ray.kill(actor, no_restart=True)

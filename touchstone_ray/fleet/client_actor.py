@@ -26,7 +26,7 @@ import math
 import os
 import time
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import psutil
 
@@ -47,6 +47,9 @@ from touchstone_ray.fleet.prompts import (
     nonce_line,
 )
 from touchstone_ray.records import CellIdentity, EvalResponse
+
+if TYPE_CHECKING:
+    from touchstone_ray.fleet.agents import ClientSpec
 
 STREAMS_PER_PROCESS = 16
 """The most concurrent streams to one endpoint that one client process (one asyncio loop)
@@ -597,6 +600,45 @@ class HostClient:
         self._engines.clear()
 
 
+def client_spec(
+    host: str,
+    node_id: str,
+    models: Mapping[str, ModelSpec],
+    *,
+    name: str | None = None,
+    pack_id: str = "",
+    pack_version: int = 0,
+    sampling: dict[str, Any] | None = None,
+    max_attempts: int = 1,
+    scheduling: dict[str, Any] | None = None,
+    run_id: str = "",
+    actor_cls: type[HostClient] | None = None,
+    streams_per_process: int = STREAMS_PER_PROCESS,
+    max_workers: int | None = None,
+    language: str | None = None,
+) -> ClientSpec:
+    """How ``host``'s :class:`HostClient` (or the subclass ``actor_cls``) is built, for
+    :func:`~touchstone_ray.fleet.agents.start_clients` (a leased host agent or an actor of its
+    own); arguments as for :func:`spawn_client`. API keys are read from their env vars here,
+    on the driver, and travel only in memory."""
+    from touchstone_ray.fleet.agents import ClientSpec
+
+    specs = {
+        label: (
+            spec.model_dump(mode="json"),
+            os.environ.get(spec.api_key_env) if spec.api_key_env else None,
+        )
+        for label, spec in models.items()
+    }
+    args = (host, specs, pack_id, pack_version, sampling or {}, max_attempts, scheduling, run_id)
+    kwargs = {
+        "streams_per_process": streams_per_process,
+        "max_workers": max_workers,
+        "language": language,
+    }
+    return ClientSpec(host, node_id, actor_cls or HostClient, args, kwargs, name)
+
+
 def spawn_client(
     host: str,
     node_id: str,
@@ -621,27 +663,22 @@ def spawn_client(
     are read from their env vars here, on the driver, and travel only in memory."""
     from touchstone_ray.fleet.dispatch import spawn_pinned
 
-    specs = {
-        label: (
-            spec.model_dump(mode="json"),
-            os.environ.get(spec.api_key_env) if spec.api_key_env else None,
-        )
-        for label, spec in models.items()
-    }
-    return spawn_pinned(
-        actor_cls or HostClient,
-        node_id,
+    spec = client_spec(
         host,
-        specs,
-        pack_id,
-        pack_version,
-        sampling or {},
-        max_attempts,
-        scheduling,
-        run_id,
+        node_id,
+        models,
         name=name,
-        max_concurrency=1000,
+        pack_id=pack_id,
+        pack_version=pack_version,
+        sampling=sampling,
+        max_attempts=max_attempts,
+        scheduling=scheduling,
+        run_id=run_id,
+        actor_cls=actor_cls,
         streams_per_process=streams_per_process,
         max_workers=max_workers,
         language=language,
+    )
+    return spawn_pinned(
+        spec.cls, node_id, *spec.args, name=name, max_concurrency=1000, **spec.kwargs
     )

@@ -56,8 +56,12 @@ class MonitorSet:
         start_timeout_s: float = 60.0,
         buffer_size: int = DEFAULT_BUFFER,
         autodrain_s: float | None = None,
+        agents: Mapping[str, Any] | None = None,
     ) -> None:
         self.bundle_dir = Path(bundle_dir)
+        self.agents = dict(agents or {})
+        """Host → its leased host agent (:class:`~touchstone_ray.fleet.agents.AgentClient`):
+        that host's monitor is the agent's, reset for this run and never killed at the end."""
         self.interval_s = interval_s
         self.gpu_mode: GpuMode = gpu_mode
         self.call_timeout_s = call_timeout_s
@@ -125,9 +129,21 @@ class MonitorSet:
     def _spawn(
         self, host: str, node_id: str, engines: Sequence[EngineTarget], pids: Sequence[int]
     ) -> Any:
-        """A new monitor actor on ``node_id``, pinned hard, no CPU, never restarted (SPEC §8);
-        ``None`` (and ``host`` lost) if it cannot be created, e.g. its name is taken."""
+        """A new monitor actor on ``node_id``, pinned hard, no CPU, never restarted (SPEC §8),
+        or the host agent's, reset for this run (:attr:`agents`); ``None`` (and ``host``
+        lost) if it cannot be created, e.g. its name is taken."""
         try:
+            agent = self.agents.get(host)
+            if agent is not None:
+                ref = agent.monitor(
+                    host,
+                    self.interval_s,
+                    self.gpu_mode,
+                    self.buffer_size,
+                    list(engines),
+                    list(pids),
+                )
+                return ray.get(ref, timeout=self.start_timeout_s)
             return spawn_pinned(
                 HostMonitor,
                 node_id,
@@ -251,9 +267,10 @@ class MonitorSet:
                     self._write(host, samples)
                 except OSError as exc:
                     failed = failed or exc
-            for actor in self._actors.values():
-                with contextlib.suppress(Exception):
-                    ray.kill(actor, no_restart=True)
+            for host, actor in self._actors.items():
+                if host not in self.agents:  # an agent's monitor stays for the next run
+                    with contextlib.suppress(Exception):
+                        ray.kill(actor, no_restart=True)
             self._actors.clear()
             for writer in self._writers.values():
                 try:

@@ -27,6 +27,7 @@ from typing import Any, Literal, TextIO
 
 from touchstone_ray.fleet import (
     Call,
+    ClientSpec,
     Dispatcher,
     Lane,
     Pinned,
@@ -34,7 +35,7 @@ from touchstone_ray.fleet import (
     actor_ready_timeout_s,
     call_deadline_s,
     close_actors,
-    spawn_pinned,
+    start_clients,
 )
 from touchstone_ray.judging.client import AnswerJob, ReportJob, failed_outcome
 from touchstone_ray.judging.config import JudgeSpec
@@ -216,19 +217,18 @@ class JudgeDriver:
         from touchstone_ray.judging.client import JudgeClient
 
         ready_timeout_s = actor_ready_timeout_s()
-        for run in self.runs:
+        specs = {}
+        for i, run in enumerate(self.runs):
             spec = run.spec
             key = os.environ.get(spec.api_key_env) if spec.api_key_env else None
-            run.actor = spawn_pinned(
-                JudgeClient,
-                nodes[spec.id],
-                spec.model_dump(mode="json"),
-                key,
-                self.pack,
-                self.pack.sampling.seed,
-                name=f"judge:{spec.id}:{run_name}:{uuid.uuid4().hex[:6]}",
-                max_concurrency=1000,
-            )
+            args = (spec.model_dump(mode="json"), key, self.pack, self.pack.sampling.seed)
+            name = f"judge:{spec.id}:{run_name}:{uuid.uuid4().hex[:6]}"
+            host = spec.host or f"of judge {spec.id}"
+            specs[str(i)] = ClientSpec(host, nodes[spec.id], JudgeClient, args, name=name)
+        # a standing cluster's host agent where one is free (judging measures no speed)
+        clients = start_clients(specs, f"judge:{run_name}", measuring=False)
+        for i, run in enumerate(self.runs):
+            run.actor = clients[str(i)]
             lane = _JudgeLane(self, run)
             self._lanes[id(run)] = lane
             start = _JudgeStart(self, run, nodes[spec.id], ready_timeout_s)

@@ -13,10 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from touchstone_ray.engines.base import ChatRequest, ChatResult
-from touchstone_ray.fleet import HostClient, PromptCount, input_truncated, nonce_line, spawn_client
+from touchstone_ray.fleet import (
+    HostClient,
+    PromptCount,
+    client_spec,
+    input_truncated,
+    nonce_line,
+)
 from touchstone_ray.perf.plan import Point
 from touchstone_ray.perf.records import PerfResponse
 from touchstone_ray.perf.schedule import collector_paused, lockstep_rounds, send_lateness_s
@@ -27,6 +33,9 @@ from touchstone_ray.perf.workload import (
     forced_output,
     prompt_messages,
 )
+
+if TYPE_CHECKING:
+    from touchstone_ray.fleet.agents import ClientSpec
 
 
 class PerfClient(HostClient):
@@ -209,7 +218,7 @@ class PerfClient(HostClient):
         return record.model_dump(mode="json")
 
 
-def spawn_perf_client(
+def perf_client_spec(
     host: str,
     node_id: str,
     models: dict[str, Any],
@@ -219,10 +228,11 @@ def spawn_perf_client(
     max_attempts: int,
     run_id: str,
     temperature: float | None = 0.0,
-) -> Any:
-    """A :class:`PerfClient` actor pinned hard to ``node_id``, through
-    :func:`~touchstone_ray.fleet.client_actor.spawn_client`; ``models`` maps label → spec."""
-    return spawn_client(
+) -> ClientSpec:
+    """How ``host``'s :class:`PerfClient` is built (pinned hard to ``node_id``), for
+    :func:`~touchstone_ray.fleet.agents.start_clients`: a leased host agent or an actor of its
+    own; ``models`` maps label → spec."""
+    return client_spec(
         host,
         node_id,
         models,

@@ -26,10 +26,11 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-from touchstone_ray.bundle import Bundle, Footprint
+from touchstone_ray.bundle import AgentEntry, Bundle, Footprint
 from touchstone_ray.config import FleetConfig
 from touchstone_ray.engines.base import EngineSettings
 from touchstone_ray.fleet import (
+    AgentClient,
     Call,
     Dispatcher,
     Lane,
@@ -37,8 +38,10 @@ from touchstone_ray.fleet import (
     Pinned,
     PreflightStart,
     actor_ready_timeout_s,
+    agent_entries,
     call_deadline_s,
     close_actors,
+    start_clients,
     store_servers,
 )
 from touchstone_ray.perf.capacity import CapacitySearch, capacity_line, capacity_points
@@ -136,13 +139,13 @@ class PerfFleet:
         """Create each host's actor (pinned) and start the monitors (each within
         :class:`MonitorSet`'s own deadline), then put each host's lanes on the dispatcher;
         no actor is waited for here."""
-        from touchstone_ray.perf.client import spawn_perf_client
+        from touchstone_ray.perf.client import perf_client_spec
         from touchstone_ray.telemetry.engines import EngineTarget
 
         sched = self.config.scheduling.model_dump()
         sched["cache_bust"] = True
-        for host, models in self.plans.items():
-            self.actors[host] = spawn_perf_client(
+        specs = {
+            host: perf_client_spec(
                 host,
                 self.nodes[host].node_id,
                 {m.label: m.spec for m in models},
@@ -151,11 +154,18 @@ class PerfFleet:
                 max_attempts=self.config.scheduling.max_attempts,
                 run_id=self.bundle.root.name,
             )
+            for host, models in self.plans.items()
+        }
+        self.actors.update(start_clients(specs, self.bundle.root.name))  # agents, if up
+        agents = agent_entries(self.actors)
+        if agents:
+            self.bundle.update_manifest(agents={h: AgentEntry(**a) for h, a in agents.items()})
         self.monitors = MonitorSet(
             self.bundle.root,
             self.config.monitor.interval_s,
             self.config.monitor.gpu,
             autodrain_s=1.0,
+            agents={h: a for h, a in self.actors.items() if isinstance(a, AgentClient)},
         )
         targets = {
             h: [EngineTarget.from_spec(m.label, m.spec.model_dump()) for m in ms]

@@ -12,9 +12,11 @@ the stage's process like a cold one (signals, exit code, output files).
 
 The spare's own start (about 1–3 s of one core on the queue driver's node) runs while the stage
 before it starts, at nice 19 so that it takes no CPU that stage wants; it then sleeps on its
-stdin, and goes back to the queue's priority when it gets its stage (where raising a priority is
-allowed: root or ``CAP_SYS_NICE``; elsewhere the stage's driver stays at nice 19, the actors
-that measure are Ray's workers and keep theirs). Closing the stdin ends an unused spare.
+stdin. When it gets its stage, the queue sets it back to the queue's priority (so a spare still
+warming up, after a stage too short to leave it the time, finishes at that priority), and so
+does the spare itself (where raising a priority is allowed: root or ``CAP_SYS_NICE``; elsewhere
+the stage's driver stays at nice 19, the actors that measure are Ray's workers and keep
+theirs). Closing the stdin ends an unused spare.
 """
 
 from __future__ import annotations
@@ -44,8 +46,10 @@ class Spare:
     """One warm stage process of the queue driver (see the module text)."""
 
     def __init__(self, address: str | None, env: dict[str, str]) -> None:
+        self.priority = os.getpriority(os.PRIO_PROCESS, 0)
+        """The queue's priority, which the spare goes back to when it gets its stage."""
         at = ["--address", address] if address else []
-        at += ["--priority", str(os.getpriority(os.PRIO_PROCESS, 0))]
+        at += ["--priority", str(self.priority)]
         self.proc: subprocess.Popen[bytes] = subprocess.Popen(
             [sys.executable, "-m", "touchstone_ray.queue.spare", *at],
             stdin=subprocess.PIPE,
@@ -68,6 +72,9 @@ class Spare:
             stdin.close()
         except OSError:
             return None
+        # a spare still warming up finishes at the queue's priority, not at nice 19 (a short
+        # stage before it, e.g. one whose host agent was up, left it no time)
+        _reprioritize(self.priority, self.proc.pid)
         return self.proc
 
     def close(self) -> None:
@@ -89,10 +96,15 @@ def _spare_start() -> None:
     os.nice(WARM_NICE)
 
 
-def _reprioritize(priority: int) -> None:
-    """Every thread of this process back to ``priority`` (Linux: a nice value is per thread;
-    raising one's own priority needs ``CAP_SYS_NICE``: without it the stage stays low)."""
-    for tid in os.listdir("/proc/self/task"):
+def _reprioritize(priority: int, pid: int | None = None) -> None:
+    """Every thread of process ``pid`` (default this one) back to ``priority`` (Linux: a nice
+    value is per thread; raising a priority needs ``CAP_SYS_NICE``: without it the stage stays
+    low). Never raises (a process that is gone, no procfs)."""
+    try:
+        tids = os.listdir(f"/proc/{pid or 'self'}/task")
+    except OSError:
+        return
+    for tid in tids:
         with contextlib.suppress(OSError):
             os.setpriority(os.PRIO_PROCESS, int(tid), priority)
 

@@ -94,6 +94,19 @@ class HostMonitor:
         engines: Iterable[EngineTarget] = (),
         pids: Iterable[int] = (),
     ) -> None:
+        self._setup(host, node_id, interval_s, gpu_mode, buffer_size, root, engines, pids)
+
+    def _setup(
+        self,
+        host: str,
+        node_id: str | None,
+        interval_s: float,
+        gpu_mode: GpuMode,
+        buffer_size: int,
+        root: SysRoot | None,
+        engines: Iterable[EngineTarget],
+        pids: Iterable[int],
+    ) -> None:
         self.host = host
         self.interval_s = max(0.05, interval_s)  # a 0 or negative interval must not spin
         self._pids: frozenset[int] = frozenset(int(p) for p in pids)
@@ -215,6 +228,22 @@ class HostMonitor:
                 "dropped": self.dropped,
                 "last_error": self.last_error,
             }
+
+    def reset(
+        self,
+        host: str,
+        node_id: str | None,
+        interval_s: float = 0.5,
+        gpu_mode: GpuMode = "auto",
+        buffer_size: int = DEFAULT_BUFFER,
+        engines: Iterable[EngineTarget] = (),
+        pids: Iterable[int] = (),
+    ) -> None:
+        """Start over as a new monitor (arguments as for the constructor): stop sampling if it
+        runs, drop what is buffered, forget the counts; :meth:`start` then starts sampling
+        again. A host agent's monitor, reused by the next run, is reset by that run."""
+        self.stop()
+        self._setup(host, node_id, interval_s, gpu_mode, buffer_size, None, engines, pids)
 
     def stop(self) -> list[dict[str, Any]]:
         """Stop sampling, release NVML, and return the final drain."""
