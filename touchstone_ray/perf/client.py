@@ -211,12 +211,13 @@ class PerfClient(HostClient):
             watch = asyncio.create_task(sampler(start_mono))
             for run in todo:
                 offset = offsets[run - 1]
-                delay = start_mono + offset - loop.time()
-                if delay > 0:
-                    await asyncio.sleep(delay)
+                scheduled = start_wall + offset  # on the clock of sent_at (time.time())
+                if scheduled - time.time() > 0:
+                    await asyncio.sleep(scheduled - time.time())
+                while time.time() < scheduled:  # the loop wakes up to its clock resolution early
+                    await asyncio.sleep(0)
                 if reason is not None:
                     break
-                scheduled = start_wall + offset
                 if in_flight >= p.max_in_flight:
                     reason = f"{in_flight} requests out at once reached --max-in-flight"
                     dropped = ChatResult(
