@@ -125,24 +125,24 @@ def test_a_growing_queue_is_saturated_and_a_steady_one_is_not() -> None:
 
 
 def test_sweep_rates_and_the_highest_sustainable_rate() -> None:
-    assert sweep_rates(2.0, 10.0, 5) == [2.0, 4.0, 6.0, 8.0, 10.0]
-    assert sweep_rates(4.0, 4.0, 2) == [2.0, 4.0]
+    assert sweep_rates(2.0, 10.0, 3) == [4.0, 6.0, 8.0]
+    assert sweep_rates(4.0, 4.0, 3) == [1.0, 2.0, 3.0]
     search = SweepSearch(3, 4, {})
     assert search.next == ("closed", 1)
     search.record({"wall_s": 2.0, "n_ok": 8})  # 4 requests/s
     assert search.next == ("closed", 4)
-    search.record({"wall_s": 1.0, "n_ok": 8})  # 8 requests/s
-    assert search.next == ("rate", 4.0)
+    search.record({"wall_s": 1.0, "n_ok": 16})  # 16 requests/s
+    assert search.next == ("rate", 7.0)
     for saturated in (False, False, True):
         search.record({"saturated": saturated, "dropped": 0})
     assert search.next is None
-    assert [r["rate"] for r in search.rates] == [4.0, 6.0, 8.0]
-    assert search.result is not None and search.result["rate"] == 6.0
+    assert [r["rate"] for r in search.rates] == [7.0, 10.0, 13.0]
+    assert search.result is not None and search.result["rate"] == 10.0
     with_slo = SweepSearch(2, 1, {"ttft": 0.5})
-    with_slo.record({"wall_s": 1.0, "n_ok": 4})
+    with_slo.record({"wall_s": 1.0, "n_ok": 3})
     with_slo.record({"slo_share": 0.95})
     with_slo.record({"slo_share": 0.5})
-    assert with_slo.result is not None and with_slo.result["rate"] == 2.0
+    assert with_slo.result is not None and with_slo.result["rate"] == 1.0
 
 
 # --- end to end on the simulator -----------------------------------------------------------
@@ -253,8 +253,7 @@ def test_sweep_finds_a_sustainable_rate_below_the_saturation_throughput(tmp_path
     assert c1 == pytest.approx(1 / SERVICE_S, rel=0.25)
     assert sat == pytest.approx(CAPACITY_RPS, rel=0.25)
     assert [r["rate"] for r in entry["rates"]] == sweep_rates(c1, sat, 3)
-    assert entry["sustainable_rate"] is not None
-    assert entry["sustainable_rate"] <= float(f"{sat:.4g}")  # the rates carry 4 digits
+    assert entry["sustainable_rate"] is not None and entry["sustainable_rate"] < sat
     assert entry["line"] in done.stdout.splitlines()
     from touchstone_ray.report.compare import compare_rows, render_compare
 

@@ -123,18 +123,17 @@ def capacity_points(
 
 
 def sweep_rates(low_rps: float, high_rps: float, k: int) -> list[float]:
-    """``k`` offered rates (requests/s) evenly spaced from ``low_rps`` to ``high_rps``, both
-    included (GuideLLM's ``sweep``: its constant rates lie between the synchronous and the
-    throughput rate); rounded to 4 significant digits (they name the points). When the two
-    are (nearly) equal, ``k`` rates up to the higher one: ``high × i / k``."""
+    """``k`` offered rates (requests/s) evenly spaced strictly between ``low_rps`` and
+    ``high_rps``: ``low + (high − low) × i / (k + 1)`` for i = 1 … k (GuideLLM's ``sweep``
+    puts its constant rates between the synchronous and the throughput rate the same way);
+    rounded to 4 significant digits (they name the points). When the two are (nearly) equal
+    (no gain from parallel requests) the rates run from 0 instead: ``high × i / (k + 1)``."""
     lo, hi = sorted((low_rps, high_rps))
     if hi <= 0:
         raise ValueError(f"the closed-loop throughput must be > 0 requests/s, not {hi}")
     if hi <= lo * 1.01:
-        rates = [hi * (i + 1) / k for i in range(k)]
-    else:
-        rates = [lo + (hi - lo) * i / (k - 1) for i in range(k)]
-    return [float(f"{r:.4g}") for r in rates]
+        lo = 0.0
+    return [float(f"{lo + (hi - lo) * i / (k + 1):.4g}") for i in range(1, k + 1)]
 
 
 def sustainable(figures: dict[str, Any], slo: dict[str, float]) -> bool:
@@ -153,7 +152,8 @@ class SweepSearch:
 
     First the closed loop at concurrency 1 and at ``saturation_concurrency`` (each one's
     throughput = ok requests / the point's wall time, requests/s), then ``k`` open-loop
-    rates spread between the two (:func:`sweep_rates`). Then :attr:`result` is the highest
+    rates spread between the two (:func:`sweep_rates`), so the sustainable rate lies below
+    the closed-loop throughput at saturation. Then :attr:`result` is the highest
     rate that is :func:`sustainable` (its goodput beside it), ``None`` when none is."""
 
     def __init__(self, k: int, saturation_concurrency: int, slo: dict[str, float]) -> None:
