@@ -282,3 +282,21 @@ def test_bad_open_loop_flags_exit_2_with_one_line(tmp_path: Path) -> None:
         assert done.returncode == 2, (args, done.stderr)
         assert done.stderr.strip().splitlines() == [message], args
     assert not (tmp_path / "runs").exists()
+
+
+def test_every_open_loop_head_names_a_glossary_entry_in_both_languages() -> None:
+    """The rate points' and the sweep's column heads: an identity, or a figure whose glossary
+    entry (English and German, lined up by position) gives its tooltip."""
+    from touchstone_ray import lang
+    from touchstone_ray.perf.report import HEAD_TERMS, RATES_HEAD, SWEEP_HEAD
+
+    identities = {"model", "host", "context", "n", "prompt tokens", "line"}
+    for head in (*RATES_HEAD, *SWEEP_HEAD):
+        if head in identities:
+            continue
+        term = HEAD_TERMS[head]
+        assert lang.header_tip("en", head, HEAD_TERMS) is not None, head
+        name, definition, unit = lang.glossary_entry("de", term)
+        assert name and definition and unit, term
+    assert lang.glossary_entry("de", "Sustainable rate")[0] == "Tragbare Rate"
+    assert lang.glossary_entry("de", "Saturated")[2] == "ja/nein"
