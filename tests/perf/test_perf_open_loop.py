@@ -26,6 +26,7 @@ from touchstone_ray.perf.capacity import SweepSearch, sweep_rates
 from touchstone_ray.perf.plan import OpenLoop
 from touchstone_ray.perf.schedule import (
     SATURATION_WINDOW_S,
+    SaturationWatch,
     arrival_offsets,
     saturation_test,
 )
@@ -122,6 +123,23 @@ def test_a_growing_queue_is_saturated_and_a_steady_one_is_not() -> None:
     slow = saturation_test(list(t), list(0.5 * t))
     assert slow is not None and not slow.saturated and slow.ci_low_per_s > 0
     assert saturation_test([0.0, 1.0, 2.0], [0.0, 5.0, 10.0]) is None  # shorter than W
+
+
+def test_saturated_only_when_the_queue_keeps_growing_for_a_whole_window() -> None:
+    """A queue growing 5 requests/s is saturated 2 W s in (tests from W s, all growing for
+    W s); a 2.5 s burst of the same growth followed by a steady queue never is."""
+    grows = SaturationWatch()
+    found = None
+    t = 0.0
+    while found is None and t < 20:
+        found = grows.sample(t, int(5 * t))
+        t = round(t + 0.05, 2)
+    assert found is not None and "growing for" in found
+    assert 2 * SATURATION_WINDOW_S <= t <= 2 * SATURATION_WINDOW_S + 0.5
+    burst = SaturationWatch()
+    for i in range(400):  # 20 s
+        t = i * 0.05
+        assert burst.sample(t, int(5 * min(t, 2.5)) + i % 2) is None, t
 
 
 def test_sweep_rates_and_the_highest_sustainable_rate() -> None:

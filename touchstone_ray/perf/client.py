@@ -24,10 +24,9 @@ from touchstone_ray.perf.plan import Point
 from touchstone_ray.perf.records import PerfResponse
 from touchstone_ray.perf.schedule import (
     SATURATION_SAMPLE_S,
-    SATURATION_WINDOW_S,
+    SaturationWatch,
     collector_paused,
     lockstep_rounds,
-    saturation_test,
     send_lateness_s,
     warm_saturation_test,
 )
@@ -42,8 +41,6 @@ from touchstone_ray.perf.workload import (
 OPEN_LOOP_LEAD_S = 0.02
 """An open-loop point's first request is due this long (s) after its requests are built, so
 the first send is not late by the set-up itself."""
-SATURATION_TEST_EVERY_S = 0.25
-"""How often (s) the open loop runs :func:`~.schedule.saturation_test` on its samples."""
 
 
 class PerfClient(HostClient):
@@ -161,13 +158,12 @@ class PerfClient(HostClient):
         """The open loop of point ``p`` (:mod:`.schedule`): after one discarded warm-up
         request, request ``run`` is due at the point's start + ``p.offsets()[run − 1]`` and is
         sent then whatever is in flight; one due while ``p.max_in_flight`` are out is recorded
-        ``dropped`` and ends the sending. A sampler records the in-flight count every
-        :data:`~.schedule.SATURATION_SAMPLE_S` s and runs
-        :func:`~.schedule.saturation_test` on the samples from
-        :data:`~.schedule.SATURATION_WINDOW_S` s on; once it finds the point saturated, no
-        more requests are sent. Requests already out are awaited (their figures are kept and
-        the point is labelled ``saturated`` with the reason). Returns ``(run, result,
-        scheduled_at, open-loop fields)`` in the order sent."""
+        ``dropped`` and ends the sending. A sampler gives the in-flight count every
+        :data:`~.schedule.SATURATION_SAMPLE_S` s to a :class:`~.schedule.SaturationWatch`;
+        once it finds the point saturated, no more requests are sent. Requests already out
+        are awaited (their figures are kept and the point is labelled ``saturated`` with the
+        reason). Returns ``(run, result, scheduled_at, open-loop fields)`` in the order
+        sent."""
         offsets = p.offsets()
         warm_saturation_test()
         todo = {run: request(p.key(run)) for run in range(first_run, p.runs + 1)}
@@ -189,20 +185,9 @@ class PerfClient(HostClient):
 
         async def sampler(start_mono: float) -> None:
             nonlocal reason
-            times: list[float] = []
-            counts: list[float] = []
-            next_test = SATURATION_WINDOW_S * 2
+            watch = SaturationWatch()
             while sending and reason is None:
-                now = loop.time() - start_mono
-                if now >= SATURATION_WINDOW_S:
-                    times.append(now)
-                    counts.append(in_flight)
-                if now >= next_test:
-                    next_test = now + SATURATION_TEST_EVERY_S
-                    verdict = saturation_test(times, counts)
-                    if verdict is not None and verdict.saturated:
-                        reason = verdict.reason
-                        return
+                reason = watch.sample(loop.time() - start_mono, in_flight)
                 await asyncio.sleep(SATURATION_SAMPLE_S)
 
         with collector_paused():

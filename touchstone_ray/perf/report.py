@@ -316,9 +316,9 @@ def _open_loop_blocks(
             (
                 "Requests sent at the offered rate whatever is in flight (constant or seeded "
                 "Poisson arrivals). A point is saturated when its in-flight count kept growing "
-                "(least-squares slope over the last 3 s with its 95 % interval above zero) or a "
-                "request was dropped at --max-in-flight; it stopped early and its figures are "
-                "kept.",
+                "(the least-squares slope over the last 3 s kept its 95 % interval above zero "
+                "for 3 s) or a request was dropped at --max-in-flight; it stopped early and its "
+                "figures are kept.",
             )
         )
     )

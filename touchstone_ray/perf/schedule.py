@@ -14,8 +14,8 @@ Two ways to keep ``concurrency`` requests in flight:
 * **open loop** (``--rate R``, as GuideLLM's ``constant`` and ``poisson`` profiles): requests
   are due on a schedule fixed before the point starts (:func:`arrival_offsets`) whatever the
   server does; a request due while ``--max-in-flight`` are out is recorded ``dropped``, never
-  sent late. The point stops early, ``saturated``, when :func:`saturation_test` finds the
-  in-flight count growing for good.
+  sent late. The point stops early, ``saturated``, when :class:`SaturationWatch` finds the
+  in-flight count growing for good (:func:`saturation_test` for W s running).
 
 Send lateness (SPEC §7b ``send_lateness_s``) = ``sent_at`` − ``scheduled_at``, s: the load
 generator's own delay between "due" and "the request headers were written" (building the
@@ -39,14 +39,17 @@ ARRIVALS: tuple[Arrival, ...] = ("constant", "poisson")
 MAX_IN_FLIGHT = 256
 """``--max-in-flight`` default: requests out at once beyond which a due one is ``dropped``."""
 SATURATION_WINDOW_S = 3.0
-"""W (s): the sliding window of :func:`saturation_test`; the first test covers
-``[W, 2 W]`` s into the point (the first W s are the ramp-up to the steady in-flight count)."""
+"""W (s): the sliding window of :func:`saturation_test`, and how long it must keep finding
+growth before :class:`SaturationWatch` calls the point saturated (so at the earliest 2 W s
+into the point; a ramp-up to a steady in-flight count shorter than W never counts)."""
 SATURATION_SAMPLE_S = 0.05
 """How often (s) the open loop samples its in-flight count for :func:`saturation_test`."""
 SATURATION_MIN_GROWTH = 4.0
 """Least growth (requests) of the fitted in-flight line over one window for it to count: a
 slope whose CI is above zero but that adds under this many requests in W s is noise around
 a steady queue, not a server falling behind."""
+SATURATION_TEST_EVERY_S = 0.25
+"""How often (s) :class:`SaturationWatch` runs :func:`saturation_test`."""
 SATURATION_CONFIDENCE = 0.95
 """Two-sided confidence of the slope's interval in :func:`saturation_test`."""
 
@@ -184,6 +187,43 @@ def saturation_test(
         else ""
     )
     return SaturationVerdict(saturated, slope, low, reason)
+
+
+class SaturationWatch:
+    """The over-saturation stop of one open-loop point: :meth:`sample` takes the in-flight
+    count (requests) at ``t`` s from the point's start; every :data:`SATURATION_TEST_EVERY_S`
+    s from ``window_s`` on it runs :func:`saturation_test` on the last ``window_s`` s, and
+    :meth:`sample` returns the reason (one line) once every test of the last ``window_s`` s
+    found the in-flight count growing: the slope's CI stayed above zero for W s. A burst
+    of arrivals (Poisson) or a server that stalls for a moment makes one window grow, not
+    every window for W s; a queue that grows for good does."""
+
+    def __init__(self, window_s: float = SATURATION_WINDOW_S) -> None:
+        self.window_s = window_s
+        self.times: list[float] = []
+        self.counts: list[float] = []
+        self.growing_since: float | None = None
+        """``t`` (s) of the first test of the current run of tests that all found growth."""
+        self._next_test = window_s
+
+    def sample(self, t: float, in_flight: int) -> str | None:
+        """Record one sample; the reason once the point is saturated, else ``None``."""
+        self.times.append(t)
+        self.counts.append(float(in_flight))
+        while len(self.times) > 1 and self.times[1] <= t - self.window_s:
+            del self.times[0], self.counts[0]  # keep one sample at or before t − W: a full W
+        if t < self._next_test:
+            return None
+        self._next_test = t + SATURATION_TEST_EVERY_S
+        verdict = saturation_test(self.times, self.counts, self.window_s)
+        if verdict is None or not verdict.saturated:
+            self.growing_since = None
+            return None
+        if self.growing_since is None:
+            self.growing_since = t
+        if t - self.growing_since < self.window_s:
+            return None
+        return f"{verdict.reason}, growing for {t - self.growing_since:.3g} s"
 
 
 def warm_saturation_test() -> None:

@@ -359,9 +359,9 @@ GLOSSARY: tuple[tuple[str, str, str], ...] = (
     (
         "Überlastet",
         "Ein Open-Loop-Punkt endete früh, weil der Server dauerhaft zurückfiel: die Steigung "
-        "der Kleinste-Quadrate-Geraden der offenen Anfragen über die Zeit in den letzten 3 s lag "
-        "mit ihrem 95-%-Intervall über null und wuchs um ≥ 4 Anfragen, oder eine Anfrage wurde "
-        "verworfen. Seine Werte bleiben erhalten.",
+        "der Kleinste-Quadrate-Geraden der offenen Anfragen über die letzten 3 s blieb 3 s lang "
+        "mit ihrem 95-%-Intervall über null (und ≥ 4 Anfragen Zuwachs), oder eine Anfrage "
+        "wurde verworfen. Seine Werte bleiben erhalten.",
         "ja/nein",
     ),
     (

@@ -350,8 +350,8 @@ GLOSSARY: tuple[tuple[str, str, str], ...] = (
     (
         "Saturated",
         "An open-loop point stopped early because the server fell behind for good: the "
-        "least-squares slope of in-flight over time in the last 3 s had its 95 % interval above "
-        "zero and grew ≥ 4 requests, or a request was dropped. Its figures are kept.",
+        "least-squares slope of in-flight over the last 3 s kept its 95 % interval above zero "
+        "(and ≥ 4 requests of growth) for 3 s, or a request was dropped. Its figures are kept.",
         "yes/no",
     ),
     (
