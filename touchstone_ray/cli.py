@@ -135,7 +135,9 @@ def perf(
     address: AddressOption = None,
     models: Annotated[str | None, typer.Option(help="Comma-separated model ids.")] = None,
     contexts: Annotated[str, typer.Option(help="Prompt lengths in tokens: 256,1k,4k.")] = "1k,4k",
-    concurrency: Annotated[str, typer.Option(help="Requests in flight: 1,2,4.")] = "1,2,4",
+    concurrency: Annotated[
+        str | None, typer.Option(help="Requests in flight: 1,2,4 (the default).")
+    ] = None,
     output_tokens: Annotated[int, typer.Option(help="Completion tokens per request.")] = 128,
     runs: Annotated[int, typer.Option(help="Requests per point after the warm-up.")] = 8,
     slo: Annotated[str | None, typer.Option(help="Targets in s: ttft=0.5,tpot=0.05.")] = None,
@@ -156,11 +158,36 @@ def perf(
         bool,
         typer.Option(help="Send each point's requests in rounds of --concurrency, together."),
     ] = False,
+    rate: Annotated[
+        str | None,
+        typer.Option(help="Open loop: offered rates in requests/s per model and host: 2,5,10."),
+    ] = None,
+    arrival: Annotated[
+        str, typer.Option(help="Open loop: arrivals 'constant' or 'poisson' (seeded).")
+    ] = "constant",
+    duration: Annotated[
+        float | None, typer.Option(help="Open loop: s of arrivals per rate (default 30).")
+    ] = None,
+    requests: Annotated[
+        int | None, typer.Option(help="Open loop: requests per rate instead of --duration.")
+    ] = None,
+    max_in_flight: Annotated[
+        int, typer.Option(help="Open loop: beyond this many out a due request is dropped.")
+    ] = 256,
+    seed: Annotated[int, typer.Option(help="Open loop: seed of the Poisson arrivals.")] = 0,
+    sweep: Annotated[
+        bool,
+        typer.Option(
+            help="Closed loop at c=1 and the highest --concurrency, then rates between: "
+            "the highest sustainable rate under --slo."
+        ),
+    ] = False,
+    sweep_points: Annotated[int, typer.Option(help="--sweep: open-loop rates (≥ 2).")] = 6,
     debug: DebugOption = False,
 ) -> None:
     """Speed benchmark per model and host (SPEC §7b); print the bundle path last."""
     _set_debug(debug)
-    from touchstone_ray.perf.plan import parse_slo, parse_tokens
+    from touchstone_ray.perf.plan import parse_rates, parse_slo, parse_tokens
     from touchstone_ray.perf.run import PerfOptions, run_perf
 
     outcome = run_perf(
@@ -169,7 +196,7 @@ def perf(
             address=address,
             models=_ids(models),
             contexts=parse_tokens(contexts, "--contexts"),
-            concurrency=parse_tokens(concurrency, "--concurrency"),
+            concurrency=parse_tokens(concurrency or "1,2,4", "--concurrency"),
             output_tokens=output_tokens,
             runs=runs,
             slo=parse_slo(slo),
@@ -181,6 +208,15 @@ def perf(
             out=out,
             resume=resume,
             lockstep=lockstep,
+            rates=parse_rates(rate) if rate is not None else None,
+            arrival=arrival,
+            duration_s=duration,
+            requests=requests,
+            max_in_flight=max_in_flight,
+            seed=seed,
+            sweep=sweep,
+            sweep_points=sweep_points,
+            concurrency_given=concurrency is not None,
         )
     )
     raise typer.Exit(outcome.exit_code)

@@ -216,11 +216,21 @@ class PointEntry(KeptObject):
     """Requests planned (at least one per stream in flight)."""
     cached: bool | None = None
     """The cached variant (the same prompt each time)."""
+    rate: Number | None = None
+    """Open-loop point: offered rate (requests/s); ``None`` for a closed-loop one."""
+    arrival: str | None = None
+    """Open-loop point: ``constant`` or ``poisson``."""
+    seed: int | None = None
+    """Open-loop point: seed of the Poisson schedule."""
+    max_in_flight: int | None = None
+    """Open-loop point: requests out at once beyond which a due one is ``dropped``."""
 
     @property
     def prefix(self) -> str:
-        """``model|host|context|concurrency``: the request key without its run."""
-        return f"{self.model}|{self.host}|{self.context}|{self.concurrency}"
+        """``model|host|context|concurrency`` (``r<rate>`` for an open-loop point): the request
+        key without its run."""
+        load = str(self.concurrency) if self.rate is None else f"r{self.rate:g}"
+        return f"{self.model}|{self.host}|{self.context}|{load}"
 
 
 class EmbedSettings(KeptObject):
@@ -253,6 +263,9 @@ class PerfSettings(KeptObject):
     """``closed-loop`` | ``lockstep``; absent in bundles from before it (closed loop)."""
     embed: EmbedSettings | None = None
     """``--embed`` settings; absent without it."""
+    open_loop: dict[str, Any] | None = None
+    """``--rate`` / ``--sweep``: ``{rates (requests/s), arrival, duration_s, requests,
+    max_in_flight, seed, sweep, sweep_points}``; absent without them."""
 
 
 class TemplateCheck(KeptObject):
@@ -406,6 +419,8 @@ class Manifest(KeptObject):
     """Perf ``--capacity``: ``model|host`` → the search's result (as in ``summary.json``)."""
     agents: dict[str, AgentEntry] | None = None
     """Host → the standing host agent its client ran in (``agents up``); absent without."""
+    sweep: dict[str, dict[str, Any]] | None = None
+    """Perf ``--sweep``: ``model|host`` → the rate sweep's result (as in ``summary.json``)."""
 
     def host(self, name: str) -> HostFacts:
         """The facts of host ``name``, added (empty) when the manifest has none yet."""

@@ -99,6 +99,7 @@ def count(lang: str, n: int, noun: str) -> str:
 METRIC_TERMS: dict[str, str] = {
     # scorecard labels
     "quality": "Quality %",
+    "sustainable_rps": "Sustainable rate",
     "level": "Level",
     "ko": "K.-o.",
     "red_flags": "Red flag / green flag",

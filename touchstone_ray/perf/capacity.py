@@ -120,3 +120,102 @@ def capacity_points(
         }
         for c, share in sorted(tried.items())
     ]
+
+
+def sweep_rates(low_rps: float, high_rps: float, k: int) -> list[float]:
+    """``k`` offered rates (requests/s) evenly spaced strictly between ``low_rps`` and
+    ``high_rps``: ``low + (high − low) × i / (k + 1)`` for i = 1 … k (GuideLLM's ``sweep``
+    puts its constant rates between the synchronous and the throughput rate the same way);
+    rounded to 4 significant digits (they name the points). When the two are (nearly) equal
+    (no gain from parallel requests) the rates run from 0 instead: ``high × i / (k + 1)``."""
+    lo, hi = sorted((low_rps, high_rps))
+    if hi <= 0:
+        raise ValueError(f"the closed-loop throughput must be > 0 requests/s, not {hi}")
+    if hi <= lo * 1.01:
+        lo = 0.0
+    return [float(f"{lo + (hi - lo) * i / (k + 1):.4g}") for i in range(1, k + 1)]
+
+
+def sustainable(figures: dict[str, Any], slo: dict[str, float]) -> bool:
+    """Whether an open-loop point (its ``summary.json`` figures) is sustained: not
+    ``saturated``, nothing ``dropped``, and, with an SLO, at least :data:`SLO_SHARE` of its
+    requests meet it (:func:`meets`)."""
+    if figures.get("saturated") or figures.get("dropped"):
+        return False
+    return not slo or meets(figures.get("slo_share"))
+
+
+class SweepSearch:
+    """``perf --sweep`` one step at a time: :attr:`next` is the next point to run (``None``
+    once over), as ``("closed", concurrency)`` or ``("rate", requests/s)``; :meth:`record`
+    takes its figures (``summary.json``'s per-point dict).
+
+    First the closed loop at concurrency 1 and at ``saturation_concurrency`` (each one's
+    throughput = ok requests / the point's wall time, requests/s), then ``k`` open-loop
+    rates spread between the two (:func:`sweep_rates`), so the sustainable rate lies below
+    the closed-loop throughput at saturation. Then :attr:`result` is the highest
+    rate that is :func:`sustainable` (its goodput beside it), ``None`` when none is."""
+
+    def __init__(self, k: int, saturation_concurrency: int, slo: dict[str, float]) -> None:
+        self.k = k
+        self.saturation_concurrency = saturation_concurrency
+        self.slo = slo
+        self.closed_rps: dict[int, float | None] = {}
+        self.rates: list[dict[str, Any]] = []
+        self.next: tuple[str, float] | None = ("closed", 1)
+        self._todo: list[float] = []
+
+    def record(self, figures: dict[str, Any]) -> None:
+        """The figures of the point :attr:`next` named."""
+        if self.next is None:
+            raise RuntimeError("the sweep is over")
+        kind, value = self.next
+        if kind == "closed":
+            wall, n_ok = figures.get("wall_s"), figures.get("n_ok") or 0
+            self.closed_rps[int(value)] = n_ok / wall if wall else None
+            if int(value) == 1 and self.saturation_concurrency > 1:
+                self.next = ("closed", self.saturation_concurrency)
+                return
+            rps = [r for r in self.closed_rps.values() if r]
+            if not rps:
+                self.next = None
+                return
+            self._todo = sweep_rates(min(rps), max(rps), self.k)
+        else:
+            self.rates.append(
+                {
+                    "rate": value,
+                    "achieved_rate": figures.get("achieved_rate"),
+                    "saturated": bool(figures.get("saturated")),
+                    "dropped": figures.get("dropped") or 0,
+                    "slo_share": figures.get("slo_share"),
+                    "goodput_rps": figures.get("goodput_rps"),
+                    "sustainable": sustainable(figures, self.slo),
+                }
+            )
+        self.next = ("rate", self._todo.pop(0)) if self._todo else None
+
+    @property
+    def result(self) -> dict[str, Any] | None:
+        """The highest sustainable rate's entry of :attr:`rates`, ``None`` when none is."""
+        ok = [r for r in self.rates if r["sustainable"]]
+        return max(ok, key=lambda r: float(r["rate"])) if ok else None
+
+
+def sweep_line(model: str, host: str, best: dict[str, Any] | None, slo: dict[str, float]) -> str:
+    """``M on H: sustains 7.5 requests/s (goodput 7.2 requests/s with TTFT < 0.5 s for 90 %)``;
+    ``M on H: no rate sustained`` when none is."""
+    if best is None:
+        return f"{model} on {host}: no rate of the sweep sustained"
+    parts = []
+    if "ttft" in slo:
+        parts.append(f"TTFT < {slo['ttft']:g} s")
+    if "tpot" in slo:
+        parts.append(f"≥ {1 / slo['tpot']:g} tok/s")
+    good = best.get("goodput_rps")
+    tail = (
+        f" (goodput {good:.3g} requests/s with {' and '.join(parts)} for {SLO_SHARE * 100:.0f} %)"
+        if parts and good is not None
+        else ""
+    )
+    return f"{model} on {host}: sustains {best['rate']:g} requests/s{tail}"

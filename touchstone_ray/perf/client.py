@@ -6,12 +6,15 @@ A point runs inside the actor (the host's node), so the loop's clock is the serv
 (closed loop), or rounds of ``concurrency`` requests go out together (``--lockstep``), until
 ``runs`` requests are done, after one discarded warm-up round (:mod:`.schedule`). Every
 request has its own nonce line (cache-busted, a cold TTFT) except in the cached variant,
-which sends one priming request and then the same prompt every run.
+which sends one priming request and then the same prompt every run. An open-loop point
+(``rate``) sends each request when its schedule says, whatever is in flight
+(:meth:`PerfClient._open_loop`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +28,14 @@ from touchstone_ray.fleet import (
 )
 from touchstone_ray.perf.plan import Point
 from touchstone_ray.perf.records import PerfResponse
-from touchstone_ray.perf.schedule import collector_paused, lockstep_rounds, send_lateness_s
+from touchstone_ray.perf.schedule import (
+    SATURATION_SAMPLE_S,
+    SaturationWatch,
+    collector_paused,
+    lockstep_rounds,
+    send_lateness_s,
+    warm_saturation_test,
+)
 from touchstone_ray.perf.workload import (
     FittedPrompt,
     cold_body,
@@ -36,6 +46,10 @@ from touchstone_ray.perf.workload import (
 
 if TYPE_CHECKING:
     from touchstone_ray.fleet.agents import ClientSpec
+
+OPEN_LOOP_LEAD_S = 0.02
+"""An open-loop point's first request is due this long (s) after its requests are built, so
+the first send is not late by the set-up itself."""
 
 
 class PerfClient(HostClient):
@@ -107,6 +121,12 @@ class PerfClient(HostClient):
             req = self._request(p.model, output_tokens, msgs)
             return req.model_copy(update={"extra_body": {**req.extra_body, **extra}})
 
+        if p.rate is not None:
+            records = await self._open_loop(p, engine, request, first_run)
+            return [
+                self._record(p, run, result, sched, fitted, output_tokens, forced, limit, more)
+                for run, result, sched, more in records
+            ]
         cached = request(f"{p.prefix}|cached") if p.cached else None
         warmups = [cached or request(f"{p.prefix}|warmup|{i}") for i in range(p.concurrency)]
         todo = {run: cached or request(p.key(run)) for run in range(first_run, p.runs + 1)}
@@ -140,6 +160,78 @@ class PerfClient(HostClient):
             self._record(p, run, result, scheduled, fitted, output_tokens, forced, limit)
             for run, result, scheduled in sent
         ]
+
+    async def _open_loop(
+        self, p: Point, engine: Any, request: Any, first_run: int
+    ) -> list[tuple[int, ChatResult, float, dict[str, Any]]]:
+        """The open loop of point ``p`` (:mod:`.schedule`): after one discarded warm-up
+        request, request ``run`` is due at the point's start + ``p.offsets()[run − 1]`` and is
+        sent then whatever is in flight; one due while ``p.max_in_flight`` are out is recorded
+        ``dropped`` and ends the sending. A sampler gives the in-flight count every
+        :data:`~.schedule.SATURATION_SAMPLE_S` s to a :class:`~.schedule.SaturationWatch`;
+        once it finds the point saturated, no more requests are sent. Requests already out
+        are awaited (their figures are kept and the point is labelled ``saturated`` with the
+        reason). Returns ``(run, result, scheduled_at, open-loop fields)`` in the order
+        sent."""
+        offsets = p.offsets()
+        warm_saturation_test()
+        todo = {run: request(p.key(run)) for run in range(first_run, p.runs + 1)}
+        await engine.chat(request(f"{p.prefix}|warmup|0"))
+        loop = asyncio.get_running_loop()
+        out: list[tuple[int, ChatResult, float, dict[str, Any]]] = []
+        in_flight = 0
+        reason: str | None = None
+        tasks: set[asyncio.Task[None]] = set()
+        sending = True
+
+        async def one(run: int, scheduled: float, n_at_send: int) -> None:
+            nonlocal in_flight
+            try:
+                result = await engine.chat(todo[run])
+            finally:
+                in_flight -= 1
+            out.append((run, result, scheduled, {"in_flight_at_send": n_at_send}))
+
+        async def sampler(start_mono: float) -> None:
+            nonlocal reason
+            watch = SaturationWatch()
+            while sending and reason is None:
+                reason = watch.sample(loop.time() - start_mono, in_flight)
+                await asyncio.sleep(SATURATION_SAMPLE_S)
+
+        with collector_paused():
+            wall0, mono0 = time.time(), loop.time()
+            start_wall, start_mono = wall0 + OPEN_LOOP_LEAD_S, mono0 + OPEN_LOOP_LEAD_S
+            watch = asyncio.create_task(sampler(start_mono))
+            for run in todo:
+                offset = offsets[run - 1]
+                scheduled = start_wall + offset  # on the clock of sent_at (time.time())
+                if scheduled - time.time() > 0:
+                    await asyncio.sleep(scheduled - time.time())
+                while time.time() < scheduled:  # the loop wakes up to its clock resolution early
+                    await asyncio.sleep(0)
+                if reason is not None:
+                    break
+                if in_flight >= p.max_in_flight:
+                    reason = f"{in_flight} requests out at once reached --max-in-flight"
+                    dropped = ChatResult(
+                        ok=False, error=f"dropped: {in_flight} requests in flight", t_start=None
+                    )
+                    out.append((run, dropped, scheduled, {"dropped": True}))
+                    break
+                in_flight += 1
+                task = asyncio.create_task(one(run, scheduled, in_flight))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+            sending = False
+            if tasks:
+                await asyncio.gather(*tasks)
+            watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watch
+        out.sort(key=lambda item: item[2])
+        marks = {"saturated": reason is not None, "saturation_reason": reason}
+        return [(run, res, sched, {**more, **marks}) for run, res, sched, more in out]
 
     async def run_embed(
         self, label: str, n_chunks: int, chunk_tokens: int, batch: int
@@ -177,6 +269,7 @@ class PerfClient(HostClient):
         output_tokens: int,
         forced: bool,
         limit: int | None,
+        open_loop: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         fields = result.model_dump()
         engine_version = fields.pop("engine_version")
@@ -214,6 +307,11 @@ class PerfClient(HostClient):
             sent_at=sent,
             send_lateness_s=send_lateness_s(scheduled, sent),
             **fields,
+            **(
+                {"offered_rate": p.rate, "arrival": p.arrival, **open_loop}
+                if open_loop is not None
+                else {}
+            ),
         )
         return record.model_dump(mode="json")
 

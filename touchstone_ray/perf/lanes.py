@@ -9,7 +9,8 @@ one pinned :class:`~touchstone_ray.perf.client.PerfClient` actor with two lanes.
    order, each with its baseline tick, ``model_start``, warm-up, prompt fitting (``fit``
    event), every point not yet complete in plan order (its requests written the moment it
    returns, then ``point_done``), the capacity search (``capacity`` event and
-   ``bundle.json`` ``capacity``), the embeddings run, ``model_done``.
+   ``bundle.json`` ``capacity``), the rate sweep (``--sweep``: ``sweep`` event and
+   ``bundle.json`` ``sweep``), the embeddings run, ``model_done``.
 
 Different hosts run at once, each as soon as its own actor is ready. Every call has a
 deadline derived from the endpoint's engine settings
@@ -44,11 +45,17 @@ from touchstone_ray.fleet import (
     start_clients,
     store_servers,
 )
-from touchstone_ray.perf.capacity import CapacitySearch, capacity_line, capacity_points
+from touchstone_ray.perf.capacity import (
+    CapacitySearch,
+    SweepSearch,
+    capacity_line,
+    capacity_points,
+    sweep_line,
+)
 from touchstone_ray.perf.options import PerfOptions
 from touchstone_ray.perf.plan import ModelPoints, Point, runs_at
 from touchstone_ray.perf.records import PerfResponse
-from touchstone_ray.perf.summary import slo_share
+from touchstone_ray.perf.summary import point_figures, slo_share
 from touchstone_ray.perf.workload import MAX_COUNTS
 from touchstone_ray.perf.writer import PerfWriter
 
@@ -69,7 +76,10 @@ def point_deadline_s(settings: EngineSettings, point: Point) -> float:
     """How long (s) the driver waits for one point: a warm-up round, then
     ``ceil(runs / concurrency)`` rounds of requests, each round one request per stream with its
     every attempt (:func:`~touchstone_ray.fleet.dispatch.call_deadline_s` with that many
-    calls)."""
+    calls). An open-loop point: its schedule's span (``runs / rate`` s, the last due one
+    sent then), plus a warm-up request and the last request's every attempt (2 calls)."""
+    if point.rate is not None:
+        return point.runs / point.rate + call_deadline_s(settings, calls=2)
     rounds = -(-point.runs // point.concurrency) + 1
     return call_deadline_s(settings, calls=rounds)
 
@@ -124,6 +134,8 @@ class PerfFleet:
         """Model label → the server's context limit (tokens) from the preflight."""
         self.capacity: dict[str, Any] = {}
         """``model|host`` → the capacity search's entry (``--capacity``)."""
+        self.sweep: dict[str, Any] = {}
+        """``model|host`` → the rate sweep's entry (``--sweep``)."""
         self.errors: list[str] = []
         """One line per model that failed: ``<host>: <model>: <why>``."""
         self.ran: dict[str, list[PerfResponse]] = {}
@@ -284,6 +296,7 @@ class HostPoints(Lane):
         self.settings: EngineSettings | None = None
         self.points: deque[Point] = deque()
         self.search: CapacitySearch | None = None
+        self.sweeping: SweepSearch | None = None
         self._done = False
 
     @property
@@ -308,7 +321,7 @@ class HostPoints(Lane):
     def _deadline_s(self, kind: str, job: Any) -> float:
         settings, opts = self.settings, self.fleet.opts
         assert settings is not None
-        if kind in ("point", "capacity"):
+        if kind in ("point", "capacity", "sweep"):
             return point_deadline_s(settings, job)
         if kind == "fit":
             return fit_deadline_s(settings, len(job))
@@ -352,7 +365,7 @@ class HostPoints(Lane):
         if self.stage == "fit":
             self.stage = "points"
             self.points = deque(p for p in m.points if p.prefix not in fleet.done)
-            contexts = sorted({p.context for p in m.points})
+            contexts = sorted({p.context for p in m.points} | self._extra_contexts())
             fit = (label, contexts, fleet.limits.get(label))
             return self._call(self.actor.fit, fit, f"fit:{label}", contexts, "fit")
         if self.stage == "points":
@@ -361,6 +374,11 @@ class HostPoints(Lane):
             self.stage = "capacity"
         if self.stage == "capacity":
             call = self._capacity_call() if opts.capacity else None
+            if call is not None:
+                return call
+            self.stage = "sweep"
+        if self.stage == "sweep":
+            call = self._sweep_call() if opts.sweep else None
             if call is not None:
                 return call
             self.stage = "embed"
@@ -395,6 +413,61 @@ class HostPoints(Lane):
         self._write_capacity(m, ctx, search.capacity, search.tried)
         return None
 
+    def _extra_contexts(self) -> set[int]:
+        """The context (tokens) the capacity search and the sweep run at, when they run."""
+        opts = self.fleet.opts
+        return {min(opts.contexts)} if opts.capacity or opts.sweep else set()
+
+    def _sweep_point(self, step: tuple[str, float]) -> Point:
+        m, opts = self.model, self.fleet.opts
+        assert m is not None
+        ctx = min(opts.contexts)
+        kind, value = step
+        if kind == "closed":
+            c = int(value)
+            return Point(m.label, m.host, ctx, c, runs_at(opts.runs, c))
+        return opts.open_loop().point(m.label, m.host, ctx, value)
+
+    def _sweep_call(self) -> Call | None:
+        """The next point the rate sweep needs run (:class:`SweepSearch`); ``None`` when it is
+        over (its entry written). Points already measured are not run again."""
+        fleet, opts, m = self.fleet, self.fleet.opts, self.model
+        assert m is not None
+        if self.sweeping is None:
+            self.sweeping = SweepSearch(opts.sweep_points, max(opts.concurrency), opts.slo)
+        search = self.sweeping
+        while search.next is not None:
+            point = self._sweep_point(search.next)
+            have = fleet.stored(point)
+            if not have:
+                return self._point_call(point, "sweep")
+            search.record(point_figures(have, opts.slo))
+        self._write_sweep(m, search)
+        return None
+
+    def _write_sweep(self, m: ModelPoints, search: SweepSearch) -> None:
+        fleet, slo = self.fleet, self.fleet.opts.slo
+        best = search.result
+        entry = {
+            "model": m.label,
+            "host": m.host,
+            "context": min(fleet.opts.contexts),
+            "slo": slo,
+            "closed_loop_rps": {str(c): v for c, v in search.closed_rps.items()},
+            "saturation_concurrency": search.saturation_concurrency,
+            "rates": search.rates,
+            "sustainable_rate": best["rate"] if best else None,
+            "goodput_rps": best["goodput_rps"] if best else None,
+            "line": sweep_line(m.label, m.host, best, slo),
+        }
+        key = f"{m.label}|{m.host}"
+        fleet.sweep[key] = entry
+        with fleet.bundle.edit_manifest() as manifest:
+            manifest.sweep = {**(manifest.sweep or {}), key: entry}
+        fleet.writer.event(
+            "sweep", model=m.label, host=m.host, sustainable_rate=entry["sustainable_rate"]
+        )
+
     def _write_capacity(
         self, m: ModelPoints, ctx: int, found: int, tried: dict[int, float | None]
     ) -> None:
@@ -416,7 +489,7 @@ class HostPoints(Lane):
         fleet.writer.event("capacity", model=m.label, host=m.host, capacity=found)
 
     def _next_model(self) -> None:
-        self.model, self.settings, self.search = None, None, None
+        self.model, self.settings, self.search, self.sweeping = None, None, None, None
         self.points.clear()
         self.stage = "next"
 
@@ -429,10 +502,13 @@ class HostPoints(Lane):
         elif call.kind == "fit":
             contexts = {str(k): v for k, v in value.items()}
             fleet.writer.event("fit", host=self.host, model=m.label, contexts=contexts)
-        elif call.kind in ("point", "capacity"):
+        elif call.kind in ("point", "capacity", "sweep"):
             fleet.record_point(m.label, call.job, value)
             if call.kind == "capacity" and self.search is not None:
                 self.search.record(slo_share(fleet.ran[call.job.prefix], fleet.opts.slo))
+            if call.kind == "sweep" and self.sweeping is not None:
+                figures = point_figures(fleet.ran[call.job.prefix], fleet.opts.slo)
+                self.sweeping.record(figures)
         elif call.kind == "embed":
             fleet.writer.embeds(m.label, value)
 

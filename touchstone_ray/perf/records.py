@@ -19,7 +19,8 @@ class PerfResponse(EvalResponse):
     context_target_tokens: int
     """Target prompt length (tokens)."""
     concurrency: int
-    """Requests in flight during the point (closed loop, or rounds with ``--lockstep``)."""
+    """Requests in flight during the point (closed loop, or rounds with ``--lockstep``); 0 for
+    an open-loop point (``offered_rate``)."""
     run: int
     """Request number within the point, from 1 (the warm-up is not recorded)."""
     prompt_tokens_counted: int | None = None
@@ -39,3 +40,20 @@ class PerfResponse(EvalResponse):
     """Epoch s when the HTTP request was sent (``t_start``)."""
     send_lateness_s: float | None = None
     """``sent_at − scheduled_at`` (s): the load generator's own delay."""
+    offered_rate: float | None = None
+    """Open-loop point (``--rate``): the rate requests were due at (requests/s); ``None`` in a
+    closed-loop point. ``scheduled_at`` is then the point's start plus the request's offset
+    in the arrival schedule (:func:`~touchstone_ray.perf.schedule.arrival_offsets`)."""
+    arrival: str | None = None
+    """Open loop: ``constant`` or ``poisson``."""
+    dropped: bool = False
+    """Open loop: the request was due while ``max_in_flight`` were out, so it was not sent
+    (``ok`` false, ``sent_at`` ``None``), never sent late."""
+    in_flight_at_send: int | None = None
+    """Open loop: requests out (this one included) the moment it was sent."""
+    saturated: bool = False
+    """Open loop: the point stopped early because the server fell behind for good
+    (:func:`~touchstone_ray.perf.schedule.saturation_test`) or dropped a request; the same on
+    every request of the point."""
+    saturation_reason: str | None = None
+    """Why the point was marked ``saturated`` (one line)."""

@@ -5,6 +5,10 @@ per model and host (cold, concurrency 1), throughput per user vs total throughpu
 concurrency (the Pareto view), TTFT and TPOT vs concurrency with the SLO lines (at the
 smallest context), the capacity table and every point as a table. Figures are p50 over the
 requests that count (:mod:`touchstone_ray.scoring.aggregates`); a point without any is a gap.
+Open-loop points (``--rate``, ``--sweep``) get their own section: latency (TTFT p50 and p99,
+E2E p50) and goodput vs offered rate, one line per (model, host), a table per rate point
+(p50/p95/p99 of TTFT, TPOT, ITL, E2E, achieved vs offered rate, in flight, dropped,
+saturated) and the sweep's result per model and host.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ CHARTS_DIR = "report-charts"
 SCHEDULES = {
     "closed-loop": "closed loop (each stream sends when its last request ended)",
     "lockstep": "lockstep (rounds of `concurrency` requests sent together)",
+    "open-loop": "open loop (requests sent at the offered rate whatever is in flight)",
 }
 """``settings.schedule`` of ``bundle.json`` → how the report names it (a bundle from before the
 setting existed ran the closed loop)."""
@@ -53,6 +58,44 @@ POINTS_HEAD = (
     "excluded",
 )
 """Column heads of the points table."""
+RATES_HEAD = (
+    "model",
+    "host",
+    "context",
+    "offered req/s",
+    "achieved req/s",
+    "n",
+    "dropped",
+    "in flight p50",
+    "in flight max",
+    "TTFT p50",
+    "TTFT p95",
+    "TTFT p99",
+    "TPOT p50",
+    "TPOT p95",
+    "TPOT p99",
+    "ITL p50",
+    "ITL p95",
+    "ITL p99",
+    "E2E p50",
+    "E2E p95",
+    "E2E p99",
+    "goodput req/s",
+    "lateness p99 (s)",
+    "saturated",
+)
+"""Column heads of the open-loop rate points table (times in s)."""
+SWEEP_HEAD = (
+    "model",
+    "host",
+    "prompt tokens",
+    "c=1 req/s",
+    "saturation req/s",
+    "sustainable req/s",
+    "goodput req/s",
+    "line",
+)
+"""Column heads of the sweep table."""
 HEAD_TERMS = {
     "users at once": "Capacity",
     "c": "Under load (c = N)",
@@ -68,6 +111,23 @@ HEAD_TERMS = {
     "SLO share": "SLO share",
     "lateness p99 (s)": "Send lateness",
     "excluded": "Excluded",
+    "offered req/s": "Offered rate",
+    "achieved req/s": "Achieved rate",
+    "dropped": "Dropped",
+    "in flight p50": "Requests in flight",
+    "in flight max": "Requests in flight",
+    "TPOT p95": "TPOT",
+    "TPOT p99": "TPOT",
+    "ITL p50": "ITL",
+    "ITL p95": "ITL",
+    "ITL p99": "ITL",
+    "E2E p95": "E2E",
+    "E2E p99": "E2E",
+    "goodput req/s": "Goodput",
+    "saturated": "Saturated",
+    "c=1 req/s": "Closed-loop throughput",
+    "saturation req/s": "Closed-loop throughput",
+    "sustainable req/s": "Sustainable rate",
 }
 """Column head → the English term of the glossary entry that explains it
 (:func:`touchstone_ray.lang.header_tip`'s ``extra``; the web UI's tooltips)."""
@@ -118,6 +178,8 @@ def build_perf_document(summary: dict[str, Any], manifest: Manifest) -> Document
             )
         )
     )
+    rate_points = [p for p in points if p.get("offered_rate") is not None]
+    points = [p for p in points if p.get("offered_rate") is None]
     cold = [p for p in points if not p["cached"] and p["concurrency"] == 1]
     by_model: dict[str, list[tuple[float, float | None]]] = {}
     for p in sorted(cold, key=lambda p: p["context_target_tokens"]):
@@ -202,6 +264,8 @@ def build_perf_document(summary: dict[str, Any], manifest: Manifest) -> Document
                 css_id="capacity",
             )
         )
+    if rate_points or summary.get("sweep"):
+        _open_loop_blocks(b, rate_points, summary.get("sweep") or {}, slo)
     b.append(Heading(2, "Points"))
     rows = []
     for p in points:
@@ -233,6 +297,118 @@ def build_perf_document(summary: dict[str, Any], manifest: Manifest) -> Document
         )
     b.append(Table(POINTS_HEAD, tuple(rows), sortable=True, css_id="points"))
     return doc
+
+
+def _q(p: dict[str, Any], key: str, q: str) -> Any:
+    return (p.get(key) or {}).get(q)
+
+
+def _open_loop_blocks(
+    b: list[Any],
+    rate_points: list[dict[str, Any]],
+    sweep: dict[str, Any],
+    slo: dict[str, float],
+) -> None:
+    """The open-loop section: charts vs offered rate, the sweep table, the rate points."""
+    b.append(Heading(2, "Open-loop rates"))
+    b.append(
+        Para(
+            (
+                "Requests sent at the offered rate whatever is in flight (constant or seeded "
+                "Poisson arrivals). A point is saturated when its in-flight count kept growing "
+                "(the least-squares slope over the last 3 s kept its 95 % interval above zero "
+                "for 3 s) or a request was dropped at --max-in-flight; it stopped early and its "
+                "figures are kept.",
+            )
+        )
+    )
+    ordered = sorted(rate_points, key=lambda p: float(p["offered_rate"]))
+    for key, q, label in (
+        ("ttft_s", "p50", "TTFT"),
+        ("ttft_s", "p99", "TTFT"),
+        ("e2e_s", "p50", "E2E"),
+    ):
+        series: dict[str, list[tuple[float, float | None]]] = {}
+        for p in ordered:
+            series.setdefault(_series_name(p), []).append((p["offered_rate"], _q(p, key, q)))
+        name = f"{key.split('_')[0]}-{q}-rate"
+        svg = line_svg(
+            name,
+            series,
+            x_label="offered rate (requests/s)",
+            y_label=f"{label} {q} (s)",
+            hline=slo.get(key.split("_")[0]),
+            hline_label=f"SLO {label}",
+        )
+        b.append(Chart(name, f"{label} {q} vs offered rate", svg))
+    good: dict[str, list[tuple[float, float | None]]] = {}
+    for p in ordered:
+        value = p.get("goodput_rps") if slo else p.get("achieved_rate")
+        good.setdefault(_series_name(p), []).append((p["offered_rate"], value))
+    caption = (
+        "requests meeting every SLO target per s"
+        if slo
+        else "no --slo: achieved rate (requests sent per s)"
+    )
+    b.append(
+        Chart(
+            "goodput-rate",
+            "Goodput vs offered rate",
+            line_svg(
+                "goodput-rate",
+                good,
+                x_label="offered rate (requests/s)",
+                y_label="goodput (requests/s)" if slo else "achieved rate (requests/s)",
+            ),
+            caption=caption,
+        )
+    )
+    if sweep:
+        b.append(Heading(3, "Sweep"))
+        rows = []
+        for e in sweep.values():
+            closed = e.get("closed_loop_rps") or {}
+            c1 = closed.get("1")
+            sat = closed.get(str(e.get("saturation_concurrency")))
+            rows.append(
+                (
+                    cell(e["model"]),
+                    cell(e["host"]),
+                    num_cell(str(e["context"]), e["context"]),
+                    num_cell(_fmt(c1), c1),
+                    num_cell(_fmt(sat), sat),
+                    num_cell(_fmt(e.get("sustainable_rate")), e.get("sustainable_rate")),
+                    num_cell(_fmt(e.get("goodput_rps")), e.get("goodput_rps")),
+                    cell(e["line"]),
+                )
+            )
+        b.append(Table(SWEEP_HEAD, tuple(rows), sortable=True, css_id="sweep"))
+    rate_rows: list[tuple[Any, ...]] = []
+    for p in ordered:
+        figures = [
+            num_cell(_fmt(_q(p, k, q)), _q(p, k, q))
+            for k in ("ttft_s", "tpot_s", "itl_s", "e2e_s")
+            for q in ("p50", "p95", "p99")
+        ]
+        lateness = _q(p, "send_lateness_s", "p99")
+        rate_rows.append(
+            (
+                cell(p["model"]),
+                cell(p["host"]),
+                cell(p["context"]),
+                num_cell(_fmt(p["offered_rate"]), p["offered_rate"]),
+                num_cell(_fmt(p.get("achieved_rate")), p.get("achieved_rate")),
+                num_cell(str(p["n"]), p["n"]),
+                num_cell(str(p.get("dropped", 0)), p.get("dropped", 0)),
+                num_cell(_fmt(_q(p, "in_flight", "p50")), _q(p, "in_flight", "p50")),
+                num_cell(_fmt(_q(p, "in_flight", "max")), _q(p, "in_flight", "max")),
+                *figures,
+                num_cell(_fmt(p.get("goodput_rps")), p.get("goodput_rps")),
+                num_cell(_fmt(lateness), lateness),
+                cell(f"yes: {p.get('saturation_reason')}" if p.get("saturated") else "no"),
+            )
+        )
+    b.append(Table(RATES_HEAD, tuple(rate_rows), sortable=True, css_id="rates"))
 
 
 def perf_document(root: Path) -> Document:

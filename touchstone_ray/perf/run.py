@@ -33,6 +33,7 @@ from touchstone_ray.perf.lanes import PerfFleet
 from touchstone_ray.perf.options import PerfOptions
 from touchstone_ray.perf.plan import plan_points
 from touchstone_ray.perf.records import PerfResponse
+from touchstone_ray.perf.schedule import ARRIVALS
 from touchstone_ray.perf.summary import summarize
 from touchstone_ray.perf.writer import PerfWriter
 from touchstone_ray.storage import atomic_write_json
@@ -52,6 +53,7 @@ class PerfOutcome:
     n_failed: int = 0
     n_reused_points: int = 0
     capacity: dict[str, Any] = field(default_factory=dict)
+    sweep: dict[str, Any] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
@@ -74,6 +76,34 @@ def _check(opts: PerfOptions) -> None:
             raise UsageError(f"{flag}: must be ≥ 1, not {value}")
     if opts.capacity and not opts.slo:
         raise UsageError("--capacity needs --slo (e.g. --slo ttft=0.5,tpot=0.05)")
+    _check_open_loop(opts)
+
+
+def _check_open_loop(opts: PerfOptions) -> None:
+    """The open-loop flags (``--rate``, ``--sweep`` and theirs): one line each."""
+    if opts.rates is not None and opts.concurrency_given:
+        raise UsageError(
+            "--rate and --concurrency are exclusive: an open-loop point has no fixed concurrency"
+        )
+    if opts.rates is not None and opts.sweep:
+        raise UsageError("--rate and --sweep are exclusive: the sweep picks its own rates")
+    for rate in opts.rates or []:
+        if not rate > 0:
+            raise UsageError(f"--rate: {rate:g} is not a positive number of requests/s")
+    if opts.arrival not in ARRIVALS:
+        raise UsageError(
+            f"--arrival: unknown process {opts.arrival!r}; use {' or '.join(ARRIVALS)}"
+        )
+    if opts.sweep_points < 2:
+        raise UsageError(f"--sweep-points: must be ≥ 2, not {opts.sweep_points}")
+    if opts.duration_s is not None and opts.requests is not None:
+        raise UsageError("--duration and --requests are exclusive: give one per open-loop point")
+    if opts.duration_s is not None and not opts.duration_s > 0:
+        raise UsageError(f"--duration: must be > 0 s, not {opts.duration_s:g}")
+    if opts.requests is not None and opts.requests < 1:
+        raise UsageError(f"--requests: must be ≥ 1, not {opts.requests}")
+    if opts.max_in_flight < 1:
+        raise UsageError(f"--max-in-flight: must be ≥ 1, not {opts.max_in_flight}")
 
 
 def _finalize(root: Path) -> None:
@@ -92,7 +122,16 @@ def run_perf(opts: PerfOptions, out: TextIO = sys.stdout) -> PerfOutcome:
     aborted run."""
     _check(opts)
     config = load_config(opts.config)
-    plans = plan_points(config, opts.contexts, opts.concurrency, opts.runs, opts.models)
+    plans = plan_points(
+        config,
+        opts.contexts,
+        opts.concurrency,
+        opts.runs,
+        opts.models,
+        rates=opts.rates,
+        open_loop=opts.open_loop(),
+        sweep=opts.sweep,
+    )
     if opts.runs < MIN_RUNS:
         print(
             f"warning: --runs {opts.runs} is under {MIN_RUNS}: percentiles and CV % of so "
@@ -129,6 +168,19 @@ def run_perf(opts: PerfOptions, out: TextIO = sys.stdout) -> PerfOutcome:
             "capacity": opts.capacity,
             "schedule": "lockstep" if opts.lockstep else "closed-loop",
         }
+        if opts.rates is not None or opts.sweep:
+            loop = opts.open_loop()
+            settings["schedule"] = "open-loop"
+            settings["open_loop"] = {
+                "rates": opts.rates,
+                "arrival": loop.arrival,
+                "duration_s": loop.duration_s,
+                "requests": loop.requests,
+                "max_in_flight": loop.max_in_flight,
+                "seed": loop.seed,
+                "sweep": opts.sweep,
+                "sweep_points": opts.sweep_points if opts.sweep else None,
+            }
         if opts.embed:
             settings["embed"] = {
                 "chunks": opts.embed_chunks,
@@ -185,18 +237,21 @@ def _report(
         for err in fleet.errors:
             print(f"perf: {err}", file=sys.stderr)
     outcome.capacity = fleet.capacity
+    outcome.sweep = fleet.sweep
     records = read_points(bundle.root)
-    summary = summarize(records, opts.slo, fleet.capacity)
+    summary = summarize(records, opts.slo, fleet.capacity, fleet.sweep)
     embed_lines = _embed_summary(bundle.root, summary)
     atomic_write_json(bundle.layout.summary, summary)
     outcome.n_ok, outcome.n_failed = writer.n_ok, writer.n_failed + len(fleet.errors)
     bundle.update_manifest(status="failed" if outcome.n_failed else "done", finished_at=time.time())
     print(
         f"perf {'failed' if outcome.n_failed else 'done'}: {outcome.n_ok} ok, "
-        f"{outcome.n_failed} failed, {outcome.n_reused_points} points reused",
+        f"{outcome.n_failed} failed, "
+        + (f"{writer.n_dropped} dropped, " if writer.n_dropped else "")
+        + f"{outcome.n_reused_points} points reused",
         file=out,
     )
-    for entry in fleet.capacity.values():
+    for entry in [*fleet.capacity.values(), *fleet.sweep.values()]:
         print(entry["line"], file=out)
     for line in embed_lines:
         print(line, file=out)

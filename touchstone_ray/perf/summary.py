@@ -9,6 +9,12 @@ wall time (req/s); the share meeting the SLO over the requests that count for it
 contended or throttled does not);
 the send lateness p50/p99/max (s); n excluded by reason (:mod:`touchstone_ray.scoring.aggregates`:
 prompt-side figures leave out every reason, decode-side ones keep prompt-cached requests).
+
+An open-loop point (``--rate``) adds (:func:`open_loop_summary`): the offered rate; the
+achieved rate = (n sent − 1) / (last ``sent_at`` − first ``sent_at``) (requests/s: the rate
+requests really went out at, GuideLLM's and AIPerf's "request rate"; the n − 1 gaps between
+n sends) and its error vs the offered one (%); in-flight at each send p50/max (requests);
+``dropped`` (requests); ``saturated`` and its reason.
 """
 
 from __future__ import annotations
@@ -107,16 +113,59 @@ def point_summary(records: Sequence[PerfResponse], slo: dict[str, float]) -> dic
     }
 
 
+def achieved_rate(sent_at: Sequence[float]) -> float | None:
+    """Requests/s at which requests went out: ``(n − 1) / (last − first)`` over the send
+    times (epoch s; the n − 1 gaps between n sends); ``None`` under two sends."""
+    if len(sent_at) < 2 or max(sent_at) <= min(sent_at):
+        return None
+    return (len(sent_at) - 1) / (max(sent_at) - min(sent_at))
+
+
+def open_loop_summary(records: Sequence[PerfResponse]) -> dict[str, Any]:
+    """The open-loop figures of one ``--rate`` point (module docstring); ``{}`` for a
+    closed-loop point."""
+    first = records[0] if records else None
+    if first is None or first.offered_rate is None:
+        return {}
+    offered = first.offered_rate
+    achieved = achieved_rate([r.sent_at for r in records if r.sent_at is not None])
+    in_flight = [float(r.in_flight_at_send) for r in records if r.in_flight_at_send is not None]
+    return {
+        "offered_rate": offered,
+        "arrival": first.arrival,
+        "achieved_rate": achieved,
+        "achieved_rate_error_pct": (
+            (achieved - offered) / offered * 100 if achieved is not None else None
+        ),
+        "in_flight": {
+            "p50": percentile(in_flight, 50),
+            "max": max(in_flight) if in_flight else None,
+        },
+        "dropped": sum(1 for r in records if r.dropped),
+        "saturated": any(r.saturated for r in records),
+        "saturation_reason": next((r.saturation_reason for r in records if r.saturated), None),
+    }
+
+
+def point_figures(records: Sequence[PerfResponse], slo: dict[str, float]) -> dict[str, Any]:
+    """Every figure of one point: :func:`point_summary` and :func:`open_loop_summary`."""
+    return {**point_summary(records, slo), **open_loop_summary(records)}
+
+
 def summarize(
     records: Iterable[PerfResponse],
     slo: dict[str, float],
     capacity: dict[str, Any] | None = None,
+    sweep: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``summary.json``: ``{slo, points: [{model, host, context, concurrency, ...figures}],
-    capacity: {"model|host": {...}}}``; points in first-seen order."""
-    by_point: dict[tuple[str, str, str, int], list[PerfResponse]] = {}
+    capacity: {"model|host": {...}}}`` (and ``sweep: {"model|host": {...}}`` after
+    ``--sweep``); points in first-seen order, an open-loop point with concurrency 0 and its
+    :func:`open_loop_summary` figures."""
+    by_point: dict[tuple[str, str, str, int, float | None], list[PerfResponse]] = {}
     for r in records:
-        by_point.setdefault((r.model, r.host, r.context, r.concurrency), []).append(r)
+        point = (r.model, r.host, r.context, r.concurrency, r.offered_rate)
+        by_point.setdefault(point, []).append(r)
     points = [
         {
             "model": model,
@@ -125,8 +174,11 @@ def summarize(
             "context_target_tokens": rs[0].context_target_tokens,
             "cached": context.endswith("-cached"),
             "concurrency": conc,
-            **point_summary(rs, slo),
+            **point_figures(rs, slo),
         }
-        for (model, host, context, conc), rs in by_point.items()
+        for (model, host, context, conc, _rate), rs in by_point.items()
     ]
-    return {"slo": slo, "points": points, "capacity": capacity or {}}
+    out: dict[str, Any] = {"slo": slo, "points": points, "capacity": capacity or {}}
+    if sweep:
+        out["sweep"] = sweep
+    return out

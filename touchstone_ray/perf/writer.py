@@ -13,8 +13,9 @@ from touchstone_ray.storage import JsonlWriter
 class PerfWriter:
     """Writes each point's requests the moment the point returns (one ``write`` per line,
     synced), each model's embeddings batches, and the events; counts the requests written
-    (:attr:`n_ok`, :attr:`n_failed`). A disk that fails raises
-    :class:`~touchstone_ray.errors.BundleWriteError`."""
+    (:attr:`n_ok`, :attr:`n_failed`, and :attr:`n_dropped`: open-loop requests not sent
+    because too many were out, data about the server's load rather than failures). A disk
+    that fails raises :class:`~touchstone_ray.errors.BundleWriteError`."""
 
     def __init__(self, bundle: Bundle) -> None:
         self.bundle = bundle
@@ -22,6 +23,7 @@ class PerfWriter:
         self.events = JsonlWriter(bundle.layout.events)
         self.n_ok = 0
         self.n_failed = 0
+        self.n_dropped = 0
 
     def records(self, label: str, records: list[dict[str, Any]]) -> None:
         """Append one point's request ``records`` to model ``label``'s shard and sync it."""
@@ -35,6 +37,8 @@ class PerfWriter:
                 writer.write(rec)
                 if rec.get("ok"):
                     self.n_ok += 1
+                elif rec.get("dropped"):
+                    self.n_dropped += 1
                 else:
                     self.n_failed += 1
             writer.sync()

@@ -36,3 +36,7 @@ class CompareRow:
     with ≥ 90 % meeting its SLO (``perf --capacity``); ``None`` without one."""
     users_slo: str | None = None
     """That SLO, e.g. ``ttft=0.5,tpot=0.05`` (s)."""
+    sustainable_rps: float | None = None
+    """From a perf bundle given alongside, for the same (model, host): the highest offered
+    rate of ``perf --sweep`` that did not saturate and met its SLO for ≥ 90 % (requests/s);
+    ``None`` without one."""

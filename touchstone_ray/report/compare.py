@@ -33,6 +33,7 @@ from touchstone_ray.report.perf_join import (
     is_perf_bundle,
     join_capacity,
     perf_only_rows,
+    sweep_by_model_host,
 )
 from touchstone_ray.scoring.scorecard_model import ScorecardRow
 from touchstone_ray.storage import atomic_write_text
@@ -112,48 +113,60 @@ def compare_rows(roots: Sequence[Path], lang: str | None = None) -> tuple[list[C
     if lang is None:
         lang = langs.pop() if len(langs) == 1 else "en"
     if perf:
-        rows = join_capacity(rows, capacity_by_model_host(perf))
+        rows = join_capacity(rows, capacity_by_model_host(perf), sweep_by_model_host(perf))
         rows += perf_only_rows(perf, rows, lang)
     return rows, lang
 
 
-def compare_cells(row: CompareRow, t: dict[str, str], with_users: bool = False) -> list[str]:
+def compare_cells(
+    row: CompareRow, t: dict[str, str], with_users: bool = False, with_rate: bool = False
+) -> list[str]:
     """The comparison table's cells of ``row`` as text (labels ``t``), in
-    :func:`compare_head` order; ``with_users`` adds the users-at-SLO column."""
+    :func:`compare_head` order; ``with_users`` adds the users-at-SLO column, ``with_rate``
+    the sustainable rate of ``perf --sweep`` (requests/s)."""
     if row.ko_passed is None:
         ko = NONE
     else:
         ko = t["passed"] if row.ko_passed else f"{t['failed']}: {row.ko_reason}"
-    return [
-        row.bundle,
-        row.hosts,
-        row.model,
-        row.variant,
-        pct(row.quality_pct),
-        ko,
-        num(row.ttft_p50_s, 3),
-        num(row.decode_tps_median, 1),
-        mb(row.memory_mb) + (f" ({t['mem_' + row.memory_source]})" if row.memory_source else ""),
-    ] + (
-        []
-        if not with_users
-        else [NONE if row.users_at_slo is None else f"{row.users_at_slo} ({row.users_slo})"]
+    return (
+        [
+            row.bundle,
+            row.hosts,
+            row.model,
+            row.variant,
+            pct(row.quality_pct),
+            ko,
+            num(row.ttft_p50_s, 3),
+            num(row.decode_tps_median, 1),
+            mb(row.memory_mb)
+            + (f" ({t['mem_' + row.memory_source]})" if row.memory_source else ""),
+        ]
+        + (
+            []
+            if not with_users
+            else [NONE if row.users_at_slo is None else f"{row.users_at_slo} ({row.users_slo})"]
+        )
+        + ([num(row.sustainable_rps, 2)] if with_rate else [])
     )
 
 
-def compare_head(t: dict[str, str], with_users: bool = False) -> list[str]:
+def compare_head(t: dict[str, str], with_users: bool = False, with_rate: bool = False) -> list[str]:
     """The comparison table's column titles (labels ``t``)."""
-    return [
-        t["bundle"],
-        f"{t['host']} / {t['gpus']}",
-        t["model"],
-        t["variant"],
-        t["quality"],
-        t["ko"],
-        t["ttft_p50"],
-        t["tps"],
-        t["memory_mb"],
-    ] + ([t["users_slo"]] if with_users else [])
+    return (
+        [
+            t["bundle"],
+            f"{t['host']} / {t['gpus']}",
+            t["model"],
+            t["variant"],
+            t["quality"],
+            t["ko"],
+            t["ttft_p50"],
+            t["tps"],
+            t["memory_mb"],
+        ]
+        + ([t["users_slo"]] if with_users else [])
+        + ([t["sustainable_rps"]] if with_rate else [])
+    )
 
 
 def _csv(value: object) -> object:
@@ -168,8 +181,9 @@ def render_compare(rows: Sequence[CompareRow], lang: str) -> tuple[str, str, str
     """The comparison as (terminal text, Markdown, CSV)."""
     t = labels(lang)
     with_users = any(r.users_at_slo is not None for r in rows)
-    head = compare_head(t, with_users)
-    body = [compare_cells(r, t, with_users) for r in rows]
+    with_rate = any(r.sustainable_rps is not None for r in rows)
+    head = compare_head(t, with_users, with_rate)
+    body = [compare_cells(r, t, with_users, with_rate) for r in rows]
     widths = [max(len(r[i]) for r in [head, *body]) for i in range(len(head))]
 
     def line(cells: Sequence[str]) -> str:

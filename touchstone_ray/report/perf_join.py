@@ -15,7 +15,13 @@ from touchstone_ray.errors import BundleError
 from touchstone_ray.perf.report import is_perf_bundle
 from touchstone_ray.report._compare_row import CompareRow
 
-__all__ = ["capacity_by_model_host", "is_perf_bundle", "join_capacity", "perf_only_rows"]
+__all__ = [
+    "capacity_by_model_host",
+    "is_perf_bundle",
+    "join_capacity",
+    "perf_only_rows",
+    "sweep_by_model_host",
+]
 
 
 def _summary(root: Path) -> dict[str, Any]:
@@ -40,17 +46,32 @@ def capacity_by_model_host(roots: Sequence[Path]) -> dict[tuple[str, str], tuple
     return out
 
 
+def sweep_by_model_host(roots: Sequence[Path]) -> dict[tuple[str, str], float | None]:
+    """``(model, host) → sustainable rate`` (requests/s, ``None`` when the sweep sustained no
+    rate) from the ``summary.json`` ``sweep`` of each perf bundle (a later bundle wins).
+    Raises BundleError for a perf bundle without one."""
+    out: dict[tuple[str, str], float | None] = {}
+    for root in roots:
+        for entry in (_summary(root).get("sweep") or {}).values():
+            rate = entry.get("sustainable_rate")
+            out[(entry["model"], entry["host"])] = None if rate is None else float(rate)
+    return out
+
+
 def _row_hosts(row: CompareRow) -> list[str]:
     """The host names of a row's ``hosts`` text (``host: GPU; host: –``)."""
     return [part.split(": ", 1)[0] for part in row.hosts.split("; ") if ": " in part]
 
 
 def join_capacity(
-    rows: list[CompareRow], capacity: dict[tuple[str, str], tuple[int, str]]
+    rows: list[CompareRow],
+    capacity: dict[tuple[str, str], tuple[int, str]],
+    sweep: dict[tuple[str, str], float | None] | None = None,
 ) -> list[CompareRow]:
     """``rows`` with ``users_at_slo``/``users_slo`` set where a row's model ran on exactly
-    one host and that (model, host) has a capacity. The row's model may be a label
-    ``id@host``; its host names are read from ``hosts`` (``host: GPU; host: –``)."""
+    one host and that (model, host) has a capacity, and ``sustainable_rps`` where it has a
+    ``--sweep`` result (``sweep``). The row's model may be a label ``id@host``; its host
+    names are read from ``hosts`` (``host: GPU; host: –``)."""
     out = []
     for row in rows:
         hosts = _row_hosts(row)
@@ -58,6 +79,9 @@ def join_capacity(
         found = None
         if len(hosts) == 1:
             found = capacity.get((row.model, hosts[0])) or capacity.get((model, hosts[0]))
+            rate = (sweep or {}).get((row.model, hosts[0]), (sweep or {}).get((model, hosts[0])))
+            if rate is not None:
+                row = dataclasses.replace(row, sustainable_rps=rate)
         if found is not None:
             row = dataclasses.replace(row, users_at_slo=found[0], users_slo=found[1])
         out.append(row)
@@ -103,7 +127,8 @@ def perf_only_rows(
     of the smallest cold context at concurrency 1 of ``summary.json`` (``None`` without such
     a point, or when every request of it was excluded); memory: the peak ``engine_rss_mb``
     of the point requests (source ``engine``), else their peak ``sys_used_mb`` (``system``);
-    the users at once under the SLO where ``--capacity`` ran. Raises BundleError for a perf
+    the users at once under the SLO where ``--capacity`` ran, the sustainable rate where
+    ``--sweep`` ran. Raises BundleError for a perf
     bundle without a readable ``summary.json`` or request shards."""
     from touchstone_ray.lang import labels
     from touchstone_ray.perf.bundle import PerfBundle, read_points
@@ -116,6 +141,7 @@ def perf_only_rows(
         summary = _summary(root)
         points = [p for p in summary.get("points") or [] if isinstance(p, dict)]
         capacity = {(e["model"], e["host"]): e for e in (summary.get("capacity") or {}).values()}
+        sweep = {(e["model"], e["host"]): e for e in (summary.get("sweep") or {}).values()}
         engine_mb: dict[tuple[str, str], float] = {}
         system_mb: dict[tuple[str, str], float] = {}
         for r in read_points(root):
@@ -155,5 +181,6 @@ def perf_only_rows(
                 ),
                 users_at_slo=int(cap["capacity"]) if cap else None,
                 users_slo=",".join(f"{k}={v:g}" for k, v in cap["slo"].items()) if cap else None,
+                sustainable_rps=(sweep.get((model, host)) or {}).get("sustainable_rate"),
             )
     return list(found.values())

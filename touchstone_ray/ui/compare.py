@@ -148,13 +148,14 @@ def compare_html(runs: Path, wanted: list[str], lang: str = "en") -> str:
     shared = [n for n in names if len({p.facts[n] for p in picked}) == 1]
     differs = [n for n in names if n not in shared]
     facts = "".join(f"<li><strong>{e(u[n])}</strong>: {e(fact(picked[0], n))}</li>" for n in shared)
+    with_rate = any(p.row.sustainable_rps is not None for p in picked)
     head = "".join(f'<th class="differs">{e(u[n])}</th>' for n in differs) + "".join(
-        th(lang, h) for h in compare_head(t)[4:]
+        th(lang, h) for h in compare_head(t, with_rate=with_rate)[4:]
     )
     rows = "".join(
         "<tr>"
         + "".join(f"<td>{e(fact(p, n))}</td>" for n in differs)
-        + "".join(f"<td>{e(c)}</td>" for c in compare_cells(p.row, t)[4:])
+        + "".join(f"<td>{e(c)}</td>" for c in compare_cells(p.row, t, with_rate=with_rate)[4:])
         + "</tr>"
         for p in picked
     )

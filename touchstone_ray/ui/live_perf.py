@@ -20,7 +20,8 @@ Everything is read from the bundle's files through the perf bundle's own readers
   in flight, with ``concurrency`` requests in flight (closed loop). A point's requests are
   written when the point returns, so the point in flight has none yet. With every planned
   point recorded the model is in its ``capacity search`` (``settings.capacity`` and no
-  ``capacity`` event of it yet) or its ``embeddings`` (``settings.embed``); how many
+  ``capacity`` event of it yet), its ``rate sweep`` (``settings.open_loop.sweep`` and no
+  ``sweep`` event yet) or its ``embeddings`` (``settings.embed``); how many
   requests those have in flight is not known here (``None``).
 - **ETA** (s) = requests left ÷ (requests finished ÷ seconds since the host's first
   ``model_start``), as in the eval view: an estimate from the rate so far.
@@ -92,6 +93,8 @@ class _Phases:
     """Host → epoch s of its first ``model_start``."""
     searched: set[tuple[str, str]] = field(default_factory=set)
     """``(host, model)`` whose capacity search ended (a ``capacity`` event)."""
+    swept: set[tuple[str, str]] = field(default_factory=set)
+    """``(host, model)`` whose rate sweep ended (a ``sweep`` event)."""
 
 
 def _model_phases(root: Path, run_start: float) -> _Phases:
@@ -103,6 +106,8 @@ def _model_phases(root: Path, run_start: float) -> _Phases:
             continue
         if kind == "capacity":
             out.searched.add((host, model))
+        if kind == "sweep":
+            out.swept.add((host, model))
         if kind not in MODEL_EVENTS:
             continue
         if kind == "model_start":
@@ -114,13 +119,15 @@ def _model_phases(root: Path, run_start: float) -> _Phases:
     return out
 
 
-def _stage(settings: PerfSettings | None, searched: bool) -> str | None:
-    """What a model does after its planned points: ``capacity search``, ``embeddings`` or
-    ``None`` (nothing more planned)."""
+def _stage(settings: PerfSettings | None, searched: bool, swept: bool = False) -> str | None:
+    """What a model does after its planned points: ``capacity search``, ``rate sweep``,
+    ``embeddings`` or ``None`` (nothing more planned)."""
     if settings is None:
         return None
     if settings.capacity and not searched:
         return "capacity search"
+    if (settings.open_loop or {}).get("sweep") and not swept:
+        return "rate sweep"
     return "embeddings" if settings.embed is not None else None
 
 
@@ -180,7 +187,9 @@ def perf_live_state(root: Path, now: float | None = None) -> LiveState:
             hp.current_point = f"context {point[0]} · concurrency {point[1]}"
             hp.in_flight = point[1]
         else:
-            hp.current_point = _stage(manifest.settings, (name, model) in phases.searched)
+            hp.current_point = _stage(
+                manifest.settings, (name, model) in phases.searched, (name, model) in phases.swept
+            )
             hp.in_flight = None if hp.current_point else 0
     for hp in hosts.values():
         if state == "running":

@@ -345,6 +345,57 @@ GLOSSARY: tuple[tuple[str, str, str], ...] = (
         "Nutzer",
     ),
     (
+        "Angebotene Rate",
+        "Die Rate, zu der die Anfragen eines Open-Loop-Perf-Punkts fällig waren (--rate), "
+        "gleichmäßig oder als Poisson-Prozess mit Seed, egal was der Server tat.",
+        "Anfragen/s",
+    ),
+    (
+        "Erreichte Rate",
+        "(gesendete Anfragen − 1) ÷ (letztes Senden − erstes Senden) eines Open-Loop-Punkts: "
+        "die Rate, zu der Anfragen wirklich hinausgingen; unter der angebotenen, wenn der "
+        "Lastgenerator zurückfiel.",
+        "Anfragen/s",
+    ),
+    (
+        "Anfragen in Arbeit",
+        "Offene Anfragen (gesendet, noch nicht beantwortet) eines Open-Loop-Punkts im Moment "
+        "jedes Sendens, die eigene mitgezählt; p50 und Maximum je Punkt, höchstens "
+        "--max-in-flight.",
+        "Anfragen",
+    ),
+    (
+        "Verworfen",
+        "Anfragen eines Open-Loop-Punkts, die fällig waren, während --max-in-flight Anfragen "
+        "offen waren: nicht gesendet (nie verspätet gesendet); der Punkt gilt als überlastet.",
+        "Anfragen",
+    ),
+    (
+        "Überlastet",
+        "Ein Open-Loop-Punkt endete früh, weil der Server dauerhaft zurückfiel: die Steigung "
+        "der Kleinste-Quadrate-Geraden der offenen Anfragen über die letzten 3 s blieb 3 s lang "
+        "mit ihrem 95-%-Intervall über null (und ≥ 4 Anfragen Zuwachs), oder eine Anfrage "
+        "wurde verworfen. Seine Werte bleiben erhalten.",
+        "ja/nein",
+    ),
+    (
+        "Goodput",
+        "Anfragen eines Perf-Punkts, die jedes SLO-Ziel einhielten ÷ seine Laufzeit.",
+        "Anfragen/s",
+    ),
+    (
+        "Closed-Loop-Durchsatz",
+        "Beantwortete Anfragen eines Closed-Loop-Perf-Punkts ÷ seine Laufzeit; --sweep misst "
+        "ihn bei c = 1 und bei der höchsten --concurrency und verteilt seine Raten dazwischen.",
+        "Anfragen/s",
+    ),
+    (
+        "Tragbare Rate",
+        "Die höchste angebotene Rate eines --sweep, die nicht überlastete, nichts verwarf und "
+        "bei der ≥ 90 % der Anfragen jedes SLO-Ziel einhielten.",
+        "Anfragen/s",
+    ),
+    (
         "Ausgeschlossen",
         "Anfragen eines Perf-Punkts, die nicht in seine Werte eingehen, nach Grund "
         "(fehlgeschlagen, belastet, gedrosselt; Prompt-Cache-Treffer zählen nur für Decode).",

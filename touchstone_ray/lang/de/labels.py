@@ -127,6 +127,7 @@ REPORT: dict[str, str] = {
     "engine_rss_line": "Engine-RSS",
     "memory_mb": "Speicher MB",
     "users_slo": "Nutzer gleichzeitig (SLO, perf)",
+    "sustainable_rps": "tragbare Anfragen/s (perf)",
     "mem_engine": "Engine",
     "mem_system": "System",
     "multi_model_title": "Mehrere Modelle je Host",

@@ -338,6 +338,54 @@ GLOSSARY: tuple[tuple[str, str, str], ...] = (
         "users",
     ),
     (
+        "Offered rate",
+        "The rate an open-loop perf point's requests were due at (--rate), constant or seeded "
+        "Poisson arrivals, whatever the server did.",
+        "requests/s",
+    ),
+    (
+        "Achieved rate",
+        "(requests sent − 1) ÷ (last send − first send) of an open-loop point: the rate requests "
+        "really went out at; below the offered rate when the load generator lagged.",
+        "requests/s",
+    ),
+    (
+        "Requests in flight",
+        "An open-loop point's requests out (sent, not yet answered) at the moment each one was "
+        "sent, itself included; p50 and max per point, at most --max-in-flight.",
+        "requests",
+    ),
+    (
+        "Dropped",
+        "Requests of an open-loop point that were due while --max-in-flight requests were out: "
+        "not sent (never sent late); the point counts as saturated.",
+        "requests",
+    ),
+    (
+        "Saturated",
+        "An open-loop point stopped early because the server fell behind for good: the "
+        "least-squares slope of in-flight over the last 3 s kept its 95 % interval above zero "
+        "(and ≥ 4 requests of growth) for 3 s, or a request was dropped. Its figures are kept.",
+        "yes/no",
+    ),
+    (
+        "Goodput",
+        "Requests of a perf point that met every SLO target ÷ the point's wall time.",
+        "requests/s",
+    ),
+    (
+        "Closed-loop throughput",
+        "Requests a closed-loop perf point answered ÷ its wall time; --sweep measures it at "
+        "c = 1 and at the highest --concurrency and spreads its rates between the two.",
+        "requests/s",
+    ),
+    (
+        "Sustainable rate",
+        "The highest offered rate of a --sweep that did not saturate, dropped nothing and at "
+        "which ≥ 90 % of the requests met every SLO target.",
+        "requests/s",
+    ),
+    (
         "Excluded",
         "Requests of a perf point left out of its figures, by reason (failed, contended, "
         "throttled; prompt-cached ones count for decode only).",

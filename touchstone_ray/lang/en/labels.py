@@ -122,6 +122,7 @@ REPORT: dict[str, str] = {
     "engine_rss_line": "Engine RSS",
     "memory_mb": "Memory MB",
     "users_slo": "users at once (SLO, perf)",
+    "sustainable_rps": "sustainable requests/s (perf)",
     "mem_engine": "engine",
     "mem_system": "system",
     "multi_model_title": "Several models per host",

@@ -1,0 +1,213 @@
+"""``touchstone-ray perf --rate`` next to GuideLLM's ``constant`` and ``poisson`` profiles: the
+same offered rates on the same simulator.
+
+For each rate (``--rates``, requests/s) and arrival process, each tool sends ``--duration`` s
+of requests (``rate × duration``) to one simulator (fast enough that it is never the
+bottleneck: its TTFT and decode add a few ms per request):
+
+* ``touchstone``: ``touchstone-ray perf --rate R --arrival A --requests N``; send lateness =
+  its records' ``send_lateness_s`` (``sent_at`` − ``scheduled_at``), achieved rate = the
+  summary's ``achieved_rate`` = (n − 1) / (last ``sent_at`` − first ``sent_at``), its
+  schedule's rate the same over ``scheduled_at``;
+* ``guidellm``: ``guidellm run --profile kind=constant|poisson,rate=R`` with
+  ``max_requests`` N on a JSON-lines file of prompts; send lateness = its
+  ``request_start_time`` − ``targeted_start`` per request (its ``request_dispatch_delay``),
+  achieved rate = the same formula over ``request_start_time``, its schedule's over
+  ``targeted_start``.
+
+Prints one JSON summary: per rate, arrival and tool the send lateness p50/p99 (ms), the
+achieved rate (requests/s) and its error vs the offered one (%), the 1-minute load average
+beside each run. Goal (issue 32): touchstone's lateness p99 < 1 ms at 200 requests/s on a
+quiet machine; achieved rate within 1 % of offered wherever GuideLLM's is.
+
+    python bench/bench_open_loop.py [--rates 50,200] [--arrivals constant,poisson]
+        [--duration 10] [--reps 1] [--guidellm PATH]
+
+GuideLLM from the bench venv (bench/README.md) or wherever ``--guidellm`` points (default: the
+one on ``PATH``, else ``/tmp/benchvenv/bin/guidellm``). About 3 minutes on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import SimProcess, dump, log, machine, peer_env, ray_env, scratch, write_yaml
+
+from touchstone_ray.descriptive import percentile
+from touchstone_ray.perf.corpus import passage
+from touchstone_ray.perf.summary import achieved_rate
+
+REPO = Path(__file__).resolve().parents[1]
+SIM = {"ttft_ms": 10, "tps": 1000, "answer_tokens": 16, "models": ["bench-model"]}
+OUTPUT_TOKENS = 16
+TOOL_TIMEOUT_S = 900
+GOAL_LATENESS_P99_MS = 1.0
+"""touchstone's send lateness p99 at 200 requests/s on a quiet machine (ms)."""
+GOAL_RATE_ERROR_PCT = 1.0
+"""Achieved rate within 1 % of the offered one."""
+
+
+def _ms(values: list[float], q: float) -> float | None:
+    value = percentile(values, q)
+    return None if value is None else round(value * 1000, 3)
+
+
+def _error_pct(value: float | None, ref: float | None) -> float | None:
+    return None if value is None or not ref else round((value - ref) / ref * 100, 3)
+
+
+def _figures(
+    lateness: list[float], sent: list[float], scheduled: list[float], rate: float
+) -> dict[str, Any]:
+    """Lateness p50/p99 (ms); the achieved rate (requests/s) and its error (%) against the
+    offered rate and against the tool's own schedule (the same formula over the due times:
+    a Poisson schedule of n requests has its own sample rate, off λ by about 1/√n)."""
+    achieved, planned = achieved_rate(sent), achieved_rate(scheduled)
+    return {
+        "n": len(sent),
+        "lateness_p50_ms": _ms(lateness, 50),
+        "lateness_p99_ms": _ms(lateness, 99),
+        "achieved_rps": None if achieved is None else round(achieved, 4),
+        "schedule_rps": None if planned is None else round(planned, 4),
+        "rate_error_pct": _error_pct(achieved, rate),
+        "rate_error_vs_schedule_pct": _error_pct(achieved, planned),
+        "loadavg_1m": round(os.getloadavg()[0], 2),
+    }
+
+
+def run_touchstone(url: str, rate: float, arrival: str, n: int, work: Path) -> dict[str, Any]:
+    """``touchstone-ray perf --rate`` on the simulator at ``url``: lateness and achieved rate."""
+    config = {
+        "models": [{"id": "bench-model", "engine": "openai", "base_url": url + "/v1"}],
+        "scheduling": {"max_attempts": 1, "warmup": True},
+        "ray": {"include_dashboard": False},
+        "monitor": {"interval_s": 1.0},
+        "out": str(work / "runs"),
+    }
+    cfg = write_yaml(work / "fleet.yaml", config)
+    cmd = [sys.executable, "-m", "touchstone_ray.cli", "perf", "--config", str(cfg)]
+    cmd += ["--contexts", "128", "--output-tokens", str(OUTPUT_TOKENS)]
+    cmd += ["--rate", f"{rate:g}", "--arrival", arrival, "--requests", str(n)]
+    done = subprocess.run(
+        cmd, capture_output=True, text=True, env=ray_env(work), cwd=REPO, timeout=TOOL_TIMEOUT_S
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"touchstone-ray perf exited {done.returncode}: {done.stderr[-2000:]}")
+    bundle = Path(done.stdout.strip().splitlines()[-1])
+    rows = [
+        json.loads(line)
+        for path in sorted((bundle / "points").glob("*.jsonl"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+    ]
+    sent = [r["sent_at"] for r in rows if r["sent_at"] is not None]
+    late = [r["send_lateness_s"] for r in rows if r["send_lateness_s"] is not None]
+    due = [r["scheduled_at"] for r in rows if r["sent_at"] is not None]
+    out = _figures(late, sent, due, rate)
+    point = json.loads((bundle / "summary.json").read_text())["points"][0]
+    out["saturated"] = point["saturated"]
+    out["summary_achieved_rps"] = round(point["achieved_rate"], 4)
+    return out
+
+
+def run_guidellm(
+    exe: str, url: str, rate: float, arrival: str, n: int, work: Path
+) -> dict[str, Any]:
+    """``guidellm run`` with the ``constant``/``poisson`` profile at ``rate``: lateness
+    (``request_dispatch_delay``) and achieved rate over ``request_start_time``."""
+    data = work / "prompts.jsonl"
+    prompts = [f"[g{i}] " + passage(100, i) for i in range(n)]
+    data.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in prompts), encoding="utf-8")
+    out = work / "guidellm.json"
+    backend = {
+        "kind": "openai_http",
+        "target": url,
+        "model": "bench-model",
+        "validate_backend": False,
+        "extras": {"body": {"max_tokens": OUTPUT_TOKENS}},
+    }
+    cmd = [exe, "run", "--backend", json.dumps(backend)]
+    cmd += ["--profile", f"kind={arrival},rate={rate:g}"]
+    cmd += ["--constraint", f"kind=max_requests,count={n}"]
+    cmd += ["--data", f"kind=json_file,path={data}", "--output", f"kind=json,path={out}"]
+    cmd += ["--disable-console-interactive"]
+    with (work / "guidellm.log").open("w") as fh:
+        done = subprocess.run(
+            cmd, cwd=work, env=peer_env(work), stdout=fh, stderr=subprocess.STDOUT,
+            timeout=TOOL_TIMEOUT_S,
+        )  # fmt: skip
+    if done.returncode != 0:
+        tail = (work / "guidellm.log").read_text("utf-8", "replace")[-1500:]
+        raise RuntimeError(f"guidellm exited {done.returncode}: {tail}")
+    bench = json.loads(out.read_text(encoding="utf-8"))["benchmarks"][0]
+    reqs = bench["requests"]["successful"] + (bench["requests"].get("errored") or [])
+    # requests it timed against a schedule (a targeted start); a few of its 200/s Poisson
+    # requests carried 0 there, which would read as a delay of 56 years
+    timed = [
+        (r, float(t))
+        for r in reqs
+        if (t := ((r.get("info") or {}).get("timings") or {}).get("targeted_start") or 0) > 0
+        and r.get("request_start_time")
+    ]
+    sent = [float(r["request_start_time"]) for r, _ in timed]
+    late = [float(r["request_start_time"]) - t for r, t in timed]
+    due = [t for _, t in timed]
+    out = _figures(late, sent, due, rate)
+    out["n_without_target"] = len(reqs) - len(timed)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rates", default="50,200")
+    parser.add_argument("--arrivals", default="constant,poisson")
+    parser.add_argument("--duration", type=float, default=10.0)
+    parser.add_argument("--reps", type=int, default=1)
+    parser.add_argument("--guidellm", default=None)
+    parser.add_argument("--tools", default="touchstone,guidellm")
+    args = parser.parse_args()
+    exe = args.guidellm or shutil.which("guidellm") or "/tmp/benchvenv/bin/guidellm"
+    tools = args.tools.split(",")
+    if "guidellm" in tools and not Path(exe).exists():
+        log(f"GuideLLM not found at {exe}: touchstone only")
+        tools = [t for t in tools if t != "guidellm"]
+    results: dict[str, Any] = {}
+    with scratch("tol") as work, SimProcess(**SIM) as sim:
+        for rate in (float(r) for r in args.rates.split(",")):
+            n = int(rate * args.duration)
+            for arrival in args.arrivals.split(","):
+                for rep in range(args.reps):
+                    for tool in tools:
+                        log(f"{rate:g} requests/s, {arrival}, run {rep + 1}: {tool}")
+                        folder = work / f"{tool[:2]}{int(rate)}{arrival[0]}{rep}"
+                        folder.mkdir()
+                        if tool == "touchstone":
+                            got = run_touchstone(sim.url, rate, arrival, n, folder)
+                        else:
+                            got = run_guidellm(exe, sim.url, rate, arrival, n, folder)
+                        key = f"{rate:g}/s {arrival}"
+                        results.setdefault(key, {}).setdefault(tool, []).append(got)
+    dump(
+        {
+            "machine": machine(),
+            "sim": SIM,
+            "duration_s": args.duration,
+            "goals": {
+                "lateness_p99_ms_at_200": GOAL_LATENESS_P99_MS,
+                "rate_error_pct": GOAL_RATE_ERROR_PCT,
+            },
+            "results": results,
+        }
+    )
+
+
+if __name__ == "__main__":
+    main()
