@@ -228,6 +228,7 @@ class JudgeDriver:
         # a standing cluster's host agent where one is free (judging measures no speed)
         clients = start_clients(specs, f"judge:{run_name}", measuring=False)
         for i, run in enumerate(self.runs):
+            spec = run.spec
             run.actor = clients[str(i)]
             lane = _JudgeLane(self, run)
             self._lanes[id(run)] = lane
