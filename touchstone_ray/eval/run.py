@@ -198,8 +198,10 @@ def run_eval(opts: EvalOptions, out: TextIO = sys.stdout) -> EvalOutcome:
     steps = [
         stop_fleet,
         aborted,
-        lambda _: finalize_bundle(bundle.root),  # every record written so far, also on Ctrl-C
+        # the status first: a step the lifeline gives up on (finalize on a slow disk) must
+        # not leave the bundle "running"
         lambda _: bundle.update_manifest(status="failed", finished_at=time.time()),
+        lambda _: finalize_bundle(bundle.root),  # every record written so far, also on Ctrl-C
     ]
     with abort_guard(bundle.root, "run", steps, f"resume with --resume {bundle.root}"):
         sink.event("run_start", pack=pack.id, hosts={h: n.node_id for h, n in nodes.items()})

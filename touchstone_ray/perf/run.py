@@ -208,8 +208,10 @@ def run_perf(opts: PerfOptions, out: TextIO = sys.stdout) -> PerfOutcome:
     steps = [
         lambda _: fleet.stop(),
         aborted,
-        lambda _: _finalize(bundle.root),  # every request written so far, also on Ctrl-C
+        # the status first: a step the lifeline gives up on (finalize on a slow disk) must
+        # not leave the bundle "running"
         lambda _: bundle.update_manifest(status="failed", finished_at=time.time()),
+        lambda _: _finalize(bundle.root),  # every request written so far, also on Ctrl-C
     ]
     with abort_guard(bundle.root, "run", steps, f"resume with --resume {bundle.root}"):
         writer.event("run_start", kind="perf", hosts={h: n.node_id for h, n in nodes.items()})
