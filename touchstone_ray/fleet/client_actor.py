@@ -619,7 +619,8 @@ def client_spec(
 ) -> ClientSpec:
     """How ``host``'s :class:`HostClient` (or the subclass ``actor_cls``) is built, for
     :func:`~touchstone_ray.fleet.agents.start_clients` (a leased host agent or an actor of its
-    own); arguments as for :func:`spawn_client`. API keys are read from their env vars here,
+    own): ``models`` maps label → spec, ``name`` names the actor, the rest as for
+    :class:`HostClient`. API keys are read from their env vars here,
     on the driver, and travel only in memory."""
     from touchstone_ray.fleet.agents import ClientSpec
 
@@ -639,46 +640,15 @@ def client_spec(
     return ClientSpec(host, node_id, actor_cls or HostClient, args, kwargs, name)
 
 
-def spawn_client(
-    host: str,
-    node_id: str,
-    models: Mapping[str, ModelSpec],
-    *,
-    name: str | None = None,
-    pack_id: str = "",
-    pack_version: int = 0,
-    sampling: dict[str, Any] | None = None,
-    max_attempts: int = 1,
-    scheduling: dict[str, Any] | None = None,
-    run_id: str = "",
-    actor_cls: type[HostClient] | None = None,
-    streams_per_process: int = STREAMS_PER_PROCESS,
-    max_workers: int | None = None,
-    language: str | None = None,
-) -> Any:
+def spawn_client(host: str, node_id: str, models: Mapping[str, ModelSpec], **options: Any) -> Any:
     """Start a :class:`HostClient` actor (or the subclass ``actor_cls``) pinned hard to
     ``node_id`` (SPEC §8), no CPU, never restarted elsewhere; ``models`` maps label → spec;
-    ``scheduling``, ``run_id``, ``streams_per_process``, ``max_workers`` and ``language`` as
-    for :class:`HostClient`. API keys
-    are read from their env vars here, on the driver, and travel only in memory."""
+    ``options`` are :func:`client_spec`'s keywords (``scheduling``, ``run_id``,
+    ``streams_per_process``, ``max_workers`` and ``language`` as for :class:`HostClient`).
+    API keys are read from their env vars here, on the driver, and travel only in memory."""
     from touchstone_ray.fleet.dispatch import spawn_pinned
 
-    spec = client_spec(
-        host,
-        node_id,
-        models,
-        name=name,
-        pack_id=pack_id,
-        pack_version=pack_version,
-        sampling=sampling,
-        max_attempts=max_attempts,
-        scheduling=scheduling,
-        run_id=run_id,
-        actor_cls=actor_cls,
-        streams_per_process=streams_per_process,
-        max_workers=max_workers,
-        language=language,
-    )
+    spec = client_spec(host, node_id, models, **options)
     return spawn_pinned(
-        spec.cls, node_id, *spec.args, name=name, max_concurrency=1000, **spec.kwargs
+        spec.cls, node_id, *spec.args, name=spec.name, max_concurrency=1000, **spec.kwargs
     )

@@ -13,10 +13,7 @@ the wrong state) and changes nothing; a done one redirects to ``/queue`` (303).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -26,6 +23,7 @@ from aiohttp import web
 from touchstone_ray.errors import TouchstoneError, UsageError
 from touchstone_ray.lang import ui_labels
 from touchstone_ray.ui._page import HEADERS, e, page, th
+from touchstone_ray.ui._ticker import ticker
 from touchstone_ray.ui.jobs import MEASURING, Jobs
 from touchstone_ray.ui.packs import pack_files
 from touchstone_ray.ui.queue_jobs import TICK_S, Conflict, QueueRow, UiQueue, choices
@@ -244,33 +242,12 @@ def start_or_queue(app: web.Application, kind: str, form: dict[str, str]) -> str
     return f"/jobs/{target}"
 
 
-async def _tick_forever(queue: UiQueue) -> None:
-    said: str | None = None
-    while True:
-        try:
-            await asyncio.to_thread(queue.tick)
-            said = None
-        except Exception as exc:  # the page shows it too; the ticker must go on
-            if str(exc) != said:  # once, not every tick
-                said = str(exc)
-                print(f"warning: queue: {exc}", file=sys.stderr, flush=True)
-        await asyncio.sleep(TICK_S)
-
-
-async def _ticker(app: web.Application) -> AsyncIterator[None]:
-    task = asyncio.create_task(_tick_forever(app[QUEUE]))
-    yield
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
-
-
 def setup(app: web.Application, jobs: Jobs, lang: str = "en") -> None:
     """Give ``app`` the queue of ``jobs``' runs folder, the Queue page's routes in ``lang``
     and the ticker that starts the queue job (:meth:`UiQueue.tick`)."""
     app[QUEUE] = UiQueue(jobs)
     app[QUEUE_LANG] = lang
-    app.cleanup_ctx.append(_ticker)
+    app.cleanup_ctx.append(ticker("queue", lambda app: app[QUEUE].tick, TICK_S))
     app.add_routes(
         [
             web.get("/queue", queue_page),

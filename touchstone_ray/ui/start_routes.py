@@ -17,10 +17,7 @@ its eval job succeeded.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import sys
-from collections.abc import AsyncIterator
 from typing import Any
 
 from aiohttp import web
@@ -28,6 +25,7 @@ from aiohttp import web
 from touchstone_ray.errors import TouchstoneError, UsageError
 from touchstone_ray.queue.commands import PROGRAM, hosts_command
 from touchstone_ray.ui._page import HEADERS
+from touchstone_ray.ui._ticker import ticker
 from touchstone_ray.ui.jobs import ACTIVE, Jobs
 from touchstone_ray.ui.start import choices, fleet_hosts, preflight_models
 
@@ -123,32 +121,11 @@ async def preflight_state_route(request: web.Request) -> web.Response:
     return _json(data)
 
 
-async def _chain_forever(jobs: Jobs) -> None:
-    said: str | None = None
-    while True:
-        try:
-            await asyncio.to_thread(jobs.chain)
-            said = None
-        except Exception as exc:  # the ticker must go on; say it once
-            if str(exc) != said:
-                said = str(exc)
-                print(f"warning: chained judge: {exc}", file=sys.stderr, flush=True)
-        await asyncio.sleep(CHAIN_TICK_S)
-
-
-async def _ticker(app: web.Application) -> AsyncIterator[None]:
-    task = asyncio.create_task(_chain_forever(app[JOBS_KEY]))
-    yield
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
-
-
 def setup(app: web.Application, jobs: Jobs) -> None:
     """Give ``app`` the start flow's routes (register them before ``/jobs/{job}``) and the
     ticker that starts chained judge jobs."""
     app[JOBS_KEY] = jobs
-    app.cleanup_ctx.append(_ticker)
+    app.cleanup_ctx.append(ticker("chained judge", lambda app: app[JOBS_KEY].chain, CHAIN_TICK_S))
     app.add_routes(
         [
             web.get("/jobs/choices", choices_route),
