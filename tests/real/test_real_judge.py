@@ -76,9 +76,12 @@ PACK: dict[str, Any] = {
 ANSWERS = {"A2": "Es wurde ein Budget von 20.000 € beschlossen."}
 
 
-def write_bundle(root: Path) -> Path:
-    """A bundle folder with the pack and one model's two answers, written as files."""
-    pack = pack_from_data(PACK, "test")
+def write_bundle(
+    root: Path, pack_data: dict[str, Any] | None = None, answers: dict[str, str] | None = None
+) -> Path:
+    """A bundle folder with the pack (``pack_data``, default :data:`PACK`) and one model's
+    answers (prompt id → text, default :data:`ANSWERS`), written as files."""
+    pack = pack_from_data(PACK if pack_data is None else pack_data, "test")
     root.mkdir(parents=True)
     (root / "pack.yaml").write_text(dump_pack(pack), encoding="utf-8")
     fleet = {
@@ -98,7 +101,7 @@ def write_bundle(root: Path) -> Path:
         }
     )
     with JsonlWriter(bundle.layout.shard("m")) as writer:
-        for pid, text in ANSWERS.items():
+        for pid, text in (ANSWERS if answers is None else answers).items():
             writer.write(
                 EvalResponse(
                     key=cell_key("m", "baseline", pid, 1),

@@ -15,13 +15,11 @@ import pytest
 import yaml
 from llama_server import MODEL_ALIAS, LlamaServer
 from test_real_judge import PACK
+from test_real_judge import write_bundle as write_answers
 
-from touchstone_ray.bundle import Bundle
 from touchstone_ray.judging.runner import run_judge
-from touchstone_ray.pack import dump_pack, pack_from_data, pack_sha256
-from touchstone_ray.records import SCHEMA_VERSION, EvalResponse, cell_key
 from touchstone_ray.report import write_report
-from touchstone_ray.storage import JsonlWriter, read_jsonl
+from touchstone_ray.storage import read_jsonl
 
 pytestmark = [pytest.mark.real, pytest.mark.usefixtures("ray_local")]
 
@@ -33,44 +31,8 @@ ANSWERS = {
 
 def write_bundle(root: Path) -> Path:
     """The real judge test's pack without calibration (few calls), one model, two answers."""
-    pack = pack_from_data({k: v for k, v in PACK.items() if k != "calibration"}, "test")
-    root.mkdir(parents=True)
-    (root / "pack.yaml").write_text(dump_pack(pack), encoding="utf-8")
-    fleet = {
-        "ray": {"include_dashboard": False},
-        "models": [{"id": "m", "engine": "openai", "base_url": "http://127.0.0.1:9/v1"}],
-    }
-    (root / "config.yaml").write_text(yaml.safe_dump(fleet), encoding="utf-8")
-    bundle = Bundle(root)
-    bundle.write_manifest(
-        {
-            "schema_version": SCHEMA_VERSION,
-            "pack": {"id": pack.id, "version": 1, "sha256": pack_sha256(root / "pack.yaml")},
-            "models": [{"model": "m", "id": "m", "engine": "openai"}],
-            "variants": ["baseline"],
-            "hosts": {},
-            "status": "done",
-        }
-    )
-    with JsonlWriter(bundle.layout.shard("m")) as writer:
-        for pid, text in ANSWERS.items():
-            writer.write(
-                EvalResponse(
-                    key=cell_key("m", "baseline", pid, 1),
-                    pack_id=pack.id,
-                    pack_version=1,
-                    model="m",
-                    engine="openai",
-                    host="local",
-                    variant="baseline",
-                    category="A",
-                    prompt_id=pid,
-                    repeat=1,
-                    ok=True,
-                    response_text=text,
-                )
-            )
-    return root
+    pack = {k: v for k, v in PACK.items() if k != "calibration"}
+    return write_answers(root, pack, ANSWERS)
 
 
 def test_gemma_with_both_templates(real_server: LlamaServer, tmp_path: Path) -> None:
