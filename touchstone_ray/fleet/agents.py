@@ -540,6 +540,17 @@ def kill_agent(agent: Any) -> None:
         ray.kill(agent, no_restart=True)
 
 
+def spawn_own(spec: ClientSpec) -> Any:
+    """Start the client of ``spec`` as an actor of its own, pinned hard to its node
+    (:func:`~touchstone_ray.fleet.dispatch.spawn_pinned`, ``max_concurrency`` 1000); returns
+    its handle."""
+    from touchstone_ray.fleet.dispatch import spawn_pinned
+
+    return spawn_pinned(
+        spec.cls, spec.node_id, *spec.args, name=spec.name, max_concurrency=1000, **spec.kwargs
+    )
+
+
 def start_clients(
     specs: Mapping[str, ClientSpec],
     run_id: str,
@@ -557,15 +568,8 @@ def start_clients(
     the first and starts actors of its own for the rest. An agent busy with another measuring
     run: what this run leased is released and :class:`RunError` raised with :func:`busy_line`.
     Raises :class:`RunError` for an agent that does not answer within :data:`CALL_TIMEOUT_S`."""
-    from touchstone_ray.fleet.dispatch import spawn_pinned
-
-    def own(spec: ClientSpec) -> Any:
-        return spawn_pinned(
-            spec.cls, spec.node_id, *spec.args, name=spec.name, max_concurrency=1000, **spec.kwargs
-        )
-
     if not specs or not agents_on():
-        return {key: own(spec) for key, spec in specs.items()}
+        return {key: spawn_own(spec) for key, spec in specs.items()}
     import ray
 
     err = err or sys.stderr
@@ -575,7 +579,7 @@ def start_clients(
     keys: list[str] = []
     for key, spec in specs.items():
         if measuring and any(specs[k].node_id == spec.node_id for k in keys):
-            out[key] = own(spec)
+            out[key] = spawn_own(spec)
         else:
             keys.append(key)
     agents: dict[str, Any] = {}

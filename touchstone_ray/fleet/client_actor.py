@@ -646,9 +646,6 @@ def spawn_client(host: str, node_id: str, models: Mapping[str, ModelSpec], **opt
     ``options`` are :func:`client_spec`'s keywords (``scheduling``, ``run_id``,
     ``streams_per_process``, ``max_workers`` and ``language`` as for :class:`HostClient`).
     API keys are read from their env vars here, on the driver, and travel only in memory."""
-    from touchstone_ray.fleet.dispatch import spawn_pinned
+    from touchstone_ray.fleet.agents import spawn_own
 
-    spec = client_spec(host, node_id, models, **options)
-    return spawn_pinned(
-        spec.cls, node_id, *spec.args, name=spec.name, max_concurrency=1000, **spec.kwargs
-    )
+    return spawn_own(client_spec(host, node_id, models, **options))
