@@ -81,6 +81,20 @@ class CellIdentity(_Record):
     """Repeat number, from 1."""
 
 
+class ToolCall(_Record):
+    """One tool call as the model made it, assembled from the stream."""
+
+    id: str | None = None
+    """The call id the server sent; ``None`` when it sent none (Ollama, some templates)."""
+    name: str
+    """The tool's name as the model wrote it (may name no offered tool)."""
+    arguments: Any = None
+    """The arguments parsed from JSON (an object for a well-formed call); the raw string when
+    it is not valid JSON (``schema_valid`` then fails), ``None`` when none were sent."""
+    arguments_valid_json: bool = True
+    """The arguments the server sent parsed as JSON (Ollama sends an object: always true)."""
+
+
 class ChatResult(_Record):
     """One chat call's outcome, the answer-and-timing part of an :class:`EvalResponse`.
 
