@@ -29,13 +29,14 @@ from touchstone_ray.toolpack._checks import (
     PythonAsserts,
     SchemaValid,
 )
+from touchstone_ray.toolpack._load import load_tools_pack
 from touchstone_ray.toolpack._model import (
     CannedResult,
     ToolItem,
     ToolsPack,
     ToolSpec,
     World,
-    load_tools_pack,
+    dump_tools_pack,
     tools_pack_from_data,
 )
 
@@ -62,6 +63,7 @@ __all__ = [
     "ToolSpec",
     "ToolsPack",
     "World",
+    "dump_tools_pack",
     "load_tools_pack",
     "tools_pack_from_data",
 ]

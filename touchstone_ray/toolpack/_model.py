@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from touchstone_ray.errors import PackError
 from touchstone_ray.toolpack._checks import Check, check_tool
-from touchstone_ray.yamlio import RuleError, read_document, validate_document
+from touchstone_ray.yamlio import RuleError, validate_document
 
 __all__ = [
     "CannedResult",
@@ -22,7 +22,7 @@ __all__ = [
     "ToolSpec",
     "ToolsPack",
     "World",
-    "load_tools_pack",
+    "dump_tools_pack",
     "tools_pack_from_data",
 ]
 
@@ -298,26 +298,6 @@ def tools_pack_from_data(data: object, source: str, base: Path | None = None) ->
     """
     pack = validate_document(ToolsPack, data, source, PackError)
     return _inline_asserts(pack, base or Path("."), source)
-
-
-def load_tools_pack(path: str | Path) -> ToolsPack:
-    """Load and validate the tools pack YAML at ``path`` (or ``bfcl:<category>``, read from
-    the installed ``bfcl-eval`` package by :func:`touchstone_ray.toolpack.bfcl.load_bfcl`).
-
-    Raises :class:`PackError` with one line naming the file, the YAML path and the value for:
-    a non-mapping document, unknown keys, an unknown check type, duplicate tool / item /
-    check ids, an item offering an unknown tool, a check naming a tool the item does not
-    offer, a JSON path the tool's schema cannot match, a context or edit file missing from
-    ``world.files``, an asserts file that cannot be read, an unknown ``bfcl:`` category.
-    """
-    text = str(path)
-    if text.startswith("bfcl:"):
-        from touchstone_ray.toolpack.bfcl import load_bfcl
-
-        return load_bfcl(text.removeprefix("bfcl:"))
-    file = Path(path)
-    data = read_document(file, "tools pack", PackError)
-    return tools_pack_from_data(data, str(file), file.parent)
 
 
 def dump_tools_pack(pack: ToolsPack) -> str:
