@@ -129,6 +129,39 @@ def eval_command(
     raise typer.Exit(outcome.exit_code)
 
 
+@app.command("tools")
+def tools_command(
+    pack: Annotated[str, typer.Option("--pack", help="Tools pack YAML, or bfcl:<category>.")],
+    config: FleetConfigOption,
+    address: AddressOption = None,
+    out: Annotated[Path | None, typer.Option(help="Folder for new bundles.")] = None,
+    resume: Annotated[
+        Path | None, typer.Option(help="Tools bundle to resume: runs cells without an ok record.")
+    ] = None,
+    models: Annotated[str | None, typer.Option(help="Comma-separated model ids.")] = None,
+    items: Annotated[str | None, typer.Option(help="Comma-separated item ids.")] = None,
+    limit: Annotated[int | None, typer.Option(help="A quick try: the first N items.")] = None,
+    debug: DebugOption = False,
+) -> None:
+    """Run the tool-calling and code bench (model × item × repeat); print the bundle path last."""
+    _set_debug(debug)
+    from touchstone_ray.tools.run import ToolsOptions, run_tools
+
+    outcome = run_tools(
+        ToolsOptions(
+            pack=pack,
+            config=config,
+            address=address,
+            out=out,
+            resume=resume,
+            models=_ids(models),
+            items=_ids(items),
+            limit=limit,
+        )
+    )
+    raise typer.Exit(outcome.exit_code)
+
+
 @app.command()
 def perf(
     config: FleetConfigOption,

@@ -176,10 +176,10 @@ class Bundle:
         """Raise :class:`BundleError` unless ``manifest`` is one of this bundle's kind (an
         eval bundle: with a pack and its sha256)."""
         path = self.layout.manifest
-        if manifest.kind == "perf":
+        if manifest.kind in ("perf", "tools"):
             raise BundleError(
-                f"{self.root}: a perf bundle (bundle.json has kind: perf); this command needs "
-                "an eval bundle"
+                f"{self.root}: a {manifest.kind} bundle (bundle.json has kind: "
+                f"{manifest.kind}); this command needs an eval bundle"
             )
         if manifest.pack is None:
             raise BundleError(f"{path}: not a touchstone bundle manifest")
