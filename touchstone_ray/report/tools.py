@@ -271,7 +271,7 @@ def _arguments(arguments: Any, valid: bool, t: dict[str, str]) -> str:
 def _turn_blocks(n: int, turn: ToolTurn, t: dict[str, str]) -> list[Block]:
     tokens = NONE if turn.completion_tokens is None else str(turn.completion_tokens)
     if turn.reasoning_tokens:
-        tokens += f" ({turn.reasoning_tokens} {t['reasoning']})"
+        tokens += " " + t["of_reasoning"].format(n=turn.reasoning_tokens)
     line = t["turn_figures"].format(
         finish=turn.finish_reason or NONE,
         tokens=tokens,
@@ -352,8 +352,12 @@ def build_tools_document(
     blocks += _items(summary, t)
     if cells:
         blocks.append(Heading(2, t["cells_section"]))
-        for r in data.records:
-            blocks += cell_blocks(r, t)
+        for item in data.items:
+            mine = [r for r in data.records if r.item_id == item.id]
+            if mine:
+                blocks.append(Heading(3, f"{item.id} · {item.title}" if item.title else item.id))
+                for r in mine:
+                    blocks += cell_blocks(r, t)
     blocks += _method(t)
     front: dict[str, object] = {
         "kind": "tools",

@@ -124,6 +124,7 @@ TOOLS: dict[str, str] = {
     "error": "Fehler",
     "no_text": "(kein Text)",
     "chars_cut": "… ({n} Zeichen insgesamt)",
+    "of_reasoning": "(davon {n} Reasoning)",
     "turn_figures": "Abschluss {finish} · {tokens} Tokens · TTFT {ttft} s · E2E {e2e} s",
     "method": "So liest man das",
     # tools-compare

@@ -118,6 +118,7 @@ TOOLS: dict[str, str] = {
     "error": "Error",
     "no_text": "(no text)",
     "chars_cut": "… ({n} characters in all)",
+    "of_reasoning": "(of them {n} reasoning)",
     "turn_figures": "finish {finish} · {tokens} tokens · TTFT {ttft} s · E2E {e2e} s",
     "method": "How to read this",
     # tools-compare
