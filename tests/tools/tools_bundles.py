@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from hashlib import sha256
 from pathlib import Path
 from typing import Any
 
@@ -178,8 +179,9 @@ def write_tools_bundle(
     manifest: dict[str, Any] | None = None,
     events: Sequence[dict[str, Any]] = (),
 ) -> Path:
-    """Write a tools bundle folder at ``root``: ``bundle.json`` (``kind: tools``, the pack's
-    fingerprints), ``pack.yaml``, ``config.yaml``, ``cells/<slug(model)>.jsonl`` (one
+    """Write a tools bundle folder at ``root`` as the tools stage does: ``bundle.json`` (``kind:
+    tools``, ``pack`` {id, version, sha256 of ``pack.yaml``}, the pack's fingerprints,
+    ``selection``), ``pack.yaml``, ``config.yaml``, ``cells/<slug(model)>.jsonl`` (one
     ``model_dump(mode="json")`` line per record), ``hosts/``, ``events.jsonl``. ``models``:
     ``(label, host)`` in config order (default: the records' models, in order of appearance);
     ``manifest`` keys replace the defaults."""
@@ -187,19 +189,25 @@ def write_tools_bundle(
     if models is None:
         seen = dict.fromkeys((r.model, r.host) for r in records)
         models = list(seen)
+    text = dump_tools_pack(pack)
     root.mkdir(parents=True, exist_ok=True)
     (root / "cells").mkdir(exist_ok=True)
     (root / "hosts").mkdir(exist_ok=True)
     data = {
         "schema_version": 4,
         "kind": "tools",
-        "pack_id": pack.id,
-        "pack_version": pack.version,
+        "pack": {
+            "id": pack.id,
+            "version": pack.version,
+            "sha256": sha256(text.encode()).hexdigest(),
+        },
         "pack_fingerprint": pack.fingerprint(),
         "checks_fingerprint": pack.checks_fingerprint(),
         "models": [{"model": m, "engine": "simulated", "host": h} for m, h in models],
         "hosts": {h: {"hostname": h} for _, h in models},
         "touchstone_version": "0.0.0",
+        "sampling": pack.sampling.model_dump(),
+        "selection": None,
         "simulated": True,
         "started_at": 1000.0,
         "finished_at": 2000.0 if status != "running" else None,
@@ -207,7 +215,7 @@ def write_tools_bundle(
         **(manifest or {}),
     }
     (root / "bundle.json").write_text(json.dumps(data, indent=2), encoding="utf-8")
-    (root / "pack.yaml").write_text(dump_tools_pack(pack), encoding="utf-8")
+    (root / "pack.yaml").write_text(text, encoding="utf-8")
     config = {"models": [{"id": m, "engine": "simulated", "host": h} for m, h in models]}
     (root / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
     for r in records:

@@ -2,7 +2,7 @@
 page, in its pack's language.
 
 - **Overview** (:func:`tools_overview`): the bundle is grouped under ``<pack id> v<version>``
-  (``bundle.json``'s ``pack_id`` / ``pack_version``); its row names the model with the highest
+  (``bundle.json``'s ``pack``); its row names the model with the highest
   pass share (then the most cells passed, then fleet config order) as ``model · k/n`` and that
   share in %. The figures come from ``summary.json`` when the run is over and it is there, else
   from the cells as they stand (:mod:`touchstone_ray.scoring.tools`).
@@ -62,12 +62,12 @@ class ToolsOverview:
 
 
 def tools_pack_label(manifest: Manifest) -> str:
-    """``<pack id> v<version>`` of a tools bundle's manifest (``pack_id`` / ``pack_version``,
-    else its ``pack`` reference); ``(tools)`` when it names none."""
-    data = manifest.to_dict()
-    pack_id, version = data.get("pack_id"), data.get("pack_version")
-    if pack_id is None and manifest.pack is not None:
-        pack_id, version = manifest.pack.id, manifest.pack.version
+    """``<pack id> v<version>`` of a tools bundle's manifest (its ``pack`` reference, else
+    top-level ``pack_id`` / ``pack_version``); ``(tools)`` when it names none."""
+    pack_id, version = (manifest.pack.id, manifest.pack.version) if manifest.pack else (None, None)
+    if pack_id is None:
+        data = manifest.to_dict()
+        pack_id, version = data.get("pack_id"), data.get("pack_version")
     if pack_id is None:
         return "(tools)"
     return f"{pack_id} v{version}" if version is not None else str(pack_id)
