@@ -173,7 +173,9 @@ def _setup(data: ToolsBundleData, s: ToolsSummary, t: dict[str, str]) -> list[Bl
     ]
     blocks: list[Block] = [Heading(2, t["setup"]), Bullets(tuple(lines))]
     if s.simulated:
-        blocks.append(Callout("warning", t["simulated_title"], text=t["simulated"]))
+        blocks.append(
+            Callout("warning", t["simulated_title"], text=t["simulated"], collapsed=False)
+        )
     if s.status == "running":
         note = t["running_note"].format(done=done, planned=planned)
         blocks.append(Callout("info", t["status"], text=note, collapsed=False))
