@@ -382,7 +382,8 @@ def report(
 ) -> None:
     """Write report.md and report.html into the bundle (--unjudged: rating-task.md and
     rating-task.html instead, report.md stays; --critique: critique-task.md/.html and
-    critique-reply.yaml; --runs DIR: every report below DIR, one line per bundle).
+    critique-reply.yaml; --runs DIR: every report below DIR, one line per bundle). A perf
+    bundle gets its perf report, a tools bundle summary.json and its tools report.
 
     The rating task replaces every judgement with instructions, the formula, both knock-out
     checks and a fill-in table per model × variant, for a person or an outside AI (part A);
@@ -415,6 +416,16 @@ def report(
         return
     if is_perf_bundle(bundle):
         for path in write_perf_report(bundle, formats):
+            typer.echo(str(path))
+        return
+    from touchstone_ray.scoring.tools import is_tools_bundle
+
+    if is_tools_bundle(bundle):
+        if unjudged:
+            raise UsageError("--unjudged: a tools bundle has no judgements; leave it out")
+        from touchstone_ray.report.tools import write_tools_report
+
+        for path in write_tools_report(bundle, formats):
             typer.echo(str(path))
         return
     for path in write_report(bundle, fmt, unjudged=unjudged):
@@ -453,6 +464,24 @@ def compare(
     from touchstone_ray.report.compare import compare_bundles
 
     text, written = compare_bundles(bundles, out)
+    typer.echo(text)
+    for path in written:
+        typer.echo(str(path))
+
+
+@app.command("tools-compare")
+def tools_compare(
+    a: Annotated[Path, typer.Argument(help="Tools bundle A.")],
+    b: Annotated[Path, typer.Argument(help="Tools bundle B (the same checks).")],
+    out: Annotated[
+        Path | None, typer.Option(help="Folder for tools-compare.md and tools-compare.json.")
+    ] = None,
+) -> None:
+    """Pair two tools bundles by item and repeat: discordant cells and an exact McNemar p per
+    model (exit 2 when their checks differ or a folder is not a tools bundle)."""
+    from touchstone_ray.report.tools_compare import tools_compare as compare_tools
+
+    text, written = compare_tools(a, b, out)
     typer.echo(text)
     for path in written:
         typer.echo(str(path))
