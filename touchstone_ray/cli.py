@@ -159,6 +159,10 @@ def tools_command(
             limit=limit,
         )
     )
+    if outcome.bundle is not None:
+        from touchstone_ray.report.tools import write_tools_report
+
+        write_tools_report(outcome.bundle)
     raise typer.Exit(outcome.exit_code)
 
 

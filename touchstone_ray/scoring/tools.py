@@ -83,7 +83,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from touchstone_ray.bundle import Layout, Manifest, read_manifest
+from touchstone_ray.bundle import Layout, Manifest, ShardFolder, read_manifest
 from touchstone_ray.descriptive import median
 from touchstone_ray.errors import BundleError, PackError
 from touchstone_ray.scoring.critique import wilson_interval
@@ -92,7 +92,6 @@ from touchstone_ray.tool_records import ToolsRecord
 from touchstone_ray.toolpack import ToolItem, ToolsPack, load_tools_pack
 
 __all__ = [
-    "CELLS_DIR",
     "SUMMARY_SCHEMA_VERSION",
     "ItemCells",
     "ItemRow",
@@ -117,8 +116,6 @@ __all__ = [
 
 SUMMARY_SCHEMA_VERSION = 1
 """``schema_version`` of ``summary.json`` (module docstring)."""
-CELLS_DIR = "cells"
-"""The tools bundle's shard folder: ``cells/<slug(model)>.jsonl``."""
 EMPTY_ARGUMENTS: tuple[Any, ...] = ({}, [], "", None)
 """Arguments that count as empty (``no_empty_args``)."""
 PASS, FAIL, NO_MARK = "✓", "✗", "–"
@@ -340,7 +337,7 @@ def read_tools_records(root: Path) -> tuple[list[ToolsRecord], int]:
     first ok wins), and the number of lines skipped (malformed, or not a tools record: each
     with a ``UserWarning`` naming file and line). A torn last line is skipped silently.
     Nothing is written."""
-    shards = sorted((Path(root) / CELLS_DIR).glob("*.jsonl"))
+    shards = Layout(Path(root)).shards(ShardFolder.CELLS)
     raw: list[dict[str, Any]] = []
     skipped = 0
     for shard in shards:
@@ -353,7 +350,7 @@ def read_tools_records(root: Path) -> tuple[list[ToolsRecord], int]:
             records.append(ToolsRecord.model_validate(data))
         except ValidationError as exc:
             skipped += 1
-            where = f"{root}/{CELLS_DIR}"
+            where = f"{root}/{ShardFolder.CELLS.value}"
             warnings.warn(
                 f"{where}: record {key!r} is not a tools record ({exc.error_count()} errors); "
                 "skipped",

@@ -15,6 +15,7 @@ from touchstone_ray.bundle import ShardFolder
 from touchstone_ray.config import FleetConfig, load_config
 from touchstone_ray.descriptive import percentile
 from touchstone_ray.errors import UsageError, writes_into
+from touchstone_ray.scoring.tools import write_tools_summary
 from touchstone_ray.tool_records import tools_key
 from touchstone_ray.toolpack import ToolItem, ToolsPack, load_tools_pack
 from touchstone_ray.tools.bundle import ToolsBundle, create_tools_bundle, open_tools_bundle
@@ -193,7 +194,7 @@ def run_tools(opts: ToolsOptions, out: TextIO = sys.stdout) -> ToolsOutcome:
     bundle.update_manifest(
         status="failed" if outcome.exit_code else "done", finished_at=time.time()
     )
-    _write_report(root, out)
+    write_tools_summary(root)
     print(end_line(outcome, elapsed), file=out)
     print(root, file=out, flush=True)
     return outcome
@@ -204,16 +205,6 @@ def plans_all(
 ) -> dict[str, list[ModelCells]]:
     """Every planned cell of this selection, done or not."""
     return plan_cells(pack, config, models, items, set())
-
-
-def _write_report(root: Path, out: TextIO) -> None:
-    """The tools report (``report.md``, ``report.html``, ``summary.json``) where the report
-    layer has it."""
-    try:
-        from touchstone_ray.report.tools import write_tools_report  # type: ignore[import-not-found]
-    except ImportError:
-        return
-    write_tools_report(root)
 
 
 def end_line(outcome: ToolsOutcome, elapsed_s: float) -> str:
