@@ -145,7 +145,9 @@ def is_bfcl(path: Path | None) -> bool:
 
 
 def _resolve(base: Path, path: Path | None) -> Path | None:
-    return None if path is None or is_bfcl(path) else (base / path).resolve()
+    if path is None or is_bfcl(path):
+        return path
+    return (base / path).resolve()
 
 
 def load_queue(path: str | Path) -> QueueSpec:
