@@ -38,6 +38,7 @@ NODE_TAGS = frozenset({"javascript", "js", "node", "nodejs", "mjs", "cjs"})
 CHECK_SCRIPT = "__check__.py"
 """The file ``edited_python`` runs its asserts from (in the sandbox directory's root)."""
 
+_SIGNALS = frozenset(int(s) for s in signal.Signals)
 _ERROR_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b")
 
 
@@ -66,19 +67,24 @@ def pick_code(answer: str, tags: frozenset[str]) -> str:
     return block if block is not None else answer
 
 
+def _signal_name(n: int) -> str:
+    return signal.Signals(n).name if n in _SIGNALS else f"signal {n}"
+
+
 def explain(result: SandboxResult, timeout_s: float, last: bool = True) -> str:
-    """One line on why a sandboxed run failed: the timeout, the signal, or the exit status
-    with the error line of stderr (Python's last ``…Error`` line, with the failing source
-    line where the error has no message; node's first, with the line after it)."""
+    """One line on why a sandboxed run failed: the timeout, the signal (``128 + n`` from a PID
+    namespace's ``sh`` read as signal ``n``), or the exit status, with the error line of
+    stderr (Python's last ``…Error`` line, with the failing source line where the error has
+    no message; node's first, with the line after it)."""
     if result.timed_out:
         return f"timed out after {timeout_s:g} s"
-    if result.returncode < 0:
-        try:
-            head = f"killed by {signal.Signals(-result.returncode).name}"
-        except ValueError:
-            head = f"killed by signal {-result.returncode}"
+    rc = result.returncode
+    if rc < 0:
+        head = f"killed by {_signal_name(-rc)}"
+    elif rc > 128 and rc - 128 in _SIGNALS:
+        head = f"exit {rc} (killed by {_signal_name(rc - 128)})"
     else:
-        head = f"exit {result.returncode}"
+        head = f"exit {rc}"
     lines = result.stderr_tail.splitlines()
     hits = [i for i, line in enumerate(lines) if _ERROR_LINE.match(line)]
     if not hits:

@@ -2,11 +2,14 @@
 
 What each run gets:
 
-* its own **network namespace** (no network; loopback exists but is down) and its own PID
-  namespace where the host allows one, made by util-linux ``unshare``: ``unshare --net`` as
+* its own **network namespace** (no network; loopback exists but is down) and, where the
+  host allows one, its own PID namespace, made by util-linux ``unshare``: ``unshare --net`` as
   root, ``unshare --net --map-root-user`` otherwise. Which prefix works is probed once per
   process and cached (:func:`isolation`); where none works the code is never run and
-  :class:`SandboxUnavailable` says why (the check is then not measured);
+  :class:`SandboxUnavailable` says why (the check is then not measured). In a PID namespace
+  ``sh`` is process 1 and the program its child: when ``sh`` ends, the kernel kills whatever
+  the program left, even a process that left the group with ``setsid``. A program killed by
+  signal ``n`` there exits ``128 + n`` (``sh``'s convention);
 * an **empty environment** except ``PATH`` (:data:`SANDBOX_PATH`), stdin ``/dev/null``;
 * its own **process group** (``start_new_session``); after ``timeout_s`` the whole group gets
   ``SIGKILL`` (and in a PID namespace the kernel kills every process left in it);
@@ -14,9 +17,6 @@ What each run gets:
   core files;
 * a **fresh temp directory** as cwd, removed afterwards (stdout and stderr go to files beside
   it, so a run that prints without end is bounded by the file-size limit, not by memory).
-
-In a PID namespace the program is process 1 there: a signal it sends to itself with the
-default action (``os.kill(os.getpid(), 9)``) is ignored by the kernel, as for any init.
 """
 
 from __future__ import annotations
@@ -50,13 +50,17 @@ __all__ = [
 SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
 """The only environment variable a sandboxed program sees."""
 
+_INIT = ("sh", "-c", '"$@"; exit $?', "sh")
+"""Process 1 of a PID namespace: ``sh`` running the program as its child (so the program has
+the usual signal semantics, which process 1 has not) and exiting with its status."""
+
 _CANDIDATES: tuple[tuple[str, ...], ...] = (
-    ("unshare", "--net", "--pid", "--fork", "--kill-child"),
-    ("unshare", "--net", "--map-root-user", "--pid", "--fork", "--kill-child"),
+    ("unshare", "--net", "--pid", "--fork", "--kill-child", *_INIT),
+    ("unshare", "--net", "--map-root-user", "--pid", "--fork", "--kill-child", *_INIT),
     ("unshare", "--net"),
     ("unshare", "--net", "--map-root-user"),
 )
-"""Namespace prefixes tried in order (the plain ``--net`` ones need root)."""
+"""Namespace prefixes tried in order (the ones without ``--map-root-user`` need root)."""
 
 _lock = threading.Lock()
 _isolation: tuple[tuple[str, ...] | None, str] | None = None
@@ -87,7 +91,8 @@ class SandboxResult:
     """What one sandboxed run did."""
 
     returncode: int
-    """Exit status; negative: killed by that signal (``-9`` after a timeout)."""
+    """Exit status; negative: killed by that signal (``-9`` after a timeout); ``128 + n``:
+    the program was killed by signal ``n`` inside a PID namespace."""
     stdout_tail: str
     """The last ``tail_chars`` of stdout (UTF-8, undecodable bytes replaced)."""
     stderr_tail: str
@@ -109,15 +114,16 @@ def python_argv() -> list[str]:
     return [sys.executable, "-I"]
 
 
-def isolation() -> tuple[str, ...]:
+def isolation(refresh: bool = False) -> tuple[str, ...]:
     """The ``unshare`` prefix that gives a run its own network namespace here, probed once per
-    process (running ``true`` under each candidate) and cached.
+    process (running ``true`` under each candidate, ``unshare`` and ``sh`` looked up on this
+    process's ``PATH``) and cached; ``refresh`` probes again.
 
     Raises :class:`SandboxUnavailable` naming why where none works.
     """
     global _isolation
     with _lock:
-        if _isolation is None:
+        if _isolation is None or refresh:
             _isolation = _probe()
         prefix, reason = _isolation
     if prefix is None:
@@ -130,11 +136,15 @@ def _probe() -> tuple[tuple[str, ...] | None, str]:
     if unshare is None:
         return None, "no network namespace: unshare not found"
     true = shutil.which("true") or "/bin/true"
+    shell = shutil.which("sh") or "/bin/sh"
     last = ""
     for candidate in _CANDIDATES:
         if "--map-root-user" not in candidate and os.geteuid() != 0:
             continue
-        prefix = (unshare, *candidate[1:])
+        prefix = tuple(
+            shell if part == "sh" and i == candidate.index("sh") else part
+            for i, part in enumerate((unshare, *candidate[1:]))
+        )
         try:
             done = subprocess.run(
                 [*prefix, true],
