@@ -136,7 +136,6 @@ PINNED: dict[str, list[str]] = {
         "SandboxLimits",
         "SandboxResult",
         "SandboxUnavailable",
-        "run_check",
         "run_checks",
         "run_sandboxed",
         "verdict",

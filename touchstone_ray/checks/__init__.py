@@ -11,7 +11,7 @@ has ``ok`` ``None`` and the reason in ``detail``: it is never a pass. Code runs 
 
 from __future__ import annotations
 
-from touchstone_ray.checks._run import CHECKS, run_check, run_checks, verdict
+from touchstone_ray.checks._run import CHECKS, run_checks, verdict
 from touchstone_ray.checks.sandbox import (
     SandboxLimits,
     SandboxResult,
@@ -24,7 +24,6 @@ __all__ = [
     "SandboxLimits",
     "SandboxResult",
     "SandboxUnavailable",
-    "run_check",
     "run_checks",
     "run_sandboxed",
     "verdict",

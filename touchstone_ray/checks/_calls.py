@@ -42,6 +42,11 @@ def _more(failures: list[str]) -> str:
     return failures[0] + extra
 
 
+def _count(n: int, word: str) -> str:
+    """``1 call``, ``2 calls``."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def _of(tool: str | None) -> str:
     return f" of {tool}" if tool is not None else ""
 
@@ -136,7 +141,7 @@ def check_calls(check: Calls, cell: Cell) -> Result:
     expect = check.expect
     if not check.allow_extra and len(calls) != len(expect):
         made = ", ".join(m.call.name for m in calls) or "none"
-        return fail(f"{scope}{len(calls)} calls, expected {len(expect)} (made: {made})")
+        return fail(f"{scope}{_count(len(calls), 'call')}, expected {len(expect)} (made: {made})")
     if check.ordered:
         start = 0
         for i, expected in enumerate(expect):
@@ -303,7 +308,8 @@ def check_arg_regex(check: ArgRegex, cell: Cell) -> Result:
 def check_no_call(check: NoCall, cell: Cell) -> Result:
     """No turn has a tool call."""
     if cell.calls:
-        return fail(f"{len(cell.calls)} calls: {', '.join(m.label for m in cell.calls)}")
+        labels = ", ".join(m.label for m in cell.calls)
+        return fail(f"{_count(len(cell.calls), 'call')}: {labels}")
     return PASS
 
 
@@ -313,7 +319,7 @@ def check_finish_reason(check: FinishReason, cell: Cell) -> Result:
     n = len(cell.turns)
     index = check.turn if check.turn is not None else n
     if index > n:
-        return fail(f"turn {index} never reached ({n} turns)")
+        return fail(f"turn {index} never reached ({_count(n, 'turn')})")
     reason = cell.turns[index - 1].finish_reason
     if reason is None:
         return unmeasured(f"turn {index}: the server sent no finish reason")

@@ -17,6 +17,7 @@ from touchstone_ray.toolpack import ToolItem, ToolsPack
 DETAIL_CHARS = 300
 """Longest ``detail`` of an outcome (characters)."""
 
+_BREAK = re.compile(r"[ \t]*[\r\n\v\f\u2028\u2029]+[ \t]*")
 _PATH_STEP = re.compile(r"\.([A-Za-z_][A-Za-z0-9_-]*)|\[(\d+)\]")
 _FENCE = re.compile(
     r"^[ \t]{0,3}(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n]*)\n(?P<body>.*?)"
@@ -47,8 +48,9 @@ def unmeasured(detail: str) -> Result:
 
 
 def one_line(text: str, limit: int = DETAIL_CHARS) -> str:
-    """``text`` with its whitespace runs folded to one space, cut to ``limit`` characters."""
-    flat = " ".join(text.split())
+    """``text`` on one line (each line break, with the blanks around it, becomes one space),
+    cut to ``limit`` characters; other whitespace is kept as it is."""
+    flat = _BREAK.sub(" ", text).strip()
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
