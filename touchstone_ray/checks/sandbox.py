@@ -22,6 +22,7 @@ What each run gets:
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import resource
 import select
@@ -50,7 +51,7 @@ __all__ = [
 SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
 """The only environment variable a sandboxed program sees."""
 
-_INIT = ("sh", "-c", '"$@"; exit $?', "sh")
+_INIT = ("sh", "-c", 'unset PWD OLDPWD; "$@"; exit $?', "sh")
 """Process 1 of a PID namespace: ``sh`` running the program as its child (so the program has
 the usual signal semantics, which process 1 has not) and exiting with its status."""
 
@@ -216,11 +217,15 @@ def run_sandboxed(
     ``files`` (relative path → UTF-8 text), and remove the directory afterwards.
 
     Raises :class:`SandboxUnavailable` (nothing run) where no network namespace can be made,
-    ``ValueError`` for a file path outside the directory, ``OSError`` where ``argv[0]``
-    cannot be started.
+    ``ValueError`` for a file path outside the directory, ``FileNotFoundError`` where
+    ``argv[0]`` is no executable (a bare name is looked up on :data:`SANDBOX_PATH`).
     """
     limits = limits or SandboxLimits()
     prefix = isolation()
+    program = argv[0]
+    found = program if "/" in program else shutil.which(program, path=SANDBOX_PATH)
+    if found is None or not os.access(found, os.X_OK) or os.path.isdir(found):
+        raise FileNotFoundError(errno.ENOENT, "no such program", program)
     root = Path(tempfile.mkdtemp(prefix="ts-sandbox-"))
     try:
         work = root / "work"
