@@ -345,3 +345,53 @@ def test_the_pack_tools_are_the_helpers_tools() -> None:
     assert [t.name for t in make_pack({"id": "c", "type": "no_call"}).tools] == [
         t["name"] for t in TOOLS
     ]
+
+
+# --- calls, compare: bfcl ------------------------------------------------------------------
+
+
+def _bfcl(args: dict[str, list[object]], compare: str = "bfcl") -> dict[str, object]:
+    return {"type": "calls", "expect": [{"name": "save", "args": args}], "compare": compare}
+
+
+def test_calls_bfcl_strings_ignore_case_spaces_and_punctuation() -> None:
+    made = turn(call("save", {"payload": "san francisco,ca"}))
+    assert judge(_bfcl({"payload": ["San Francisco, CA"]}), made) == (True, "")
+    assert judge(_bfcl({"payload": ["San Francisco, CA"]}, "json"), made) == (
+        False,
+        'expect[0] save{"payload":["San Francisco, CA"]}: '
+        'call 1 (save, turn 1): payload="san francisco,ca", accepted ["San Francisco, CA"]',
+    )
+    got = judge(_bfcl({"payload": ["San Jose, CA"]}), made)
+    assert got == (
+        False,
+        'expect[0] save{"payload":["San Jose, CA"]}: '
+        'call 1 (save, turn 1): payload="san francisco,ca", accepted ["San Jose, CA"]',
+    )
+
+
+def test_calls_bfcl_arrays_of_strings_and_numbers() -> None:
+    made = turn(call("save", {"payload": ["new york", "LA"], "meta": 2}))
+    check = _bfcl({"payload": [["New York", "la"]], "meta": [2.0, ""]})
+    assert judge(check, made) == (True, "")
+    check = _bfcl({"payload": [["LA", "New York"]], "meta": [2.0, ""]})  # order counts
+    assert judge(check, made)[0] is False
+
+
+def test_calls_bfcl_objects_take_accepted_lists_per_key() -> None:
+    accepted = {"meta": [{"name": ["Ann Lee"], "age": [30, ""]}]}
+    assert judge(_bfcl(accepted), turn(call("save", {"meta": {"name": "ann-lee"}}))) == (True, "")
+    got = judge(_bfcl(accepted), turn(call("save", {"meta": {"name": "Ann Lee", "x": 1}})))
+    assert got == (
+        False,
+        'expect[0] save{"meta":[{"name":["Ann Lee"],"age":[30,""]}]}: call 1 (save, turn 1): '
+        'meta={"name":"Ann Lee","x":1}, accepted [{"name":["Ann Lee"],"age":[30,""]}]',
+    )
+
+
+def test_calls_bfcl_arrays_of_objects_one_by_one() -> None:
+    accepted = {"meta": [[{"k": ["A"]}, {"k": ["b"], "v": [1, ""]}]]}
+    made = turn(call("save", {"meta": [{"k": "a"}, {"k": "B", "v": 1}]}))
+    assert judge(_bfcl(accepted), made) == (True, "")
+    made = turn(call("save", {"meta": [{"k": "B"}, {"k": "a"}]}))
+    assert judge(_bfcl(accepted), made)[0] is False

@@ -45,6 +45,12 @@ class Calls(_Check):
     """Only this turn's calls (1 = the first answer); ``None``: every turn's calls together."""
     allow_extra: bool = False
     """Calls beyond the expected ones are allowed."""
+    compare: Literal["json", "bfcl"] = "json"
+    """How argument values meet the accepted ones: ``json``, JSON equality (``1`` = ``1.0``,
+    ``true`` ≠ ``1`` ≠ ``"1"``); ``bfcl``, as BFCL's AST checker: strings (also inside arrays
+    and objects) compared lower-cased without spaces and ``,./-_*^``, ``'`` read as ``"``; an
+    object against accepted objects whose values are lists of accepted values (``""``: may be
+    left out); an array of objects against accepted arrays of such objects, one by one."""
 
 
 class SchemaValid(_Check):
