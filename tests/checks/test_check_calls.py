@@ -3,10 +3,13 @@ with its exact ``ok`` and ``detail``."""
 
 from __future__ import annotations
 
-from tools_cell import TOOLS, call, judge, make_pack, turn
+import pytest
+from tools_cell import TOOLS, call, judge, make_pack, turn, unvalidated
 
 from touchstone_ray.checks import run_checks
+from touchstone_ray.errors import PackError
 from touchstone_ray.tool_records import ToolTurn
+from touchstone_ray.toolpack import ArgRegex
 
 BERLIN = {"city": "Berlin"}
 WEATHER_ARGS = {"name": "get_weather", "args": {"city": ["Berlin"], "unit": ["c", ""]}}
@@ -305,9 +308,16 @@ def test_arg_regex_every_call_and_real_tabs() -> None:
     )
 
 
-def test_arg_regex_that_does_not_compile_is_not_measured() -> None:
-    check = {"type": "arg_regex", "tool": "ls", "path": "$.path", "pattern": "("}
-    assert judge(check, turn(call("ls", {"path": "."}))) == (
+def test_arg_regex_that_does_not_compile_is_refused_at_load_not_measured_at_run() -> None:
+    check = {"id": "c", "type": "arg_regex", "tool": "ls", "path": "$.path", "pattern": "("}
+    with pytest.raises(PackError) as caught:
+        make_pack(check)
+    assert str(caught.value) == (
+        "test.yaml: items[0].checks[0].arg_regex.pattern: not a regular expression: "
+        "missing ), unterminated subpattern at position 0 (got '(')"
+    )
+    unchecked = ArgRegex.model_construct(**check)  # past the loader (the run's own guard)
+    assert unvalidated(unchecked, turn(call("ls", {"path": "."}))) == (
         None,
         "pattern does not compile: missing ), unterminated subpattern at position 0",
     )

@@ -7,9 +7,22 @@ object); the loader refuses one that the tool's schema cannot match.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+
+def _compiles(pattern: str) -> str:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"not a regular expression: {exc}") from None
+    return pattern
+
+
+Pattern = Annotated[str, AfterValidator(_compiles)]
+"""A Python regular expression, refused at load where it does not compile."""
 
 
 class _Check(BaseModel):
@@ -95,7 +108,7 @@ class ArgRegex(_Check):
     """The tool whose calls are looked at."""
     path: str = Field(pattern=r"^\$(\.[A-Za-z_][A-Za-z0-9_-]*|\[\d+\])+$")
     """JSON path into the arguments, ``$.a.b[0]``."""
-    pattern: str
+    pattern: Pattern
     """A Python regular expression."""
     every: bool = False
     """Every call of ``tool`` must match, not just one."""
@@ -121,7 +134,7 @@ class AnswerRegex(_Check):
     """The final answer text (the last turn's content) matches ``pattern`` (``re.search``)."""
 
     type: Literal["answer_regex"] = "answer_regex"
-    pattern: str
+    pattern: Pattern
     """A Python regular expression."""
     ignore_case: bool = False
     """Match case-insensitively."""
