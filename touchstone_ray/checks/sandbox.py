@@ -261,7 +261,12 @@ def run_sandboxed(
                 preexec_fn=preexec,
                 close_fds=True,
             )
-            timed_out = not _exited(proc, limits.timeout_s)
+            try:
+                timed_out = not _exited(proc, limits.timeout_s)
+            except BaseException:  # interrupted while waiting: leave nothing running
+                _kill_group(proc.pid)
+                proc.wait()
+                raise
             elapsed = time.perf_counter() - start
             # Not reaped yet, so its pid still names the group: kill whatever is left in it
             # (everything, after a timeout), then reap.
