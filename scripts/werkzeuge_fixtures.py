@@ -3,8 +3,8 @@
 The three long-context items of the shipped German tools pack put about 30,000 tokens of
 fixture text into the conversation (``context_files``): a warehouse module in Python
 (``src/lager/bestand.py``), its German handbook (``docs/handbuch.md``) and its changelog
-(``docs/changelog.md``), 88,450 characters together: 29,213 tokens by Gemma 3's tokenizer
-(llama.cpp ``/tokenize``), 29,484 by the fit check's estimate of 3 characters a token. They
+(``docs/changelog.md``), 86,844 characters together: 29,103 tokens by Gemma 3's tokenizer
+(llama.cpp ``/tokenize``), 28,948 by the fit check's estimate of 3 characters a token. They
 are written here from fixed tables (no randomness), so the text can be checked and rebuilt:
 
 * ``python scripts/werkzeuge_fixtures.py`` rewrites the part of the pack after the marker line
@@ -912,6 +912,16 @@ def _gruppe_doku(g: Gruppe, nummer: int, index: int) -> str:
     return "\n".join(zeilen)
 
 
+def _beispielzeile(g: Gruppe) -> str:
+    """A row of the handbook's worked example (its own rule: factor 1.5, rounded up)."""
+    ziel = math.ceil(g.verbrauch * g.reichweite)
+    vorschlag = math.ceil(ziel / g.ve) * g.ve
+    return (
+        f"| {g.kuerzel} ({g.name}) | {g.menge(_meldebestand_doku(g))} | {g.menge(ziel)} | "
+        f"{g.menge(vorschlag)} |"
+    )
+
+
 def _meldebestand_doku(g: Gruppe) -> int:
     """The reorder point the handbook states (its own factor, 1.5)."""
     return math.ceil(g.verbrauch * g.lieferzeit * 1.5)
@@ -1105,6 +1115,14 @@ def handbuch_md() -> str:
         "Beispiel: Bei 340 Stück Verbrauch pro Tag und 5 Tagen Lieferzeit liegt der "
         "Meldebestand bei 340 × 5 × 1,5 = 2550 Stück.",
         "",
+        "Die folgende Tabelle rechnet die Regel für jede Warengruppe bei einem Bestand von "
+        "null und ohne offene Bestellungen durch (Meldebestand und Vorschlag in der Einheit "
+        "der Gruppe):",
+        "",
+        "| Gruppe | Meldebestand | Zielbestand | Vorschlag bei Bestand 0 |",
+        "|---|---|---|---|",
+        *(_beispielzeile(g) for g in GRUPPEN),
+        "",
         "## 7 Kommissionierung",
         "",
         "Kommissioniert wird nach Pickliste, die nach Lagerplatz sortiert ist. Wer einen Platz "
@@ -1143,20 +1161,33 @@ def handbuch_md() -> str:
         "Jede Retoure bekommt einen Retourenbeleg mit Grund, Zustand und Fotos. Gutschriften "
         "löst die Buchhaltung erst aus, wenn der Beleg vollständig ist.",
         "",
-        "## 10 Störungen und Eskalation",
+        "## 10 Schichtübergabe",
+        "",
+        "Jede Schicht endet mit einer Übergabe an der Tafel im Leitstand. Die Schichtleitung "
+        "nennt offene Eilaufträge, gesperrte Gänge, Fehlmengen ohne Klärung und Lieferungen, "
+        "die angekündigt, aber noch nicht eingetroffen sind. Was nicht an der Tafel steht, "
+        "gilt als erledigt; wer etwas übernimmt, zeichnet es ab. Bei Schichtende offene "
+        "Kommissionieraufträge bleiben dem Kommissionierer zugeordnet, bis die nächste "
+        "Schicht sie neu verteilt.",
+        "",
+        "Einmal pro Woche prüft die Lagerleitung die Übergabezettel auf wiederkehrende "
+        "Probleme und bringt sie in die Bestandsrunde ein, die über Stammdaten und Regeln "
+        "entscheidet.",
+        "",
+        "## 11 Störungen und Eskalation",
         "",
         "Fällt die Lagersoftware aus, wird auf Papier-Picklisten weitergearbeitet; jede "
         "Entnahme wird auf der Liste abgehakt und nach der Störung nachgebucht. Fällt ein "
         "Stapler aus, sperrt die Schichtleitung die betroffenen Gänge in Zone E. Bei "
         "ausgelaufenem Gefahrstoff gilt der Alarmplan am Eingang des Gefahrstoffraums.",
         "",
-        "## 11 Glossar",
+        "## 12 Glossar",
         "",
     ]
     for wort, text in _GLOSSAR:
         out.append(f"**{wort}** — {text}")
         out.append("")
-    out += ["## 12 Häufige Fragen", ""]
+    out += ["## 13 Häufige Fragen", ""]
     for frage, antwort in _FAQ:
         out += [f"**{frage}**", "", antwort, ""]
     return "\n".join(out).rstrip("\n") + "\n"
@@ -1219,8 +1250,85 @@ def _versionen() -> list[tuple[str, date]]:
     return out
 
 
+_BERICHTE = (
+    "Ladenhüter",
+    "Fehlmengen je Schicht",
+    "Umschlaghäufigkeit",
+    "Retourenquote",
+    "Inventurdifferenzen je Zone",
+)
+_SCANFELDER = ("Lagerplatz", "Charge", "Seriennummer", "Lieferscheinnummer", "MHD")
+
+
+def _round_robin(*pools: tuple[str, ...] | list[str]) -> list[str]:
+    """The entries of ``pools`` interleaved (first of each, then second of each, ...)."""
+    out = []
+    for i in range(max(len(p) for p in pools)):
+        out.extend(p[i] for p in pools if i < len(p))
+    return out
+
+
+def _neuerungen() -> list[str]:
+    """Every feature line of the changelog, each used once."""
+    return _round_robin(
+        _AENDERUNGEN,
+        [f"Neue Auswertung „{x}“ im Menü Berichte" for x in _BERICHTE],
+        [f"Lieferantenpreise von {g.lieferant} werden nachts importiert" for g in GRUPPEN],
+        [f"Buchungsmaske: {x} lässt sich mit dem Handscanner erfassen" for x in _SCANFELDER],
+    )
+
+
+def _fehlerbehebungen() -> list[str]:
+    """Every fix line of the changelog, each used once."""
+    return _round_robin(
+        _FEHLER,
+        [f"Etiketten der Gruppe {g.kuerzel} wurden mit falscher Zone gedruckt" for g in GRUPPEN],
+        [f"Der Export „{x}“ brach bei mehr als 10.000 Zeilen ab" for x in _BERICHTE],
+        [
+            f"Der Bestellvorschlag {g.kuerzel} zählte offene Bestellungen doppelt"
+            for g in GRUPPEN[7:] + GRUPPEN[:7]
+        ],
+    )
+
+
 def changelog_md() -> str:
-    """The text of ``docs/changelog.md`` (newest version first)."""
+    """The text of ``docs/changelog.md`` (newest version first; no line repeats)."""
+    neu, behoben = iter(_neuerungen()), iter(_fehlerbehebungen())
+    abschnitte = []
+    for version, tag in _versionen():
+        zeilen = [f"## {version} ({tag.isoformat()})", ""]
+        if version == "3.2.0":
+            zeilen += [
+                "### Geändert",
+                "",
+                "- Sicherheitsfaktor des Meldebestands im Code von 1,5 auf 1,25 gesenkt "
+                "(Beschluss der Bestandsrunde vom Frühjahr; das Handbuch wird nachgezogen).",
+                "- Bestellvorschlag je Warengruppe als eigene Funktion, damit Saisonware "
+                "eigene Regeln bekommen kann.",
+                "",
+            ]
+        elif version.endswith(".0.0"):
+            zeilen += [
+                "### Geändert",
+                "",
+                f"- Neue Hauptversion: {_HAUPTVERSIONEN[version]}",
+                "",
+            ]
+        if version.endswith(".0") and version != "3.2.0":
+            zeilen += ["### Neu", "", f"- {next(neu)}.", f"- {next(neu)}.", ""]
+            if version.startswith("3."):
+                gruppe = GRUPPEN[int(version.split(".")[1]) * 3 % len(GRUPPEN)]
+                zeilen += [
+                    "### Stammdaten",
+                    "",
+                    f"- {gruppe.name}: Lieferzeit {gruppe.lieferzeit} Tage, "
+                    f"Verpackungseinheit {gruppe.menge(gruppe.ve)}, Hauptlieferant "
+                    f"{gruppe.lieferant}.",
+                    "",
+                ]
+        elif not version.endswith(".0"):
+            zeilen += ["### Behoben", "", f"- {next(behoben)}.", f"- {next(behoben)}.", ""]
+        abschnitte.append(zeilen)
     out = [
         "# Änderungen der Lagersoftware",
         "",
@@ -1229,43 +1337,19 @@ def changelog_md() -> str:
         "eine Patch-Version behebt Fehler. Daten sind Auslieferungstage im Zentrallager.",
         "",
     ]
-    for i, (version, tag) in enumerate(reversed(_versionen())):
-        out += [f"## {version} ({tag.isoformat()})", ""]
-        if version == "3.2.0":
-            out += [
-                "### Geändert",
-                "",
-                "- Sicherheitsfaktor des Meldebestands im Code von 1,5 auf 1,25 gesenkt "
-                "(Beschluss der Bestandsrunde vom Frühjahr; das Handbuch wird nachgezogen).",
-                "- Bestellvorschlag je Warengruppe als eigene Funktion, damit Saisonware "
-                "eigene Regeln bekommen kann.",
-                "",
-                "### Neu",
-                "",
-                f"- {_AENDERUNGEN[i % len(_AENDERUNGEN)]}.",
-                "",
-            ]
-        elif version.endswith(".0"):
-            out += ["### Neu", ""]
-            for k in range(3):
-                out.append(f"- {_AENDERUNGEN[(i * 3 + k) % len(_AENDERUNGEN)]}.")
-            out += ["", "### Behoben", "", f"- {_FEHLER[i % len(_FEHLER)]}.", ""]
-            if version.startswith("3."):
-                gruppe = GRUPPEN[i % len(GRUPPEN)]
-                out += [
-                    "### Stammdaten",
-                    "",
-                    f"- {gruppe.name}: Lieferzeit {gruppe.lieferzeit} Tage, "
-                    f"Verpackungseinheit {gruppe.menge(gruppe.ve)}, Hauptlieferant "
-                    f"{gruppe.lieferant}.",
-                    "",
-                ]
-        else:
-            out += ["### Behoben", ""]
-            for k in range(2):
-                out.append(f"- {_FEHLER[(i * 2 + k) % len(_FEHLER)]}.")
-            out.append("")
+    for zeilen in reversed(abschnitte):
+        out += zeilen
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+_HAUPTVERSIONEN = {
+    "1.0.0": "erste Version im Zentrallager; Bestände, Buchungen und Picklisten.",
+    "2.0.0": "Korrekturbuchungen brauchen einen Grund; Umlagerungen werden eigene "
+    "Buchungen statt Abgang und Zugang.",
+    "3.0.0": "Retouren sind eine eigene Buchungsart mit Retourenbeleg; Sperrbestand wird "
+    "getrennt geführt.",
+}
+"""What each major version changed in the booking rules."""
 
 
 # --------------------------------------------------------------------------- the pack's tail

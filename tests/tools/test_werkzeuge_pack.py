@@ -7,6 +7,7 @@ from __future__ import annotations
 import fnmatch
 import importlib.util
 import json
+import math
 import shutil
 import sys
 import time
@@ -238,6 +239,9 @@ def test_long_context_items_carry_about_30k_tokens(pack: ToolsPack) -> None:
         assert 28_000 <= count.tokens <= 32_000, (item.id, count.tokens)
         assert not fits(count, item.max_tokens, 16_384)
         assert fits(count, item.max_tokens, 65_536)
+    texts = [pack.world.files[p] for p in LONG_FILES]
+    assert sum(map(len, texts)) == 86_844  # characters; 29,103 tokens by Gemma 3's tokenizer
+    assert sum(math.ceil(len(t) / 3) for t in texts) == 28_948
     others = [item for item in pack.items if not item.context_files]
     assert all(len(item.prompt) < 1_000 for item in others)
 
