@@ -3,10 +3,13 @@ with its exact ``ok`` and ``detail``."""
 
 from __future__ import annotations
 
-from tools_cell import TOOLS, call, judge, make_pack, turn
+import pytest
+from tools_cell import TOOLS, call, judge, make_pack, turn, unvalidated
 
 from touchstone_ray.checks import run_checks
+from touchstone_ray.errors import PackError
 from touchstone_ray.tool_records import ToolTurn
+from touchstone_ray.toolpack import ArgRegex
 
 BERLIN = {"city": "Berlin"}
 WEATHER_ARGS = {"name": "get_weather", "args": {"city": ["Berlin"], "unit": ["c", ""]}}
@@ -305,9 +308,16 @@ def test_arg_regex_every_call_and_real_tabs() -> None:
     )
 
 
-def test_arg_regex_that_does_not_compile_is_not_measured() -> None:
-    check = {"type": "arg_regex", "tool": "ls", "path": "$.path", "pattern": "("}
-    assert judge(check, turn(call("ls", {"path": "."}))) == (
+def test_arg_regex_that_does_not_compile_is_refused_at_load_not_measured_at_run() -> None:
+    check = {"id": "c", "type": "arg_regex", "tool": "ls", "path": "$.path", "pattern": "("}
+    with pytest.raises(PackError) as caught:
+        make_pack(check)
+    assert str(caught.value) == (
+        "test.yaml: items[0].checks[0].arg_regex.pattern: not a regular expression: "
+        "missing ), unterminated subpattern at position 0 (got '(')"
+    )
+    unchecked = ArgRegex.model_construct(**check)  # past the loader (the run's own guard)
+    assert unvalidated(unchecked, turn(call("ls", {"path": "."}))) == (
         None,
         "pattern does not compile: missing ), unterminated subpattern at position 0",
     )
@@ -345,3 +355,53 @@ def test_the_pack_tools_are_the_helpers_tools() -> None:
     assert [t.name for t in make_pack({"id": "c", "type": "no_call"}).tools] == [
         t["name"] for t in TOOLS
     ]
+
+
+# --- calls, compare: bfcl ------------------------------------------------------------------
+
+
+def _bfcl(args: dict[str, list[object]], compare: str = "bfcl") -> dict[str, object]:
+    return {"type": "calls", "expect": [{"name": "save", "args": args}], "compare": compare}
+
+
+def test_calls_bfcl_strings_ignore_case_spaces_and_punctuation() -> None:
+    made = turn(call("save", {"payload": "san francisco,ca"}))
+    assert judge(_bfcl({"payload": ["San Francisco, CA"]}), made) == (True, "")
+    assert judge(_bfcl({"payload": ["San Francisco, CA"]}, "json"), made) == (
+        False,
+        'expect[0] save{"payload":["San Francisco, CA"]}: '
+        'call 1 (save, turn 1): payload="san francisco,ca", accepted ["San Francisco, CA"]',
+    )
+    got = judge(_bfcl({"payload": ["San Jose, CA"]}), made)
+    assert got == (
+        False,
+        'expect[0] save{"payload":["San Jose, CA"]}: '
+        'call 1 (save, turn 1): payload="san francisco,ca", accepted ["San Jose, CA"]',
+    )
+
+
+def test_calls_bfcl_arrays_of_strings_and_numbers() -> None:
+    made = turn(call("save", {"payload": ["new york", "LA"], "meta": 2}))
+    check = _bfcl({"payload": [["New York", "la"]], "meta": [2.0, ""]})
+    assert judge(check, made) == (True, "")
+    check = _bfcl({"payload": [["LA", "New York"]], "meta": [2.0, ""]})  # order counts
+    assert judge(check, made)[0] is False
+
+
+def test_calls_bfcl_objects_take_accepted_lists_per_key() -> None:
+    accepted = {"meta": [{"name": ["Ann Lee"], "age": [30, ""]}]}
+    assert judge(_bfcl(accepted), turn(call("save", {"meta": {"name": "ann-lee"}}))) == (True, "")
+    got = judge(_bfcl(accepted), turn(call("save", {"meta": {"name": "Ann Lee", "x": 1}})))
+    assert got == (
+        False,
+        'expect[0] save{"meta":[{"name":["Ann Lee"],"age":[30,""]}]}: call 1 (save, turn 1): '
+        'meta={"name":"Ann Lee","x":1}, accepted [{"name":["Ann Lee"],"age":[30,""]}]',
+    )
+
+
+def test_calls_bfcl_arrays_of_objects_one_by_one() -> None:
+    accepted = {"meta": [[{"k": ["A"]}, {"k": ["b"], "v": [1, ""]}]]}
+    made = turn(call("save", {"meta": [{"k": "a"}, {"k": "B", "v": 1}]}))
+    assert judge(_bfcl(accepted), made) == (True, "")
+    made = turn(call("save", {"meta": [{"k": "B"}, {"k": "a"}]}))
+    assert judge(_bfcl(accepted), made)[0] is False

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from tools_cell import call, judge, turn
+from tools_cell import call, judge, turn, unvalidated
+
+from touchstone_ray.toolpack import AnswerRegex
 
 FINAL = "Es sind 21 Grad in Berlin."
 
@@ -28,9 +30,12 @@ def test_answer_regex_ignore_case() -> None:
     )
 
 
-def test_answer_regex_that_does_not_compile_is_not_measured() -> None:
-    got = judge({"type": "answer_regex", "pattern": "[a-"}, turn(content=FINAL))
-    assert got == (None, "pattern does not compile: unterminated character set at position 0")
+def test_answer_regex_that_does_not_compile_is_not_measured_at_run() -> None:
+    unchecked = AnswerRegex.model_construct(id="c", type="answer_regex", pattern="[a-")
+    assert unvalidated(unchecked, turn(content=FINAL)) == (
+        None,
+        "pattern does not compile: unterminated character set at position 0",
+    )
 
 
 def test_answer_contains_every_value() -> None:

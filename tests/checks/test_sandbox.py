@@ -18,7 +18,7 @@ import psutil
 import pytest
 
 from touchstone_ray.checks import SandboxLimits, run_sandboxed
-from touchstone_ray.checks.sandbox import SANDBOX_PATH, python_argv
+from touchstone_ray.checks.sandbox import SANDBOX_PATH, isolation, python_argv
 
 CLIENT = """
 import errno, socket
@@ -175,3 +175,26 @@ def test_no_process_is_left_after_a_normal_exit() -> None:
     assert py(code) == (0, "bye\n", "")
     time.sleep(0.2)
     assert _alive(marker) == []
+
+
+@pytest.fixture
+def no_prlimit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """This process's ``PATH`` with ``unshare``, ``sh`` and ``true`` but no ``prlimit``."""
+    for name in ("unshare", "sh", "true"):
+        found = shutil.which(name)
+        assert found is not None
+        (tmp_path / name).symlink_to(found)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert shutil.which("prlimit") is None
+    isolation(refresh=True)
+    yield
+    monkeypatch.undo()
+    isolation(refresh=True)
+
+
+@pytest.mark.usefixtures("no_prlimit")
+def test_the_limits_hold_without_prlimit_too() -> None:
+    rc, _, err = py("b = bytearray(512 * 2**20)", SandboxLimits(memory_mb=256))
+    assert (rc, err.splitlines()[-1]) == (1, "MemoryError")
+    rc, _, err = py("open('big', 'wb').write(b'x' * (2 * 2**20))", SandboxLimits(file_size_mb=1))
+    assert (rc, err.splitlines()[-1]) == (1, "OSError: [Errno 27] File too large")

@@ -106,3 +106,12 @@ def judge(check: dict[str, Any], *turns: ToolTurn) -> tuple[bool | None, str]:
     """``(ok, detail)`` of the one ``check`` (its ``id`` defaults to ``c``) on ``turns``."""
     out = outcomes(*turns, checks=[{"id": "c", **check}])[0]
     return out.ok, out.detail
+
+
+def unvalidated(check: Any, *turns: ToolTurn) -> tuple[bool | None, str]:
+    """``(ok, detail)`` of ``check`` put into the item past the loader's validation (a check
+    the loader would refuse, to test the run's own guard)."""
+    pack = make_pack({"id": "placeholder", "type": "no_call"})
+    item = pack.items[0].model_copy(update={"checks": (check,)})
+    out = run_checks(pack, item, list(turns))[0]
+    return out.ok, out.detail

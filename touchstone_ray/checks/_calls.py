@@ -24,6 +24,7 @@ from touchstone_ray.checks._cell import (
     show,
     unmeasured,
 )
+from touchstone_ray.checks._values import fits
 from touchstone_ray.toolpack import (
     ArgEquals,
     ArgRegex,
@@ -62,13 +63,14 @@ def _describe(expected: str | ExpectedCall) -> str:
     return f"{expected.name}{show(expected.args, 80)}"
 
 
-def call_mismatch(expected: str | ExpectedCall, made: Made) -> str | None:
+def call_mismatch(expected: str | ExpectedCall, made: Made, compare: str = "json") -> str | None:
     """Why ``made`` does not satisfy ``expected`` (``None``: it does).
 
     A name matches by name alone. An :class:`ExpectedCall` with ``args`` needs the arguments
     to be a JSON object (no arguments count as ``{}``) where every argument given is named in
-    ``args`` with a value JSON-equal to one of its accepted values, and every argument not
-    given has ``""`` among its accepted values (BFCL's "may be omitted").
+    ``args`` with a value that fits one of its accepted values (``compare``: JSON equality, or
+    BFCL's rules, :func:`~touchstone_ray.checks._values.fits`), and every argument not given
+    has ``""`` among its accepted values (BFCL's "may be omitted").
     """
     call = made.call
     name = expected if isinstance(expected, str) else expected.name
@@ -83,7 +85,7 @@ def call_mismatch(expected: str | ExpectedCall, made: Made) -> str | None:
         accepted = expected.args.get(key)
         if accepted is None:
             return f"{made.label}: unexpected argument {key}"
-        if not any(json_equal(value, ok) for ok in accepted):
+        if not fits(value, accepted, compare):
             return f"{made.label}: {key}={show(value)}, accepted {show(accepted)}"
     for key, accepted in expected.args.items():
         if key not in args and "" not in accepted:
@@ -114,21 +116,31 @@ def _matching(fits: list[list[bool]], n_calls: int) -> list[int | None]:
     return match
 
 
-def _why_unmatched(expected: str | ExpectedCall, calls: list[Made]) -> str:
+def _why_unmatched(expected: str | ExpectedCall, calls: list[Made], compare: str) -> str:
     name = expected if isinstance(expected, str) else expected.name
     same = [i for i, m in enumerate(calls) if m.call.name == name]
     if not same:
         return f"no call of {name}"
     for i in same:
-        reason = call_mismatch(expected, calls[i])
+        reason = call_mismatch(expected, calls[i], compare)
         if reason is not None:
             return reason
     return f"every fitting call of {name} answers another expectation"
 
 
+def _first_fit(
+    expected: str | ExpectedCall, calls: list[Made], start: int, compare: str
+) -> int | None:
+    """The index of the first call from ``start`` on that fits ``expected``."""
+    for j in range(start, len(calls)):
+        if call_mismatch(expected, calls[j], compare) is None:
+            return j
+    return None
+
+
 def check_calls(check: Calls, cell: Cell) -> Result:
     """The calls (of turn ``turn``, or of every turn together; a turn never reached has none)
-    fit ``expect`` (:func:`call_mismatch` per pair).
+    fit ``expect`` (:func:`call_mismatch` per pair, values compared by ``compare``).
 
     ``ordered``: without ``allow_extra`` the i-th call fits the i-th expectation and the
     counts are equal; with it the expectations fit a subsequence of the calls, in order.
@@ -146,25 +158,22 @@ def check_calls(check: Calls, cell: Cell) -> Result:
         start = 0
         for i, expected in enumerate(expect):
             if not check.allow_extra:
-                reason = call_mismatch(expected, calls[i])
+                reason = call_mismatch(expected, calls[i], check.compare)
                 if reason is not None:
                     return fail(f"{scope}expect[{i}] {_describe(expected)}: {reason}")
                 continue
-            found = next(
-                (j for j in range(start, len(calls)) if call_mismatch(expected, calls[j]) is None),
-                None,
-            )
+            found = _first_fit(expected, calls, start, check.compare)
             if found is None:
                 rest = calls[start:]
-                why = _why_unmatched(expected, rest) if rest else "no call left"
+                why = _why_unmatched(expected, rest, check.compare) if rest else "no call left"
                 return fail(f"{scope}expect[{i}] {_describe(expected)} (in order): {why}")
             start = found + 1
         return PASS
-    fits = [[call_mismatch(e, m) is None for m in calls] for e in expect]
-    match = _matching(fits, len(calls))
+    table = [[call_mismatch(e, m, check.compare) is None for m in calls] for e in expect]
+    match = _matching(table, len(calls))
     for i, expected in enumerate(expect):
         if match[i] is None:
-            why = _why_unmatched(expected, calls)
+            why = _why_unmatched(expected, calls, check.compare)
             return fail(f"{scope}expect[{i}] {_describe(expected)}: {why}")
     return PASS
 

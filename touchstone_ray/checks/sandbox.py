@@ -13,8 +13,8 @@ What each run gets:
 * an **empty environment** except ``PATH`` (:data:`SANDBOX_PATH`), stdin ``/dev/null``;
 * its own **process group** (``start_new_session``); after ``timeout_s`` the whole group gets
   ``SIGKILL`` (and in a PID namespace the kernel kills every process left in it);
-* ``setrlimit`` limits: CPU seconds, address space (MB), size of any file written (MB), no
-  core files;
+* limits (util-linux ``prlimit``, else ``setrlimit`` between fork and exec): CPU seconds,
+  address space (MiB), size of any file written (MiB), no core files;
 * a **fresh temp directory** as cwd, removed afterwards (stdout and stderr go to files beside
   it, so a run that prints without end is bounded by the file-size limit, not by memory).
 """
@@ -164,10 +164,22 @@ def _probe() -> tuple[tuple[str, ...] | None, str]:
     return None, f"no network namespace: {last or 'unshare failed'}"
 
 
-def _limits(limits: SandboxLimits) -> Callable[[], None]:
+def _limits(limits: SandboxLimits) -> tuple[list[str], Callable[[], None] | None]:
+    """The limits as a ``prlimit`` prefix (util-linux: set on itself, then exec), or, where
+    there is no ``prlimit``, as a ``preexec_fn`` (not safe beside other threads, hence the
+    second choice)."""
     cpu = max(1, int(limits.cpu_s))
     memory = limits.memory_mb * 2**20
     fsize = limits.file_size_mb * 2**20
+    prlimit = shutil.which("prlimit")
+    if prlimit is not None:
+        return [
+            prlimit,
+            f"--cpu={cpu}:{cpu + 1}",
+            f"--as={memory}",
+            f"--fsize={fsize}",
+            "--core=0",
+        ], None
 
     def apply() -> None:  # runs in the child between fork and exec
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
@@ -175,7 +187,7 @@ def _limits(limits: SandboxLimits) -> Callable[[], None]:
         resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
-    return apply
+    return [], apply
 
 
 def _safe_relative(name: str) -> PurePosixPath:
@@ -235,20 +247,26 @@ def run_sandboxed(
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
         out, err = root / "stdout", root / "stderr"
+        limit_prefix, preexec = _limits(limits)
         with out.open("wb") as stdout, err.open("wb") as stderr:
             start = time.perf_counter()
             proc = subprocess.Popen(
-                [*prefix, *argv],
+                [*limit_prefix, *prefix, *argv],
                 cwd=work,
                 env={"PATH": SANDBOX_PATH},
                 stdin=subprocess.DEVNULL,
                 stdout=stdout,
                 stderr=stderr,
                 start_new_session=True,
-                preexec_fn=_limits(limits),
+                preexec_fn=preexec,
                 close_fds=True,
             )
-            timed_out = not _exited(proc, limits.timeout_s)
+            try:
+                timed_out = not _exited(proc, limits.timeout_s)
+            except BaseException:  # interrupted while waiting: leave nothing running
+                _kill_group(proc.pid)
+                proc.wait()
+                raise
             elapsed = time.perf_counter() - start
             # Not reaped yet, so its pid still names the group: kill whatever is left in it
             # (everything, after a timeout), then reap.
