@@ -100,7 +100,7 @@ class VllmEngine(OpenAIEngine):
             "root": card.get("root"),
         }
 
-    async def count_prompt_tokens(self, model: str, messages: list[dict[str, str]]) -> int | None:
+    async def count_prompt_tokens(self, model: str, messages: list[dict[str, Any]]) -> int | None:
         """``count`` from ``POST /tokenize`` with the chat messages."""
         data = await self._checked_json(
             "POST", self.server_root + "/tokenize", {"model": model, "messages": messages}
