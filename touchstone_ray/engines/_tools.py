@@ -85,9 +85,6 @@ class ToolCallAssembler:
         self.chars = 0
         """Characters of names and arguments received (for estimated token counts)."""
 
-    def __bool__(self) -> bool:
-        return bool(self._calls or self._whole)
-
     def add_fragments(self, fragments: Any) -> bool:
         """Add one chunk's OpenAI ``delta.tool_calls`` list; returns whether any fragment
         carried a token. Malformed entries (not objects) are skipped."""
@@ -163,11 +160,14 @@ class ToolCallAssembler:
     def calls(self) -> tuple[list[ToolCall], list[dict[str, Any]]]:
         """``(tool_calls, tool_calls_raw)``: the parsed calls, and each call as the server sent
         it, assembled (OpenAI: ``{"index", "id", "type", "function": {"name", "arguments":
-        <the concatenated text>}}``; Ollama: the call object as received)."""
+        <the concatenated text>}}``; Ollama: the call object as received). A call whose fragments
+        carried nothing (no id, name or arguments) is not one."""
         parsed: list[ToolCall] = []
         raw: list[dict[str, Any]] = []
         for call in self._calls:
             text = "".join(call.args)
+            if not (call.call_id or call.name or text or call.has_obj):
+                continue  # only empty fragments: no call was made
             parsed.append(tool_call(call.call_id, call.name, text, call.obj, call.has_obj))
             arguments: Any = call.obj if call.has_obj else text
             raw.append(
