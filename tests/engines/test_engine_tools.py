@@ -510,3 +510,24 @@ def test_other_engines_do_not_say(replay: ReplayServer) -> None:
     for kind in ("openai", "vllm", "lmstudio"):
         assert ask(create_engine(kind, settings(replay.url + "/v1")), "tool_support", "m") is None
     assert replay.seen == []  # nothing asked
+
+
+def test_prompt_counts_take_the_tools(replay: ReplayServer) -> None:
+    def reply(data: dict[str, Any]) -> Reply:
+        return Reply(200, [(0, json.dumps(data).encode())], content_type="application/json")
+
+    replay.set("/apply-template", reply({"prompt": "<|im_start|>system\nTools …"}))
+    replay.set("/tokenize", [reply({"tokens": [1] * 574}), reply({"count": 133})])
+    llama = create_engine("llamacpp", settings(replay.url + "/v1"))
+    assert ask(llama, "count_prompt_tokens", "m", ASK, [WEATHER]) == 574
+    assert replay.requests("/apply-template")[0].body == {"messages": ASK, "tools": [WEATHER]}
+    vllm = create_engine("vllm", settings(replay.url + "/v1"))
+    assert ask(vllm, "count_prompt_tokens", "m", HISTORY, [WEATHER, TIME]) == 133
+    assert replay.requests("/tokenize")[1].body == {
+        "model": "m",
+        "messages": HISTORY,
+        "tools": [WEATHER, TIME],
+    }
+    # without tools the bodies are as before
+    ask(create_engine("llamacpp", settings(replay.url + "/v1")), "count_prompt_tokens", "m", ASK)
+    assert replay.requests("/apply-template")[1].body == {"messages": ASK}

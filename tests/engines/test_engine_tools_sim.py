@@ -216,3 +216,16 @@ def test_requests_without_tools_are_unchanged() -> None:
     without = one("openai", {}, plain)
     assert with_knobs.response_text == without.response_text != ""
     assert (with_knobs.tool_calls, with_knobs.finish_reason) == ([], "stop")
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_the_simulator_says_it_takes_tools(api: str) -> None:
+    engine = create_engine("simulated", settings("unused"), sim={"api": api})
+
+    async def go() -> str | None:
+        try:
+            return await engine.tool_support("m")
+        finally:
+            await engine.aclose()
+
+    assert run(go()) is None

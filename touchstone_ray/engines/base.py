@@ -166,9 +166,15 @@ class Engine(ABC):
         it does not say."""
         return None
 
-    async def count_prompt_tokens(self, model: str, messages: list[dict[str, Any]]) -> int | None:
-        """Prompt tokens of ``messages`` after the chat template, by the server's own
-        tokenizer; ``None`` when the server has no tokenizer endpoint (default)."""
+    async def count_prompt_tokens(
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+    ) -> int | None:
+        """Prompt tokens of ``messages`` (and the ``tools`` offered, which the chat template
+        renders into the prompt) after the chat template, by the server's own tokenizer;
+        ``None`` when the server has no tokenizer endpoint (default)."""
         return None
 
     async def chat_template(self, model: str) -> dict[str, Any] | None:

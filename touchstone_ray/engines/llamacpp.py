@@ -119,14 +119,22 @@ class LlamaCppEngine(OpenAIEngine):
         ints = [n for n in sizes if isinstance(n, int) and n > 0]
         return min(ints) if ints else await super().context_limit(model)
 
-    async def count_prompt_tokens(self, model: str, messages: list[dict[str, Any]]) -> int | None:
-        """Tokens of the templated prompt: ``/apply-template`` then ``/tokenize`` with
-        ``add_special`` (the BOS token the server adds to a chat prompt; checked equal to the
-        stream's ``usage.prompt_tokens`` on the real server)."""
+    async def count_prompt_tokens(
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+    ) -> int | None:
+        """Tokens of the templated prompt: ``/apply-template`` (with ``tools`` when given: the
+        real server renders them into the prompt, 79 → 574 characters for one tool with a
+        Hermes-style template) then ``/tokenize`` with ``add_special`` (the BOS token the
+        server adds to a chat prompt; checked equal to the stream's ``usage.prompt_tokens`` on
+        the real server)."""
         root = self.server_root
-        templated = await self._checked_json(
-            "POST", root + "/apply-template", {"messages": messages}
-        )
+        request: dict[str, Any] = {"messages": messages}
+        if tools is not None:
+            request["tools"] = tools
+        templated = await self._checked_json("POST", root + "/apply-template", request)
         prompt = templated.get("prompt") if isinstance(templated, dict) else None
         if not isinstance(prompt, str):
             return None
