@@ -60,16 +60,12 @@ class ToolsClient(HostClient):
 
     async def tool_support(self, label: str) -> str | None:
         """``None`` when the model's server can take tool calls, else one line saying why not
-        and what to change (the engine's ``tool_support``; servers that cannot tell: ``None``)."""
-        engine: Any = self._engine(label)
-        check = getattr(engine, "tool_support", None)
-        if check is None:
-            return None
+        and what to change (:meth:`~touchstone_ray.engines.base.Engine.tool_support`; a
+        server that cannot tell, or cannot be asked: ``None``)."""
         try:
-            line = await check(self.specs[label].id)
-        except Exception:
+            return await self._engine(label).tool_support(self.specs[label].id)
+        except Exception:  # the server could not be asked: its cells will say what is wrong
             return None
-        return line if isinstance(line, str) else None
 
     async def _chat_one(self, label: str, req: ChatRequest) -> ChatResult:
         async with self._sems[label]:

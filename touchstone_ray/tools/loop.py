@@ -76,7 +76,7 @@ def context_messages(pack: ToolsPack, item: ToolItem) -> list[dict[str, Any]]:
         {"role": "tool", "tool_call_id": f"ctx_{n}", "name": "read", "content": pack.world.files[p]}
         for n, p in enumerate(item.context_files, start=1)
     ]
-    return [{"role": "assistant", "content": "", "tool_calls": calls}, *replies]
+    return [{"role": "assistant", "content": None, "tool_calls": calls}, *replies]
 
 
 def first_messages(pack: ToolsPack, item: ToolItem) -> list[dict[str, Any]]:
@@ -106,7 +106,8 @@ def _turn(result: ChatResult) -> ToolTurn:
 
 
 def _assistant(turn: ToolTurn, ids: list[str]) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": turn.content}
+    content = turn.content if turn.content or not turn.tool_calls else None
+    message: dict[str, Any] = {"role": "assistant", "content": content}
     if turn.tool_calls:
         message["tool_calls"] = [
             {
