@@ -54,8 +54,13 @@ class ToolsOutcome:
     """Planned cells without an ok record after the run (``--resume`` runs them)."""
     failures_by_kind: dict[str, int] = field(default_factory=dict)
     stopped: dict[str, str] = field(default_factory=dict)
+    harness_p50_s: float | None = None
+    """Median time between a reply's end and the next turn's request, over every turn after a
+    cell's first (s; the engine's own stamps)."""
     harness_p99_s: float | None = None
-    """p99 of the time between a reply's end and the next turn's request (s)."""
+    """p99 of that time (s)."""
+    harness_n: int = 0
+    """Turns those figures come from."""
 
     @property
     def exit_code(self) -> int:
@@ -179,7 +184,9 @@ def run_tools(opts: ToolsOptions, out: TextIO = sys.stdout) -> ToolsOutcome:
     outcome.stopped = dict(fleet.stopped)
     outcome.n_missing = len(planned - ok_now)
     if fleet.harness_s:
+        outcome.harness_p50_s = percentile(fleet.harness_s, 50)
         outcome.harness_p99_s = percentile(fleet.harness_s, 99)
+        outcome.harness_n = len(fleet.harness_s)
     elapsed = time.monotonic() - started
     writer.event(
         "run_done",
@@ -187,7 +194,9 @@ def run_tools(opts: ToolsOptions, out: TextIO = sys.stdout) -> ToolsOutcome:
         failed=outcome.n_failed,
         passed=outcome.n_passed,
         missing=outcome.n_missing,
+        harness_p50_s=outcome.harness_p50_s,
         harness_p99_s=outcome.harness_p99_s,
+        harness_n=outcome.harness_n,
         elapsed_s=elapsed,
     )
     writer.close()
