@@ -117,7 +117,7 @@ def test_simple_python_0_tools_and_check() -> None:
                     args={"base": [10], "height": [5], "unit": ["units", ""]},
                 )
             ],
-            rules="bfcl",
+            compare="bfcl",
         ),
     )
 
@@ -198,7 +198,7 @@ def test_parallel_expects_every_call_in_any_order() -> None:
             ],
             ordered=False,
             allow_extra=False,
-            rules="bfcl",
+            compare="bfcl",
         ),
     )
 
@@ -207,7 +207,7 @@ def test_irrelevance_expects_no_call() -> None:
     item = load_bfcl("irrelevance").items[0]
     assert item.id == "irrelevance_0"
     assert item.tools == ("determine_body_mass_index",)
-    assert item.checks == (NoCall(id="no_call", rules="bfcl"),)
+    assert item.checks == (NoCall(id="no_call", compare="bfcl"),)
 
 
 def test_a_name_with_several_definitions_is_defined_per_item() -> None:

@@ -45,11 +45,6 @@ class Calls(_Check):
     """Only this turn's calls (1 = the first answer); ``None``: every turn's calls together."""
     allow_extra: bool = False
     """Calls beyond the expected ones are allowed."""
-    rules: Literal["exact", "bfcl"] = "exact"
-    """How calls are matched: ``exact`` (the default rules) or ``bfcl`` (BFCL's AST checker:
-    the count must equal ``len(expect)``, expected calls are matched in order to the first
-    unused call that fits, strings are compared normalised, an int counts as a float for a
-    ``number`` parameter, ``""`` is accepted as a value where it is listed)."""
 
 
 class SchemaValid(_Check):
@@ -104,10 +99,10 @@ class NoCall(_Check):
     """The model made no tool call in any turn (the right answer needs none)."""
 
     type: Literal["no_call"] = "no_call"
-    rules: Literal["exact", "bfcl"] = "exact"
-    """``exact``: any call fails; ``bfcl``: BFCL's irrelevance rule, the answer counts as no
-    call when it has none or any call's arguments are not a JSON object (BFCL's decoder drops
-    the whole answer then)."""
+    compare: Literal["json", "bfcl"] = "json"
+    """``json``: any call fails; ``bfcl``: BFCL's irrelevance rule, the answer counts as no
+    call when it has none or any call's arguments are not a JSON object (valid JSON of another
+    kind, or no valid JSON: BFCL's decoder drops the whole answer then)."""
 
 
 class FinishReason(_Check):

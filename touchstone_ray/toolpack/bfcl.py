@@ -26,11 +26,11 @@ N):
   sends it. The same name has different docs in different questions: the definition most
   questions offer goes into the pack's ``tools``, any other one into the item's own
   (:attr:`~touchstone_ray.toolpack.ToolItem.own_tools`).
-* **Checks.** A category with possible answers gets one ``calls`` check with ``rules: bfcl``
+* **Checks.** A category with possible answers gets one ``calls`` check with ``compare: bfcl``
   (BFCL's AST checker: exactly these calls in any order, each argument one of the accepted
   values, ``""`` = may be left out), one :class:`ExpectedCall` per ground-truth call with the
   renamed tool name and the accepted values as given. ``irrelevance`` gets ``no_call`` with
-  ``rules: bfcl``. No ``schema_valid``: BFCL does not validate against the schema, and an extra
+  ``compare: bfcl``. No ``schema_valid``: BFCL does not validate against the schema, and an extra
   check would make a pass rate differ from BFCL's.
 * Every item has ``max_turns: 1`` (BFCL scores the first answer) and ``tool_choice: auto``.
 """
@@ -226,13 +226,13 @@ def _item(
     system, prompt = _messages(question, source)
     check: dict[str, Any]
     if answer is None:
-        check = {"id": "no_call", "type": "no_call", "rules": "bfcl"}
+        check = {"id": "no_call", "type": "no_call", "compare": "bfcl"}
     else:
         expect = []
         for call in answer.get("ground_truth", []):
             ((name, args),) = call.items()
             expect.append({"name": tool_name(name), "args": args})
-        check = {"id": "calls", "type": "calls", "expect": expect, "rules": "bfcl"}
+        check = {"id": "calls", "type": "calls", "expect": expect, "compare": "bfcl"}
     return {
         "id": question["id"],
         "prompt": prompt,
