@@ -16,7 +16,9 @@ reply: tool calls with arguments as a JSON string, or a text answer):
   value per argument, an argument whose only accepted value is ``""`` left out),
   ``answer_alt`` (the last accepted value, every optional argument left out), ``reordered``
   (the calls reversed; parallel only), ``normalised`` (strings upper-cased with ``_`` for
-  spaces, an integral float written as an int), ``wrong_value``, ``wrong_type`` (first
+  spaces, an integral float written as an int), ``ints`` (every integral float an int, inside
+  arrays and objects too), ``empty_optional`` (each argument that may be left out given as
+  ``""``), ``wrong_value``, ``wrong_type`` (first
   argument of the first call), ``missing_required``, ``extra_param``, ``extra_call`` (the
   first call twice), ``missing_call`` (the last call dropped; parallel only),
   ``wrong_function`` (another offered function, else a name not offered), ``no_call`` (a
@@ -187,6 +189,31 @@ def _normalised(calls: list[Call], docs: dict[str, Any]) -> list[Call]:
     return out
 
 
+def _ints(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [_ints(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _ints(v) for k, v in value.items()}
+    return value
+
+
+def _empty_optional(calls: list[Call], truth: list[dict[str, Any]]) -> list[Call] | None:
+    """Every argument that may be left out given as ``""`` instead (``None``: none may)."""
+    out: list[Call] = []
+    changed = False
+    for (name, args), entry in zip(calls, truth, strict=True):
+        ((_, accepted),) = entry.items()
+        new = dict(args)
+        for param, values in accepted.items():
+            if "" in values:
+                new[param] = ""
+                changed = True
+        out.append((name, new))
+    return out if changed else None
+
+
 def _different(value: Any, accepted: list[Any]) -> Any:
     if isinstance(value, bool):
         return not value
@@ -241,6 +268,10 @@ def ast_outputs(
     if parallel and len(calls) > 1:
         outs.append(("reordered", calls[::-1]))
     outs.append(("normalised", _normalised(calls, docs)))
+    outs.append(("ints", [(name, _ints(args)) for name, args in calls]))
+    empty = _empty_optional(calls, truth)
+    if empty is not None:
+        outs.append(("empty_optional", empty))
     first = _first_arg(calls)
     name0, args0 = calls[0]
     ((raw0, accepted0),) = truth[0].items()
