@@ -47,7 +47,14 @@ from typing import Any
 from touchstone_ray.errors import PackError
 from touchstone_ray.toolpack._model import ToolsPack, tools_pack_from_data
 
-__all__ = ["CATEGORIES", "GORILLA_TO_OPENAPI", "bfcl_data_dir", "load_bfcl", "openai_tool"]
+__all__ = [
+    "CATEGORIES",
+    "GORILLA_TO_OPENAPI",
+    "bfcl_data_dir",
+    "load_bfcl",
+    "openai_tool",
+    "tool_name",
+]
 
 CATEGORIES: tuple[str, ...] = (
     "simple_python",
