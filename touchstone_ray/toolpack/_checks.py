@@ -118,6 +118,10 @@ class NoCall(_Check):
     """The model made no tool call in any turn (the right answer needs none)."""
 
     type: Literal["no_call"] = "no_call"
+    compare: Literal["json", "bfcl"] = "json"
+    """``json``: any call fails; ``bfcl``: BFCL's irrelevance rule, the answer counts as no
+    call when it has none or any call's arguments are not a JSON object (valid JSON of another
+    kind, or no valid JSON: BFCL's decoder drops the whole answer then)."""
 
 
 class FinishReason(_Check):

@@ -92,7 +92,11 @@ class ToolItem(_Strict):
     system: str | None = None
     """The system prompt; ``None``: none sent."""
     tools: tuple[str, ...] = ()
-    """Names of the pack's tools offered in this item."""
+    """Names of the tools offered in this item: the item's ``own_tools`` or else the pack's."""
+    own_tools: tuple[ToolSpec, ...] = ()
+    """Tools defined for this item only (a BFCL question's own function docs: one name may
+    have a different schema in each question); each must be named in ``tools`` too, and wins
+    over a pack tool of the same name."""
     tool_choice: str = "auto"
     """``auto`` | ``none`` | ``required`` | an offered tool's name (forces that tool)."""
     max_turns: int = Field(default=5, ge=1, le=50)
@@ -141,9 +145,17 @@ class ToolsPack(_Strict):
                 raise RuleError(f"world.results[{i}].tool", "unknown tool", canned.tool)
         for i, item in enumerate(self.items):
             at = f"items[{i}]"
+            own = {t.name: t for t in item.own_tools}
+            _unique(
+                [(f"{at}.own_tools[{j}].name", t.name) for j, t in enumerate(item.own_tools)],
+                "tool",
+            )
             for j, name in enumerate(item.tools):
-                if name not in tools:
+                if name not in tools and name not in own:
                     raise RuleError(f"{at}.tools[{j}]", "unknown tool", name)
+            for j, spec in enumerate(item.own_tools):
+                if spec.name not in item.tools:
+                    raise RuleError(f"{at}.own_tools[{j}].name", "not named in tools", spec.name)
             if item.tool_choice not in ("auto", "none", "required", *item.tools):
                 raise RuleError(
                     f"{at}.tool_choice",
@@ -155,7 +167,7 @@ class ToolsPack(_Strict):
                     raise RuleError(f"{at}.context_files[{j}]", "not a file of world.files", path)
             _unique([(f"{at}.checks[{j}].id", c.id) for j, c in enumerate(item.checks)], "check")
             for j, check in enumerate(item.checks):
-                _check_rules(check, f"{at}.checks[{j}]", item, tools, self.world)
+                _check_rules(check, f"{at}.checks[{j}]", item, {**tools, **own}, self.world)
         return self
 
     def item(self, item_id: str) -> ToolItem:
@@ -165,8 +177,13 @@ class ToolsPack(_Strict):
                 return item
         raise KeyError(item_id)
 
-    def tool(self, name: str) -> ToolSpec:
-        """The tool named ``name``; raises ``KeyError`` if there is none."""
+    def tool(self, name: str, item: ToolItem | None = None) -> ToolSpec:
+        """The tool named ``name`` as ``item`` offers it (its ``own_tools`` first), else the
+        pack's; raises ``KeyError`` if there is none."""
+        if item is not None:
+            for tool in item.own_tools:
+                if tool.name == name:
+                    return tool
         for tool in self.tools:
             if tool.name == name:
                 return tool
@@ -174,7 +191,7 @@ class ToolsPack(_Strict):
 
     def offered(self, item: ToolItem) -> list[ToolSpec]:
         """The tools ``item`` offers, in its order."""
-        return [self.tool(name) for name in item.tools]
+        return [self.tool(name, item) for name in item.tools]
 
     def cells(self) -> Iterator[tuple[ToolItem, int]]:
         """``(item, repeat)`` in pack order, repeats from 1."""
