@@ -359,20 +359,41 @@ def test_the_pack_tools_are_the_helpers_tools() -> None:
 
 # --- calls, compare: bfcl ------------------------------------------------------------------
 
+SAVE = {
+    "name": "save",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "payload": {"type": "string"},
+            "cities": {"type": "array", "items": {"type": "string"}},
+            "count": {"type": "number"},
+            "meta": {"type": "object"},
+            "metas": {"type": "array", "items": {"type": "object"}},
+        },
+    },
+}
+"""A tool typed as BFCL's OpenAI conversion types one (BFCL's rules read the types)."""
+
 
 def _bfcl(args: dict[str, list[object]], compare: str = "bfcl") -> dict[str, object]:
     return {"type": "calls", "expect": [{"name": "save", "args": args}], "compare": compare}
 
 
+def _judge_save(check: dict[str, object], made: ToolTurn) -> tuple[bool | None, str]:
+    pack = make_pack({"id": "c", **check}, tools=[SAVE])
+    out = run_checks(pack, pack.items[0], [made])
+    return out[0].ok, out[0].detail
+
+
 def test_calls_bfcl_strings_ignore_case_spaces_and_punctuation() -> None:
     made = turn(call("save", {"payload": "san francisco,ca"}))
-    assert judge(_bfcl({"payload": ["San Francisco, CA"]}), made) == (True, "")
-    assert judge(_bfcl({"payload": ["San Francisco, CA"]}, "json"), made) == (
+    assert _judge_save(_bfcl({"payload": ["San Francisco, CA"]}), made) == (True, "")
+    assert _judge_save(_bfcl({"payload": ["San Francisco, CA"]}, "json"), made) == (
         False,
         'expect[0] save{"payload":["San Francisco, CA"]}: '
         'call 1 (save, turn 1): payload="san francisco,ca", accepted ["San Francisco, CA"]',
     )
-    got = judge(_bfcl({"payload": ["San Jose, CA"]}), made)
+    got = _judge_save(_bfcl({"payload": ["San Jose, CA"]}), made)
     assert got == (
         False,
         'expect[0] save{"payload":["San Jose, CA"]}: '
@@ -381,17 +402,18 @@ def test_calls_bfcl_strings_ignore_case_spaces_and_punctuation() -> None:
 
 
 def test_calls_bfcl_arrays_of_strings_and_numbers() -> None:
-    made = turn(call("save", {"payload": ["new york", "LA"], "meta": 2}))
-    check = _bfcl({"payload": [["New York", "la"]], "meta": [2.0, ""]})
-    assert judge(check, made) == (True, "")
-    check = _bfcl({"payload": [["LA", "New York"]], "meta": [2.0, ""]})  # order counts
-    assert judge(check, made)[0] is False
+    made = turn(call("save", {"cities": ["new york", "LA"], "count": 2}))
+    check = _bfcl({"cities": [["New York", "la"]], "count": [2.0, ""]})
+    assert _judge_save(check, made) == (True, "")
+    check = _bfcl({"cities": [["LA", "New York"]], "count": [2.0, ""]})  # order counts
+    assert _judge_save(check, made)[0] is False
 
 
 def test_calls_bfcl_objects_take_accepted_lists_per_key() -> None:
     accepted = {"meta": [{"name": ["Ann Lee"], "age": [30, ""]}]}
-    assert judge(_bfcl(accepted), turn(call("save", {"meta": {"name": "ann-lee"}}))) == (True, "")
-    got = judge(_bfcl(accepted), turn(call("save", {"meta": {"name": "Ann Lee", "x": 1}})))
+    made = turn(call("save", {"meta": {"name": "ann-lee"}}))
+    assert _judge_save(_bfcl(accepted), made) == (True, "")
+    got = _judge_save(_bfcl(accepted), turn(call("save", {"meta": {"name": "Ann Lee", "x": 1}})))
     assert got == (
         False,
         'expect[0] save{"meta":[{"name":["Ann Lee"],"age":[30,""]}]}: call 1 (save, turn 1): '
@@ -400,8 +422,18 @@ def test_calls_bfcl_objects_take_accepted_lists_per_key() -> None:
 
 
 def test_calls_bfcl_arrays_of_objects_one_by_one() -> None:
-    accepted = {"meta": [[{"k": ["A"]}, {"k": ["b"], "v": [1, ""]}]]}
-    made = turn(call("save", {"meta": [{"k": "a"}, {"k": "B", "v": 1}]}))
-    assert judge(_bfcl(accepted), made) == (True, "")
-    made = turn(call("save", {"meta": [{"k": "B"}, {"k": "a"}]}))
-    assert judge(_bfcl(accepted), made)[0] is False
+    accepted = {"metas": [[{"k": ["A"]}, {"k": ["b"], "v": [1, ""]}]]}
+    made = turn(call("save", {"metas": [{"k": "a"}, {"k": "B", "v": 1}]}))
+    assert _judge_save(_bfcl(accepted), made) == (True, "")
+    made = turn(call("save", {"metas": [{"k": "B"}, {"k": "a"}]}))
+    assert _judge_save(_bfcl(accepted), made)[0] is False
+
+
+def test_calls_bfcl_types_as_bfcl_reads_them() -> None:
+    # a string where an array is typed: BFCL's type check fails it before any value rule
+    made = turn(call("save", {"cities": "new york"}))
+    assert _judge_save(_bfcl({"cities": [["New York"], ""]}), made) == (
+        False,
+        'expect[0] save{"cities":[["New York"],""]}: call 1 (save, turn 1): '
+        'cities="new york": not of type array',
+    )

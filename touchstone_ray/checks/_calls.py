@@ -24,7 +24,7 @@ from touchstone_ray.checks._cell import (
     show,
     unmeasured,
 )
-from touchstone_ray.checks._values import fits
+from touchstone_ray.checks._values import bfcl_args_mismatch, fits
 from touchstone_ray.toolpack import (
     ArgEquals,
     ArgRegex,
@@ -63,7 +63,12 @@ def _describe(expected: str | ExpectedCall) -> str:
     return f"{expected.name}{show(expected.args, 80)}"
 
 
-def call_mismatch(expected: str | ExpectedCall, made: Made, compare: str = "json") -> str | None:
+def call_mismatch(
+    expected: str | ExpectedCall,
+    made: Made,
+    compare: str = "json",
+    schema: dict[str, Any] | None = None,
+) -> str | None:
     """Why ``made`` does not satisfy ``expected`` (``None``: it does).
 
     A name matches by name alone. An :class:`ExpectedCall` with ``args`` needs the arguments
@@ -81,6 +86,9 @@ def call_mismatch(expected: str | ExpectedCall, made: Made, compare: str = "json
     args = {} if call.arguments is None else call.arguments
     if not call.arguments_valid_json or not isinstance(args, dict):
         return f"{made.label}: arguments are not a JSON object: {show(call.arguments)}"
+    if compare == "bfcl":
+        why = bfcl_args_mismatch(args, expected.args, schema)
+        return None if why is None else f"{made.label}: {why}"
     for key, value in args.items():
         accepted = expected.args.get(key)
         if accepted is None:
@@ -145,12 +153,17 @@ def check_calls(check: Calls, cell: Cell) -> Result:
     ``ordered``: without ``allow_extra`` the i-th call fits the i-th expectation and the
     counts are equal; with it the expectations fit a subsequence of the calls, in order.
     Unordered: each expectation gets its own call by a maximum bipartite matching (every
-    expectation matched; without ``allow_extra`` no call left over either). ``expect: []``
-    without ``allow_extra``: no call at all.
+    expectation matched; without ``allow_extra`` no call left over either); with ``compare:
+    bfcl`` by BFCL's greedy matching instead (each expectation, in order, takes the first
+    unused call that fits), values and types by BFCL's rules against the item's tool schema
+    (:func:`~touchstone_ray.checks._values.bfcl_args_mismatch`). ``expect: []`` without
+    ``allow_extra``: no call at all.
     """
     scope = f"turn {check.turn}: " if check.turn is not None else ""
     calls = [m for m in cell.calls if check.turn is None or m.turn == check.turn]
     expect = check.expect
+    if check.compare == "bfcl" and not check.ordered:
+        return _bfcl_calls(check, cell, calls, scope)
     if not check.allow_extra and len(calls) != len(expect):
         made = ", ".join(m.call.name for m in calls) or "none"
         return fail(f"{scope}{_count(len(calls), 'call')}, expected {len(expect)} (made: {made})")
@@ -175,6 +188,34 @@ def check_calls(check: Calls, cell: Cell) -> Result:
         if match[i] is None:
             why = _why_unmatched(expected, calls, check.compare)
             return fail(f"{scope}expect[{i}] {_describe(expected)}: {why}")
+    return PASS
+
+
+def _bfcl_calls(check: Calls, cell: Cell, calls: list[Made], scope: str) -> Result:
+    """BFCL's any-order matching: each expectation, in order, takes the first unused call that
+    fits it (greedy, as BFCL's ``parallel_function_checker_no_order``), values by BFCL's rules
+    with the item's tool schema."""
+    used: set[int] = set()
+    for i, expected in enumerate(check.expect):
+        name = expected if isinstance(expected, str) else expected.name
+        schema = cell.schema(name)
+        found = None
+        reason: str | None = None
+        for j, made in enumerate(calls):
+            if j in used:
+                continue
+            why = call_mismatch(expected, made, "bfcl", schema)
+            if why is None:
+                found = j
+                break
+            if reason is None or (made.call.name == name and reason.endswith(f", not {name}")):
+                reason = why
+        reason = reason or "no call left"
+        if found is None:
+            return fail(f"{scope}expect[{i}] {_describe(expected)}: {reason}")
+        used.add(found)
+    if not check.allow_extra and len(used) != len(calls):
+        return fail(f"{scope}{_count(len(calls) - len(used), 'call')} not expected")
     return PASS
 
 
@@ -315,7 +356,13 @@ def check_arg_regex(check: ArgRegex, cell: Cell) -> Result:
 
 
 def check_no_call(check: NoCall, cell: Cell) -> Result:
-    """No turn has a tool call."""
+    """No turn has a tool call. ``compare: bfcl``: BFCL's irrelevance rule, a call whose
+    arguments are not a JSON object (valid JSON or not) makes the whole answer count as no
+    call (BFCL's decoder drops it)."""
+    if check.compare == "bfcl" and any(
+        not (m.call.arguments_valid_json and isinstance(m.call.arguments, dict)) for m in cell.calls
+    ):
+        return PASS
     if cell.calls:
         labels = ", ".join(m.label for m in cell.calls)
         return fail(f"{_count(len(cell.calls), 'call')}: {labels}")

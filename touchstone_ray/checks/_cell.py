@@ -96,11 +96,12 @@ class Cell:
         return [m for m in self.calls if tool is None or m.call.name == tool]
 
     def schema(self, name: str) -> dict[str, Any] | None:
-        """The parameters schema of the pack's tool ``name``; ``None``: no such tool."""
-        for tool in self.pack.tools:
-            if tool.name == name:
-                return tool.parameters
-        return None
+        """The parameters schema of the tool ``name`` as the item offers it (its own tools
+        first, then the pack's); ``None``: no such tool."""
+        try:
+            return self.pack.tool(name, self.item).parameters
+        except KeyError:
+            return None
 
 
 _MISSING = object()

@@ -63,7 +63,10 @@ class Calls(_Check):
     ``true`` ≠ ``1`` ≠ ``"1"``); ``bfcl``, as BFCL's AST checker: strings (also inside arrays
     and objects) compared lower-cased without spaces and ``,./-_*^``, ``'`` read as ``"``; an
     object against accepted objects whose values are lists of accepted values (``""``: may be
-    left out); an array of objects against accepted arrays of such objects, one by one."""
+    left out); an array of objects against accepted arrays of such objects, one by one; every
+    argument the tool's schema requires given, none it lacks; each value of the schema's type
+    (an int counts for a ``number``) or of the accepted values' type (then compared as is);
+    unordered calls matched greedily in ``expect`` order."""
 
 
 class SchemaValid(_Check):

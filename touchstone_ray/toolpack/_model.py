@@ -319,5 +319,13 @@ def tools_pack_from_data(data: object, source: str, base: Path | None = None) ->
 
 def dump_tools_pack(pack: ToolsPack) -> str:
     """The pack as YAML that :func:`load_tools_pack` reads back to an equal pack (asserts
-    inlined, so the bundle's copy needs no other file)."""
-    return yaml.safe_dump(pack.model_dump(mode="json"), sort_keys=False, allow_unicode=False)
+    inlined, so the bundle's copy needs no other file; ``kind``, each check's ``type`` and
+    every value that differs from its default, so the largest BFCL category, ``live_multiple``, stays under the
+    reader's YAML node cap)."""
+    data = pack.model_dump(mode="json", exclude_defaults=True)
+    for item, dumped in zip(pack.items, data["items"], strict=True):
+        dumped["checks"] = [
+            {"type": check.type, **kept}
+            for check, kept in zip(item.checks, dumped["checks"], strict=True)
+        ]
+    return yaml.safe_dump({"kind": "tools", **data}, sort_keys=False, allow_unicode=False)
