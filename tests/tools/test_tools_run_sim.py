@@ -189,3 +189,29 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert broken.stderr.startswith(
         f"error: {tmp_path / 'bad.yaml'}: items[0].checks[0]: Input tag"
     )
+
+
+def test_a_bfcl_category_runs_as_a_pack(rc: RayCluster, tmp_path: Path) -> None:
+    # the simulator calls the first offered tool with arguments built from its schema
+    # ("wert", 1, 1.5 …): the path runs, BFCL's possible answers do not match them
+    sim = FAST | {"tool_turns": 1, "tool_answer": "fertig"}
+    config = quick_fleet(
+        tmp_path / "fleet.yaml", [{"id": "sim", "engine": "simulated", "sim": sim}]
+    )
+    buf = io.StringIO()
+    outcome = run_tools(
+        ToolsOptions(pack="bfcl:simple_python", config=config, out=tmp_path / "runs", limit=3),
+        buf,
+    )
+    assert outcome.bundle is not None and outcome.bundle.name.endswith("_tools_bfcl-simple_python")
+    assert (outcome.exit_code, outcome.n_ok, outcome.n_passed) == (0, 3, 0)
+    got = records(outcome.bundle)
+    assert sorted(got) == [
+        "sim|simple_python_0|1",
+        "sim|simple_python_1|1",
+        "sim|simple_python_2|1",
+    ]
+    first = got["sim|simple_python_0|1"]
+    assert [c.type for c in first.checks] == ["calls"] and first.checks[0].ok is False
+    assert len(first.turns) == 1  # BFCL items are single-turn
+    assert [c.name for c in first.turns[0].tool_calls] == ["calculate_triangle_area"]
