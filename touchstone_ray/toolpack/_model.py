@@ -320,8 +320,8 @@ def tools_pack_from_data(data: object, source: str, base: Path | None = None) ->
 def dump_tools_pack(pack: ToolsPack) -> str:
     """The pack as YAML that :func:`load_tools_pack` reads back to an equal pack (asserts
     inlined, so the bundle's copy needs no other file; ``kind``, each check's ``type`` and
-    every value that differs from its default, so the largest BFCL category, ``live_multiple``, stays under the
-    reader's YAML node cap)."""
+    every value that differs from its default, so the largest BFCL category,
+    ``live_multiple``, stays under the reader's YAML node cap)."""
     data = pack.model_dump(mode="json", exclude_defaults=True)
     for item, dumped in zip(pack.items, data["items"], strict=True):
         dumped["checks"] = [

@@ -19,7 +19,8 @@ from touchstone_ray.scoring.tools import write_tools_summary
 from touchstone_ray.tool_records import tools_key
 from touchstone_ray.toolpack import ToolItem, ToolsPack, load_tools_pack
 from touchstone_ray.tools.bundle import ToolsBundle, create_tools_bundle, open_tools_bundle
-from touchstone_ray.tools.lanes import CheckPool, ModelCells, ToolsFleet, ToolsWriter
+from touchstone_ray.tools.lanes import ModelCells, ToolsFleet
+from touchstone_ray.tools.writer import CheckPool, ToolsWriter
 
 __all__ = ["ToolsOptions", "ToolsOutcome", "plan_cells", "run_tools", "select_items"]
 
