@@ -1,10 +1,12 @@
 """``run_eval`` against simulated models with a pack whose prompts carry judge-free checks
 (SPEC §3 ``checks``): every record carries its answer's outcomes (SPEC §7 ``checks``) in pack
 order, a reasoning-only answer and an answer to a cut prompt have them not measured, a failed
-cell and a prompt without checks none. Real Ray, real HTTP."""
+cell none; then ``judge`` with a simulated judge: a failed ``knock_out`` check knocks its rows
+out. Real Ray, real HTTP."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -13,7 +15,9 @@ import pytest
 from eval_helpers import quick_fleet, run, shard_lines, tiny_pack, write_yaml
 from ray_env import RayCluster
 
+from touchstone_ray.judging.runner import run_judge
 from touchstone_ray.records import EVAL_RESPONSE_FIELDS, EvalResponse
+from touchstone_ray.scoring.scorecard import load_scorecard
 
 pytestmark = pytest.mark.slow
 
@@ -123,3 +127,39 @@ def test_each_answer_carries_its_prompts_checks(rc: RayCluster, tmp_path: Path) 
             assert keys == list(EVAL_RESPONSE_FIELDS) and keys[-1] == "checks"
             record = EvalResponse.model_validate_json(line)
             assert [c.model_dump() for c in record.checks] == records[record.key]["checks"]
+    _judge_and_check_the_knock_out(outcome.bundle, tmp_path)
+
+
+JUDGES = {
+    "judges": [
+        {
+            "id": "simj",
+            "engine": "simulated",
+            "model": "sim-judge",
+            "concurrency": 4,
+            "sim": {"ttft_ms": 1, "tps": 20000},
+        }
+    ],
+}
+
+
+def _judge_and_check_the_knock_out(bundle: Path, tmp_path: Path) -> None:
+    """Judged by a simulated judge: the echo's failed ``knock_out`` check on E1 (a curated
+    prompt, scope ``all``) knocks both its rows out, named in the reason; the checks are
+    counted per row."""
+    out = io.StringIO()
+    code = run_judge(bundle, write_yaml(tmp_path / "judge.yaml", JUDGES), out=out)
+    assert code == 0, out.getvalue()
+    rows = {(r.model, r.variant): r for r in load_scorecard(bundle).rows}
+    for variant in ("baseline", "none"):
+        echo, clean = rows[("echo", variant)], rows[("clean", variant)]
+        assert (echo.ko_passed, echo.ko_reason) == (False, "check E1/kein_echo failed")
+        assert echo.red_flagged == ["E1"]
+        assert echo.checks_failed == ["A1/englisch", "A1/kurz", "A2/ein_satz", "E1/kein_echo"]
+        assert (echo.n_checks, echo.n_checks_failed, echo.n_checks_not_measured) == (8, 4, 0)
+        assert (clean.ko_passed, clean.ko_reason, clean.red_flagged) == (True, "", [])
+        assert clean.checks_failed == ["A1/englisch", "A1/kurz", "A2/ein_satz", "A2/json"]
+        think = rows[("think", variant)]
+        assert (think.n_checks, think.n_checks_failed, think.n_checks_not_measured) == (8, 0, 8)
+        down = rows[("down", variant)]
+        assert (down.n_checks, down.checks_failed) == (0, [])
