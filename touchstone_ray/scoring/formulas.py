@@ -121,11 +121,12 @@ class CheckTally:
 
 
 def check_tally(responses: Iterable[EvalResponse]) -> CheckTally:
-    """The :class:`CheckTally` of ``responses``' ``checks`` (a failed cell has none)."""
+    """The :class:`CheckTally` of ``responses``' ``checks`` (a failed cell has none, and any
+    it carried would not count: it has no answer)."""
     n = failed = not_measured = 0
     failed_ids: set[tuple[str, str]] = set()
     for response in responses:
-        for outcome in response.checks:
+        for outcome in response.checks if response.ok else ():
             n += 1
             if outcome.ok is None:
                 not_measured += 1
