@@ -4,6 +4,7 @@ shapes, and a prompt's list run on one answer."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,6 +27,7 @@ from touchstone_ray.answers import (
     regex_check,
     split_sentences,
 )
+from touchstone_ray.pack import load_pack
 
 GERMAN = (
     "Hallo zusammen,\n\nunser Teammeeting am Donnerstag fällt leider aus. Wir treffen uns "
@@ -307,3 +309,115 @@ def test_a_detail_is_one_short_line() -> None:
     assert outcome.ok is False
     assert "\n" not in outcome.detail
     assert len(outcome.detail) <= DETAIL_MAX_CHARS
+
+
+# --- the shipped packs' checks ---------------------------------------------------------------
+
+REPO = Path(__file__).resolve().parents[2]
+
+GOOD_ANSWERS = {
+    ("buero", "A3"): (
+        "1. Neu ab April: Dienstreisen über TravelDesk abrechnen\n"
+        "2. Online-Schulung TravelDesk am 18. März\n"
+        "3. Bitte bis 11. März zur TravelDesk-Schulung anmelden\n"
+    ),
+    ("buero", "A5"): (
+        "Sehr geehrte Damen und Herren,\n\n"
+        "vielen Dank für Ihre Anfrage vom 12. Mai. Gerne senden wir Ihnen das gewünschte\n"
+        "Angebot zu. Die Lieferzeit beträgt wie besprochen drei Wochen ab Auftragseingang.\n"
+        "Bitte beachten Sie, dass unser Angebot bis zum 30. Juni gültig ist. Für Rückfragen\n"
+        "stehen wir Ihnen jederzeit zur Verfügung.\n\n"
+        "Mit freundlichen Grüßen\nIhr Vertriebsteam"
+    ),
+    ("buero", "B4"): (
+        "| Name | Firma | Telefon | Anliegen |\n|---|---|---|---|\n"
+        "| Herr Peters | Kessler GmbH | 0431 558219 | Offene Rechnung |\n"
+        "| Frau Dr. Aydin | Praxis am Markt | 0431 771045 | Wartungstermin verschieben |\n"
+        "| Herr Lange | – | 0176 43981207 | Ist die Stelle im Lager noch frei? |\n"
+        "| Frau Brandt | Brandt & Söhne | – | Reklamation |"
+    ),
+    ("buero", "C5"): (
+        "## Ausgangslage\nDer Drucker im 2. OG fällt ständig aus. Im IT-Budget für Q3 sind "
+        "noch 1.400 € frei.\n\n## Optionen\n"
+        "- A: Reparatur für 480 €; hält laut Techniker vielleicht noch ein Jahr.\n"
+        "- B: Neugerät mieten für 39 € im Monat inkl. Wartung, Laufzeit 36 Monate.\n"
+        "- C: Neugerät kaufen für 1.150 €, Wartung extra.\n\n## Empfehlung\n"
+        "Option B, weil die Wartung enthalten ist und die Kosten planbar sind.\n\n"
+        "## Nächster Schritt\nMietangebote von zwei Anbietern einholen."
+    ),
+    ("ndassist", "C4"): (
+        "1. Füße fest auf den Boden stellen.\n2. Fünfmal langsam ausatmen.\n"
+        "3. Kaltes Wasser über die Hände laufen lassen.\n4. Fünf Dinge benennen, die ich sehe.\n"
+        "5. Eine vertraute Person anrufen oder ihr schreiben."
+    ),
+    ("ndassist", "E4"): (
+        "- Anliegen vorher auf einen Zettel oder ins Handy schreiben\n"
+        "- Zettel zum Termin mitnehmen und vorlesen\n"
+        "- Antworten der Ärztin direkt notieren"
+    ),
+}
+BAD_ANSWERS = {
+    # an introduction, a fourth line and quotes
+    ("buero", "A3"): (
+        'Hier meine Vorschläge:\n1. "TravelDesk kommt"\n2. „Schulung am 18. März“\n3. b\n4. c',
+        ["drei_zeilen", "ohne_anfuehrung", "ohne_anfuehrung_gerade"],
+    ),
+    # a note before the letter, "das" and "ihnen" left as they were
+    ("buero", "A5"): (
+        "Hier ist der korrigierte Text mit allen Änderungen, die ich vorgenommen habe:\n\n"
+        + GOOD_ANSWERS[("buero", "A5")]
+        .replace("Sie, dass", "sie das")
+        .replace("Rückfragen\nstehen wir Ihnen", "Rückfragen\nstehen wir ihnen"),
+        ["dass", "nur_text"],
+    ),
+    # text after the table, the columns in another order, Herr Lange's number mistyped
+    ("buero", "B4"): (
+        GOOD_ANSWERS[("buero", "B4")]
+        .replace("| Name | Firma | Telefon |", "| Name | Telefon | Firma |")
+        .replace("0176 43981207", "0176 4398120")
+        + "\n\nSag Bescheid, wenn ich noch etwas ergänzen soll.",
+        ["spalten", "nur_tabelle", "nummer_lange"],
+    ),
+    # the sections out of order, and far too many sentences
+    ("buero", "C5"): (
+        "## Empfehlung\nOption B.\n\n## Ausgangslage\n" + "Der Drucker fällt aus. " * 15,
+        ["abschnitte", "kurz"],
+    ),
+    ("ndassist", "C4"): (
+        GOOD_ANSWERS[("ndassist", "C4")] + "\n\nDu schaffst das!",
+        ["fuenf_schritte"],
+    ),
+    ("ndassist", "E4"): (
+        "- Anliegen vorher auf einen Zettel oder ins Handy schreiben, am besten schon einige "
+        "Tage vor dem Termin\n- Zettel mitnehmen\n- Antworten notieren",
+        ["drei_punkte"],
+    ),
+}
+
+
+def _shipped(name: str, prompt_id: str) -> list[tuple[str, str, Any]]:
+    prompt = load_pack(REPO / "packs" / f"{name}.yaml").prompt(prompt_id)
+    return [(c.id, c.type, c.value) for c in prompt.checks]
+
+
+def test_the_shipped_packs_carry_checks_on_their_format_strict_prompts() -> None:
+    for name in ("buero", "ndassist"):
+        pack = load_pack(REPO / "packs" / f"{name}.yaml")
+        with_checks = sorted((name, p.id) for p in pack.prompts() if p.checks)
+        assert with_checks == sorted(k for k in GOOD_ANSWERS if k[0] == name)
+        assert all(p.format_strict for p in pack.prompts() if p.checks)
+        assert not any(c.knock_out for p in pack.prompts() for c in p.checks)
+
+
+@pytest.mark.parametrize("where", sorted(GOOD_ANSWERS))
+def test_a_good_answer_passes_every_shipped_check(where: tuple[str, str]) -> None:
+    outcomes = answer_checks(_shipped(*where), GOOD_ANSWERS[where])
+    assert [(o.id, o.ok, o.detail) for o in outcomes] == [(o.id, True, "") for o in outcomes]
+
+
+@pytest.mark.parametrize("where", sorted(BAD_ANSWERS))
+def test_a_typical_bad_answer_fails_the_checks_it_should(where: tuple[str, str]) -> None:
+    answer, failing = BAD_ANSWERS[where]
+    outcomes = answer_checks(_shipped(*where), answer)
+    assert [o.id for o in outcomes if o.ok is False] == failing
+    assert all(o.ok for o in outcomes if o.id not in failing)
