@@ -22,6 +22,7 @@ TREE = {
     "EngineHTTPError": "EngineError",
     "EngineModelLoading": "EngineHTTPError",
     "EngineContextError": "EngineHTTPError",
+    "EngineToolsRefused": "EngineHTTPError",
     "StreamProtocolError": "EngineError",
     "RunError": "TouchstoneError",
     "BundleWriteError": "RunError",

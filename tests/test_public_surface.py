@@ -148,6 +148,15 @@ PINNED: dict[str, list[str]] = {
         "running_manifest",
         "write_manifest",
     ],
+    "touchstone_ray.checks": [
+        "CHECKS",
+        "SandboxLimits",
+        "SandboxResult",
+        "SandboxUnavailable",
+        "run_checks",
+        "run_sandboxed",
+        "verdict",
+    ],
     "touchstone_ray.doc": [
         "NONE",
         "REPORT_CSS",

@@ -12,17 +12,22 @@ from touchstone_ray.records import (
     CellConditions,
     CellIdentity,
     CellResources,
+    ChatOutcome,
     EngineProcessSample,
     EvalResponse,
     GpuSample,
     HolisticReport,
     HostSample,
+    ToolCall,
     Verdict,
 )
 from touchstone_ray.storage import to_json_line
 
 GOLDEN = Path(__file__).parent / "golden" / "eval_response_v1.jsonl"
 """A response line written by the flat EvalResponse before it was split into parts."""
+
+TOOL_FIELDS = {"tool_calls", "tool_calls_raw"}
+"""The two fields a ChatResult has beyond the outcome an EvalResponse stores."""
 
 LATER = [
     "answer_flags",
@@ -65,12 +70,14 @@ def test_answer_flags_round_trip_at_the_end_of_the_line() -> None:
 
 
 def test_the_parts_cover_every_field_exactly_once() -> None:
-    parts = (CellIdentity, ChatResult, CellConditions, CellResources)
+    parts = (CellIdentity, ChatOutcome, CellConditions, CellResources)
     names = [name for part in parts for name in part.model_fields]
     assert len(names) == len(set(names)) == 71
     assert set(names) == set(EvalResponse.model_fields) == set(EVAL_RESPONSE_FIELDS)
-    assert issubclass(EvalResponse, ChatResult)
-    assert set(ChatResult.model_fields) == {
+    assert issubclass(EvalResponse, ChatOutcome) and not issubclass(EvalResponse, ChatResult)
+    # what an engine returns is the outcome plus the tool calls, which eval never stores
+    assert set(ChatResult.model_fields) == {*ChatOutcome.model_fields, *TOOL_FIELDS}
+    assert set(ChatOutcome.model_fields) == {
         *EVAL_RESPONSE_FIELDS[5:6],
         *EVAL_RESPONSE_FIELDS[12:23],
         *EVAL_RESPONSE_FIELDS[24:37],
@@ -98,6 +105,19 @@ def test_from_chat_keeps_the_engine_result_unchanged() -> None:
     assert record.queue_wait_s == 0.01
     assert record.sys_used_mb is None and record.n_samples is None
     assert list(record.model_dump()) == [*line, *LATER]
+
+
+def test_from_chat_leaves_the_tool_calls_out_of_the_response_line() -> None:
+    line = json.loads(GOLDEN.read_text(encoding="utf-8"))
+    call = ToolCall(id="call_1", name="lesen", arguments={"pfad": "a.txt"})
+    raw = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "lesen"}}
+    result = ChatResult.model_validate(line | {"tool_calls": [call], "tool_calls_raw": [raw]})
+    assert result.tool_calls == [call] and result.tool_calls_raw == [raw]
+    identity = CellIdentity.model_validate(line)
+    record = EvalResponse.from_chat(identity, result)
+    written = json.loads(to_json_line(record))
+    assert list(written) == [*line, *LATER]
+    assert not TOOL_FIELDS & set(written)
 
 
 def test_a_subclass_keeps_the_eval_fields_first_then_its_own() -> None:

@@ -129,6 +129,43 @@ def eval_command(
     raise typer.Exit(outcome.exit_code)
 
 
+@app.command("tools")
+def tools_command(
+    pack: Annotated[str, typer.Option("--pack", help="Tools pack YAML, or bfcl:<category>.")],
+    config: FleetConfigOption,
+    address: AddressOption = None,
+    out: Annotated[Path | None, typer.Option(help="Folder for new bundles.")] = None,
+    resume: Annotated[
+        Path | None, typer.Option(help="Tools bundle to resume: runs cells without an ok record.")
+    ] = None,
+    models: Annotated[str | None, typer.Option(help="Comma-separated model ids.")] = None,
+    items: Annotated[str | None, typer.Option(help="Comma-separated item ids.")] = None,
+    limit: Annotated[int | None, typer.Option(help="A quick try: the first N items.")] = None,
+    debug: DebugOption = False,
+) -> None:
+    """Run the tool-calling and code bench (model × item × repeat); print the bundle path last."""
+    _set_debug(debug)
+    from touchstone_ray.tools.run import ToolsOptions, run_tools
+
+    outcome = run_tools(
+        ToolsOptions(
+            pack=pack,
+            config=config,
+            address=address,
+            out=out,
+            resume=resume,
+            models=_ids(models),
+            items=_ids(items),
+            limit=limit,
+        )
+    )
+    if outcome.bundle is not None:
+        from touchstone_ray.report.tools import write_tools_report
+
+        write_tools_report(outcome.bundle)
+    raise typer.Exit(outcome.exit_code)
+
+
 @app.command()
 def perf(
     config: FleetConfigOption,
@@ -349,7 +386,8 @@ def report(
 ) -> None:
     """Write report.md and report.html into the bundle (--unjudged: rating-task.md and
     rating-task.html instead, report.md stays; --critique: critique-task.md/.html and
-    critique-reply.yaml; --runs DIR: every report below DIR, one line per bundle).
+    critique-reply.yaml; --runs DIR: every report below DIR, one line per bundle). A perf
+    bundle gets its perf report, a tools bundle summary.json and its tools report.
 
     The rating task replaces every judgement with instructions, the formula, both knock-out
     checks and a fill-in table per model × variant, for a person or an outside AI (part A);
@@ -382,6 +420,16 @@ def report(
         return
     if is_perf_bundle(bundle):
         for path in write_perf_report(bundle, formats):
+            typer.echo(str(path))
+        return
+    from touchstone_ray.scoring.tools import is_tools_bundle
+
+    if is_tools_bundle(bundle):
+        if unjudged:
+            raise UsageError("--unjudged: a tools bundle has no judgements; leave it out")
+        from touchstone_ray.report.tools import write_tools_report
+
+        for path in write_tools_report(bundle, formats):
             typer.echo(str(path))
         return
     for path in write_report(bundle, fmt, unjudged=unjudged):
@@ -420,6 +468,24 @@ def compare(
     from touchstone_ray.report.compare import compare_bundles
 
     text, written = compare_bundles(bundles, out)
+    typer.echo(text)
+    for path in written:
+        typer.echo(str(path))
+
+
+@app.command("tools-compare")
+def tools_compare(
+    a: Annotated[Path, typer.Argument(help="Tools bundle A.")],
+    b: Annotated[Path, typer.Argument(help="Tools bundle B (the same checks).")],
+    out: Annotated[
+        Path | None, typer.Option(help="Folder for tools-compare.md and tools-compare.json.")
+    ] = None,
+) -> None:
+    """Pair two tools bundles by item and repeat: discordant cells and an exact McNemar p per
+    model (exit 2 when their checks differ or a folder is not a tools bundle)."""
+    from touchstone_ray.report.tools_compare import tools_compare as compare_tools
+
+    text, written = compare_tools(a, b, out)
     typer.echo(text)
     for path in written:
         typer.echo(str(path))

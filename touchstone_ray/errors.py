@@ -13,7 +13,8 @@
     │   │   └── EngineRefused  refused: waited for within engine_down_timeout_s
     │   ├── EngineHTTPError   non-2xx status                    -> "http_4xx" / "http_5xx"
     │   │   ├── EngineModelLoading 503 while the model loads: retried within load_timeout_s
-    │   │   └── EngineContextError the prompt exceeds the context   -> "context", never retried
+    │   │   ├── EngineContextError the prompt exceeds the context   -> "context", never retried
+    │   │   └── EngineToolsRefused a server not started to take tools -> "config", never retried
     │   └── StreamProtocolError bad bytes or an error event in a 200 stream -> "protocol"
     └── RunError              a run that failed or was aborted: CLI exits 1
         └── BundleWriteError  the bundle's disk failed (read-only, full): the run stopped
@@ -124,6 +125,19 @@ class EngineContextError(EngineHTTPError):
     def __init__(self, status_code: int, message: str) -> None:
         super().__init__(status_code, message)
         self.error_kind = "context"
+        self.retryable = False
+
+
+class EngineToolsRefused(EngineHTTPError):
+    """The server refused a request with tools because of how it was started or what the
+    model's template can do (vLLM without ``--enable-auto-tool-choice --tool-call-parser``,
+    llama.cpp without ``--jinja``, an Ollama model without tool support): ``error_kind``
+    ``"config"``, never retried (every request with tools fails the same way); the message
+    says how to start the server (:func:`touchstone_ray.engines._tools.tools_refusal`)."""
+
+    def __init__(self, status_code: int, message: str) -> None:
+        super().__init__(status_code, message)
+        self.error_kind = "config"
         self.retryable = False
 
 

@@ -2,10 +2,11 @@
 
 Times are seconds (float), memory MB (float), timestamps epoch seconds of the host that
 served the cell. ``None`` always means "not measurable here", never 0. Generation fills
-:class:`EvalResponse` from its parts: :class:`CellIdentity` (the client), :class:`ChatResult`
-(what the engine returned), :class:`CellConditions` (the client, around the call) and
-:class:`CellResources` (finalize, later); on disk it is flat, in :data:`EVAL_RESPONSE_FIELDS`
-order. Judging fills :class:`Verdict` and :class:`HolisticReport` (seed 002).
+:class:`EvalResponse` from its parts: :class:`CellIdentity` (the client), :class:`ChatOutcome`
+(what the engine returned, less a :class:`ChatResult`'s tool calls), :class:`CellConditions`
+(the client, around the call) and :class:`CellResources` (finalize, later); on disk it is flat,
+in :data:`EVAL_RESPONSE_FIELDS` order. Judging fills :class:`Verdict` and
+:class:`HolisticReport` (seed 002).
 """
 
 from __future__ import annotations
@@ -121,13 +122,12 @@ class ToolCall(_Record):
     """The arguments the server sent parsed as JSON (Ollama sends an object: always true)."""
 
 
-class ChatResult(_Record):
-    """One chat call's outcome, the answer-and-timing part of an :class:`EvalResponse`.
-
-    What an engine returns (:meth:`touchstone_ray.engines.base.Engine.chat`, SPEC §9
+class ChatOutcome(_Record):
+    """One chat call's outcome, the answer-and-timing part of an :class:`EvalResponse` (SPEC §9
     definitions): the answer, the timing of the last attempt, the server's own figures and the
     outcome. Times are seconds measured on the client from when the HTTP request was sent;
-    timestamps are epoch seconds; token counts are tokens.
+    timestamps are epoch seconds; token counts are tokens. What an engine returns is a
+    :class:`ChatResult`: this plus the tool calls, which eval records do not carry.
     """
 
     engine_version: str | None = None
@@ -219,6 +219,21 @@ class ChatResult(_Record):
     server_timings: dict[str, float | int | None] | None = None
     """The server's own timings as sent (``{prompt_n, prompt_ms, predicted_n, predicted_ms,
     cache_n}``; ms and token counts), or ``None`` when the server sends none."""
+
+
+class ChatResult(ChatOutcome):
+    """What an engine returns for one chat call
+    (:meth:`touchstone_ray.engines.base.Engine.chat`): the :class:`ChatOutcome` and the tool
+    calls the model made. An :class:`EvalResponse` takes the outcome only (eval requests
+    offer no tools), so response lines never carry the two tool fields."""
+
+    tool_calls: list[ToolCall] = []
+    """The calls the model made, in the order they began (parsed arguments; SPEC §7c
+    ``tool_calls``); ``[]`` when it made none or the call failed."""
+    tool_calls_raw: list[dict[str, Any]] = []
+    """The same calls as the server sent them, assembled: OpenAI-compatible ``{"index", "id",
+    "type", "function": {"name", "arguments": <the concatenated argument text>}}``, Ollama's
+    call objects as received (arguments an object); ``[]`` when none."""
 
 
 class CellConditions(_Record):
@@ -335,11 +350,12 @@ EVAL_RESPONSE_FIELDS: tuple[str, ...] = (
 the keys in a response line)."""
 
 
-class EvalResponse(CellIdentity, ChatResult, CellConditions, CellResources):
+class EvalResponse(CellIdentity, ChatOutcome, CellConditions, CellResources):
     """One answer (or one failed cell): a line of ``responses/<model>.jsonl``.
 
-    Composed of its parts: :class:`CellIdentity` (which cell), :class:`ChatResult` (what the
-    engine returned: answer, timing, outcome, server truth), :class:`CellConditions` (queueing,
+    Composed of its parts: :class:`CellIdentity` (which cell), :class:`ChatOutcome` (what the
+    engine returned: answer, timing, outcome, server truth; not the tool calls of a
+    :class:`ChatResult`), :class:`CellConditions` (queueing,
     cold start, context) and :class:`CellResources` (finalize). On disk it is one flat JSON
     object, keys in :data:`EVAL_RESPONSE_FIELDS` order; a subclass's own fields follow them.
     """
@@ -367,13 +383,16 @@ class EvalResponse(CellIdentity, ChatResult, CellConditions, CellResources):
         return [*EVAL_RESPONSE_FIELDS, *(n for n in cls.model_fields if n not in _EVAL_FIELD_SET)]
 
     @classmethod
-    def from_chat(cls, cell: CellIdentity, result: ChatResult, **fields: Any) -> Self:
+    def from_chat(cls, cell: CellIdentity, result: ChatOutcome, **fields: Any) -> Self:
         """The record of ``cell`` from an engine's ``result`` plus the other parts' ``fields``
-        (:class:`CellConditions`, and a subclass's own)."""
-        return cls(**cell.model_dump(), **result.model_dump(), **fields)
+        (:class:`CellConditions`, and a subclass's own); a :class:`ChatResult`'s tool calls
+        are left out."""
+        outcome = result.model_dump(exclude=_TOOL_FIELDS)
+        return cls(**cell.model_dump(), **outcome, **fields)
 
 
 _EVAL_FIELD_SET = frozenset(EVAL_RESPONSE_FIELDS)
+_TOOL_FIELDS: set[str] = {"tool_calls", "tool_calls_raw"}
 
 
 def on_disk_order(record: dict[str, Any]) -> dict[str, Any]:

@@ -7,6 +7,7 @@ The main CLI registers :func:`sim_server` as a command; this module only parses 
 from __future__ import annotations
 
 import ipaddress
+import json
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -51,6 +52,16 @@ def _load_file(path: Path) -> dict[str, Any]:
     return data
 
 
+def _json_flag(value: str | None, flag: str) -> Any:
+    """A flag given as JSON text, parsed (``None`` when not given)."""
+    if value is None:
+        return None
+    try:
+        return json.loads(value)
+    except ValueError as exc:
+        raise typer.BadParameter(f"not JSON: {value!r}", param_hint=flag) from exc
+
+
 def sim_server(
     api: Annotated[
         Api, typer.Option(help="Protocol whose base URL is printed (both are served).")
@@ -90,6 +101,12 @@ def sim_server(
     leak_markers: Annotated[str | None, typer.Option(help=_h("leak_markers"))] = None,
     loop_period: Annotated[int | None, typer.Option(help=_h("loop_period"))] = None,
     endless_reasoning: Annotated[bool | None, typer.Option(help=_h("endless_reasoning"))] = None,
+    tool_calls: Annotated[
+        str | None, typer.Option(help=_h("tool_calls") + " As JSON: [{name, arguments}].")
+    ] = None,
+    tool_call_shape: Annotated[str | None, typer.Option(help=_h("tool_call_shape"))] = None,
+    tool_turns: Annotated[int | None, typer.Option(help=_h("tool_turns"))] = None,
+    tool_answer: Annotated[str | None, typer.Option(help=_h("tool_answer"))] = None,
     judge_constant_score: Annotated[
         int | None, typer.Option(help=_h("judge_constant_score"))
     ] = None,
@@ -126,6 +143,10 @@ def sim_server(
         "leak_markers": leak_markers,
         "loop_period": loop_period,
         "endless_reasoning": endless_reasoning,
+        "tool_calls": _json_flag(tool_calls, "--tool-calls"),
+        "tool_call_shape": tool_call_shape,
+        "tool_turns": tool_turns,
+        "tool_answer": tool_answer,
         "judge_constant_score": judge_constant_score,
         "context_length": context_length,
         "default_num_ctx": default_num_ctx,

@@ -25,10 +25,11 @@ def test_ollamas_template_from_api_show_names_its_family_without_tokenizing() ->
                 await engine.aclose()
 
         shown, check = run(go())
-    assert shown == {"source": "/api/show", "template": SHOW_TEMPLATE, "caps": ["completion"]}
+    caps = ["completion", "tools"]
+    assert shown == {"source": "/api/show", "template": SHOW_TEMPLATE, "caps": caps}
     assert check is not None
     assert check.families == ["ChatML (Qwen, Yi, llama.cpp's fallback template)"]
-    assert check.template_chars == len(SHOW_TEMPLATE) and check.caps == ["completion"]
+    assert check.template_chars == len(SHOW_TEMPLATE) and check.caps == caps
     # Ollama has no tokenizer endpoint: the markers cannot be checked, so no warning
     assert (check.marker_tokens, check.unknown_markers, check.error) == (None, None, None)
     assert template_warning("qwen3:8b", check) is None

@@ -43,7 +43,7 @@ def test_paths_resolve_against_the_queue_file(tmp_path: Path) -> None:
     ("data", "line"),
     [
         ({"entries": [_entry(kind="train")]},
-         "entries[0].kind: Input should be 'eval' or 'perf' (got 'train')"),
+         "entries[0].kind: Input should be 'eval', 'perf' or 'tools' (got 'train')"),
         ({"entries": [_entry(pack="missing.yaml")]},
          "entries[0].pack: no such file (entry 'one', got {tmp}/missing.yaml)"),
         ({"entries": [_entry(), _entry()]},
@@ -54,6 +54,10 @@ def test_paths_resolve_against_the_queue_file(tmp_path: Path) -> None:
          "entries[0].pack: an eval entry needs a pack (entry 'one') (got None)"),
         ({"entries": [_entry(kind="perf", pack=None, limit=3)]},
          "entries[0].limit: not used by a perf entry (entry 'one') (got 3)"),
+        ({"entries": [_entry(kind="tools", variants=["baseline"])]},
+         "entries[0].variants: not used by a tools entry (entry 'one') (got ('baseline',))"),
+        ({"entries": [_entry(kind="tools", pack=None)]},
+         "entries[0].pack: a tools entry needs a pack (entry 'one') (got None)"),
         ({"entries": [_entry(limit=0)]},
          "entries[0].limit: Input should be greater than or equal to 1 (got 0)"),
         ({"entries": []},
@@ -68,6 +72,21 @@ def test_a_broken_rule_is_one_line(tmp_path: Path, data: dict[str, Any], line: s
     with pytest.raises(ConfigError) as caught:
         load_queue(path)
     assert str(caught.value) == f"{path}: " + line.replace("{tmp}", str(tmp_path))
+
+
+def test_a_tools_entry_runs_a_bfcl_category_as_named(tmp_path: Path) -> None:
+    from touchstone_ray.queue.commands import tools_command
+
+    _files(tmp_path)
+    entry = _entry(kind="tools", pack="bfcl:simple_python", limit=5)
+    spec = load_queue(write_yaml(tmp_path / "night.yaml", {"entries": [entry]}))
+    tools = spec.entries[0]
+    assert (str(tools.pack), tools.config) == ("bfcl:simple_python", tmp_path / "fleet.yaml")
+    assert len(entry_fingerprint(tools)) == 64
+    assert tools_command(tools.pack, tools.config, out=tmp_path / "o", models=["m"], limit=5) == [
+        "tools", "--pack", "bfcl:simple_python", "--config", str(tmp_path / "fleet.yaml"),
+        "--out", str(tmp_path / "o"), "--models", "m", "--limit", "5",
+    ]  # fmt: skip
 
 
 def test_the_fingerprint_follows_the_pack_bytes_and_the_settings(tmp_path: Path) -> None:

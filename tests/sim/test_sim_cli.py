@@ -44,6 +44,15 @@ def test_bad_knob_is_usage_error(tmp_path: object) -> None:
     assert result.exit_code == 2
 
 
+def test_tool_knob_flags_are_checked() -> None:
+    result = CliRunner().invoke(app, ["sim-server", "--tool-calls", "[{name: x}]"])
+    assert result.exit_code == 2 and "not JSON" in result.output
+    result = CliRunner().invoke(app, ["sim-server", "--tool-calls", '[{"nme": "x"}]'])
+    assert result.exit_code == 2 and "tool_calls.0.nme" in result.output
+    result = CliRunner().invoke(app, ["sim-server", "--tool-call-shape", "chaos"])
+    assert result.exit_code == 2 and "tool_call_shape" in result.output
+
+
 def test_loopback_detection() -> None:
     assert _is_loopback("127.0.0.1") and _is_loopback("::1") and _is_loopback("localhost")
     assert not _is_loopback("0.0.0.0") and not _is_loopback("gpu-a.lan")

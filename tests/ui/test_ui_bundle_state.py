@@ -72,6 +72,15 @@ def test_kind_and_resume_command(tmp_path: Path) -> None:
     assert perf.resume_command() == (
         f"touchstone-ray perf --config {perf.root}/config.yaml --resume {perf.root}"
     )
+    tools_root = tmp_path / "2026-01-05_030000_tools_werkzeuge"
+    tools_root.mkdir()
+    (tools_root / "bundle.json").write_text('{"kind": "tools"}', encoding="utf-8")
+    tools = Bundle(tools_root)
+    assert tools.kind() == "tools"
+    assert tools.resume_command() == (
+        f"touchstone-ray tools --pack {tools_root}/pack.yaml --config {tools_root}/config.yaml "
+        f"--resume {tools_root}"
+    )
     ev = Bundle(make_bundle(tmp_path / "a b", judged=False))
     assert ev.kind() == "eval"
     assert ev.resume_command() == (

@@ -176,10 +176,10 @@ class Bundle:
         """Raise :class:`BundleError` unless ``manifest`` is one of this bundle's kind (an
         eval bundle: with a pack and its sha256)."""
         path = self.layout.manifest
-        if manifest.kind == "perf":
+        if manifest.kind in ("perf", "tools"):
             raise BundleError(
-                f"{self.root}: a perf bundle (bundle.json has kind: perf); this command needs "
-                "an eval bundle"
+                f"{self.root}: a {manifest.kind} bundle (bundle.json has kind: "
+                f"{manifest.kind}); this command needs an eval bundle"
             )
         if manifest.pack is None:
             raise BundleError(f"{path}: not a touchstone bundle manifest")
@@ -202,7 +202,8 @@ class Bundle:
         return pack.sha256
 
     def kind(self) -> str:
-        """``eval`` or ``perf`` (SPEC §7b: ``bundle.json`` ``kind``; absent means ``eval``)."""
+        """``eval``, ``perf`` or ``tools`` (SPEC §7b, §7c: ``bundle.json`` ``kind``; absent means
+        ``eval``)."""
         kind = self.read_manifest().kind
         return kind if kind else "eval"
 
@@ -259,6 +260,8 @@ class Bundle:
         if self.kind() == "perf":
             return f"touchstone-ray perf --config {config} --resume {root}"
         pack = shlex.quote(str(self.layout.pack))
+        if self.kind() == "tools":
+            return f"touchstone-ray tools --pack {pack} --config {config} --resume {root}"
         return f"touchstone-ray eval --pack {pack} --config {config} --resume {root}"
 
     def pack(self) -> Pack:

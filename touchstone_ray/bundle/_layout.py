@@ -41,6 +41,8 @@ class ShardFolder(StrEnum):
     """Perf: one request per line (:class:`~touchstone_ray.perf.records.PerfResponse`)."""
     EMBED = "embed"
     """Perf ``--embed``: one embedding request per line."""
+    CELLS = "cells"
+    """Tools: one :class:`~touchstone_ray.tool_records.ToolsRecord` per line."""
 
 
 @dataclass(frozen=True)

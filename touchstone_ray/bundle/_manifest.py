@@ -374,11 +374,17 @@ class Manifest(KeptObject):
     schema_version: int | None = None
     """Record schema version of the bundle (``touchstone_ray.records.SCHEMA_VERSION``)."""
     kind: str | None = None
-    """``perf`` for a perf bundle (SPEC §7b); absent for an eval bundle."""
+    """``perf`` for a perf bundle (SPEC §7b), ``tools`` for a tools bundle (§7c); absent for
+    an eval bundle."""
+    pack_fingerprint: str | None = None
+    """Tools: sha256 hex of the pack, canonical JSON (``ToolsPack.fingerprint``)."""
+    checks_fingerprint: str | None = None
+    """Tools: sha256 hex of every item's checks (``ToolsPack.checks_fingerprint``); two tools
+    bundles compare only where it is equal."""
     config_name: str | None = None
     """Perf: the name of the fleet config the bundle was started from."""
     pack: PackRef | None = None
-    """Eval: the frozen ``pack.yaml``."""
+    """Eval and tools: the frozen ``pack.yaml``."""
     models: list[ModelEntry] = Field(default_factory=list)
     """One entry per model, in fleet config order."""
     variants: list[str] | None = None

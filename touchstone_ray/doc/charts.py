@@ -6,8 +6,8 @@ as ``<text>`` (``svg.fonttype: none``) and ``svg.hashsalt`` fixed, so the same i
 byte-identical output. Figures are drawn on :class:`matplotlib.figure.Figure` directly (the
 SVG canvas; no GUI backend is ever selected).
 
-Units: quality in %, throughput in tokens/s, TTFT in s, memory in GB (1024 MB), time in s
-since the host's first sample.
+Units: quality and pass rate in %, throughput in tokens/s, TTFT in s, memory in GB (1024 MB),
+time in s since the host's first sample.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ __all__ = [
     "PALETTE",
     "ForestItem",
     "MemorySeries",
+    "PassPoint",
     "QsPoint",
     "empty_axes",
     "figure_svg",
@@ -35,6 +36,7 @@ __all__ = [
     "heatmap_svg",
     "memory_svg",
     "pareto_front",
+    "pass_speed_svg",
     "plain_text",
     "quality_speed_svg",
     "svg_figure",
@@ -393,3 +395,78 @@ def forest_svg(items: Sequence[ForestItem], *, labels: Mapping[str, str]) -> str
         ax.set_xlabel(plain_text(labels["x"]))
         fig.tight_layout()
         return figure_svg(fig, "forest")
+
+
+@dataclass(frozen=True)
+class PassPoint:
+    """One model in the tools bench's pass-rate-vs-speed chart."""
+
+    label: str
+    pass_pct: float
+    """Cells passed of those scored (%)."""
+    ci_low_pct: float | None
+    """Lower bound of its 95 % interval (%)."""
+    ci_high_pct: float | None
+    """Upper bound of its 95 % interval (%)."""
+    run_s: float | None
+    """Median time per cell (s); ``None`` leaves the point out of the left panel."""
+    decode_tps: float | None
+    """Median decode speed (tokens/s); ``None`` leaves it out of the right panel."""
+
+
+def pass_speed_svg(
+    points: Sequence[PassPoint], *, labels: Mapping[str, str], chart_id: str = "pass-speed"
+) -> str:
+    """Pass rate % (y, with its interval as a whisker) against the median time per cell (s,
+    left panel) and the median decode speed (tokens/s, right panel), one numbered point per
+    model named in a legend. ``labels``: ``x_run``, ``x_decode``, ``y``, ``empty``."""
+    with svg_figure(8.5, 3.6) as fig:
+        left, right = fig.subplots(1, 2, sharey=True)
+        if not points:
+            empty_axes(left, labels["empty"])
+            empty_axes(right, labels["empty"])
+            return figure_svg(fig, chart_id)
+        for ax, attr, x_label in (
+            (left, "run_s", labels["x_run"]),
+            (right, "decode_tps", labels["x_decode"]),
+        ):
+            shown = [(i, p) for i, p in enumerate(points, start=1) if getattr(p, attr) is not None]
+            for i, p in shown:
+                x = float(getattr(p, attr))
+                lo = p.pass_pct - p.ci_low_pct if p.ci_low_pct is not None else 0.0
+                hi = p.ci_high_pct - p.pass_pct if p.ci_high_pct is not None else 0.0
+                color = PALETTE[(i - 1) % len(PALETTE)]
+                ax.errorbar(
+                    [x],
+                    [p.pass_pct],
+                    yerr=[[lo], [hi]],
+                    fmt="o",
+                    color=color,
+                    capsize=3,
+                    label=plain_text(f"{i}  {p.label}") if ax is left else None,
+                )
+                ax.annotate(
+                    str(i),
+                    (x, p.pass_pct),
+                    textcoords="offset points",
+                    xytext=(6, 4),
+                    fontsize=8,
+                    fontweight="bold",
+                )
+            top = max((float(getattr(p, attr)) for _, p in shown), default=1.0)
+            ax.set_xlim(0.0, top * 1.2 if top > 0 else 1.0)
+            ax.set_xlabel(plain_text(x_label))
+        left.set_ylim(-3.0, 103.0)
+        left.set_ylabel(plain_text(labels["y"]))
+        handles, names = left.get_legend_handles_labels()
+        if handles:
+            right.legend(
+                handles,
+                names,
+                loc="upper left",
+                bbox_to_anchor=(1.02, 1.0),
+                fontsize=7.5,
+                frameon=False,
+            )
+        fig.tight_layout()
+        return figure_svg(fig, chart_id)

@@ -22,6 +22,7 @@ from aiohttp.client_proto import ResponseHandler
 from aiohttp.streams import StreamReader
 
 from touchstone_ray.engines._eager_send import EagerBodyRequest
+from touchstone_ray.engines._tools import tools_refusal
 from touchstone_ray.errors import (
     EngineConnectError,
     EngineContextError,
@@ -30,6 +31,7 @@ from touchstone_ray.errors import (
     EngineModelLoading,
     EngineRefused,
     EngineTimeout,
+    EngineToolsRefused,
     StreamProtocolError,
     one_line,
 )
@@ -223,16 +225,21 @@ def stale_connection(exc: BaseException, sent: SentAt, got_response: bool) -> bo
 
 
 async def http_error(resp: aiohttp.ClientResponse) -> EngineHTTPError:
-    """The error for a non-2xx response: :class:`EngineModelLoading` for 503 with "load" in
-    the body; :class:`EngineContextError` (``error_kind`` ``"context"``, never retried) for
-    any status whose body says the context length was exceeded (:data:`_CONTEXT_RE`); else
-    :class:`EngineHTTPError` (4xx never retried)."""
+    """The error for a non-2xx response: :class:`EngineToolsRefused` (``error_kind``
+    ``"config"``, never retried) when the body says the server was not started to take tools
+    (:func:`~touchstone_ray.engines._tools.tools_refusal`); :class:`EngineModelLoading` for
+    503 with "load" in the body; :class:`EngineContextError` (``error_kind`` ``"context"``,
+    never retried) for any status whose body says the context length was exceeded
+    (:data:`_CONTEXT_RE`); else :class:`EngineHTTPError` (4xx never retried)."""
     try:
         raw = await resp.content.read(ERROR_BODY_BYTES)
         body = raw.decode("utf-8", "replace")
     except (aiohttp.ClientError, TimeoutError):
         body = ""
     message = one_line(f"HTTP {resp.status} {resp.reason or ''}: {body}".strip())
+    refusal = tools_refusal(body)
+    if refusal is not None:
+        return EngineToolsRefused(resp.status, one_line(f"{refusal} ({message})"))
     if resp.status == 503 and _LOADING_RE.search(body):
         return EngineModelLoading(message)
     if _CONTEXT_RE.search(body):

@@ -22,8 +22,21 @@ class ChatRequest(BaseModel):
 
     model: str
     """The model name the server knows."""
-    messages: list[dict[str, str]]
-    """Chat messages ``[{"role": "system"|"user"|"assistant", "content": str}]``."""
+    messages: list[dict[str, Any]]
+    """Chat messages in OpenAI's shape: ``{"role": "system"|"user"|"assistant", "content":
+    str}``; an assistant message may carry ``tool_calls`` (``[{"id", "type": "function",
+    "function": {"name", "arguments": <JSON text>}}]``, ``content`` then may be ``None``) and
+    its reasoning as ``reasoning_content`` and/or ``reasoning``; a tool result is ``{"role":
+    "tool", "tool_call_id", "content", "name"?}``. Sent as given to OpenAI-compatible servers;
+    the Ollama engine translates them (:func:`touchstone_ray.engines._tools.ollama_messages`)."""
+    tools: list[dict[str, Any]] | None = None
+    """Tools the model may call, in OpenAI's shape ``[{"type": "function", "function":
+    {"name", "description", "parameters": <JSON Schema>}}]`` (Ollama takes the same);
+    ``None`` = not sent."""
+    tool_choice: str | dict[str, Any] | None = None
+    """``"auto"`` | ``"none"`` | ``"required"`` | ``{"type": "function", "function": {"name"}}``
+    (OpenAI's values); ``None`` = not sent (the server's default, ``auto`` when tools are
+    given). Ollama has no such field: it is not sent there."""
     temperature: float | None = None
     """Sampling temperature; ``None`` = not sent (server default)."""
     seed: int | None = None

@@ -30,6 +30,7 @@ from touchstone_ray.engines._http import (
 from touchstone_ray.engines._outage import EndpointOutage
 from touchstone_ray.engines._retry import RetryPolicy
 from touchstone_ray.engines._stream import StreamParser
+from touchstone_ray.engines._tools import prompt_chars
 from touchstone_ray.engines._types import ChatRequest, ChatResult, EngineSettings
 from touchstone_ray.engines.normalize import StreamNormalizer
 from touchstone_ray.errors import (
@@ -165,9 +166,15 @@ class Engine(ABC):
         it does not say."""
         return None
 
-    async def count_prompt_tokens(self, model: str, messages: list[dict[str, str]]) -> int | None:
-        """Prompt tokens of ``messages`` after the chat template, by the server's own
-        tokenizer; ``None`` when the server has no tokenizer endpoint (default)."""
+    async def count_prompt_tokens(
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+    ) -> int | None:
+        """Prompt tokens of ``messages`` (and the ``tools`` offered, which the chat template
+        renders into the prompt) after the chat template, by the server's own tokenizer;
+        ``None`` when the server has no tokenizer endpoint (default)."""
         return None
 
     async def chat_template(self, model: str) -> dict[str, Any] | None:
@@ -184,6 +191,15 @@ class Engine(ABC):
         endpoint. Raises :class:`EngineError` when unreachable."""
         return None
 
+    async def tool_support(self, model: str) -> str | None:
+        """Whether this server can serve ``model`` requests with tools, asked before a tools
+        run: ``None`` when it can or does not say (default), else one line saying why not and
+        how to start the server so it can. A server that does not say before may still refuse
+        the first request with tools; that error is the same kind of line
+        (:class:`~touchstone_ray.errors.EngineToolsRefused`). Raises :class:`EngineError`
+        when unreachable."""
+        return None
+
     async def server_metrics(self, model: str) -> dict[str, Any] | None:
         """A small snapshot of the server's own request metrics (e.g. a TTFT histogram's
         ``count`` and ``sum_s``) to diff around a model's cells; ``None`` (default) when the
@@ -196,8 +212,7 @@ class Engine(ABC):
 
     def new_normalizer(self, t0: float, req: ChatRequest) -> StreamNormalizer:
         """The normalizer of one attempt sent at perf_counter ``t0`` (override to observe)."""
-        chars = sum(len(m.get("content", "")) for m in req.messages)
-        return StreamNormalizer(t0, prompt_chars=chars)
+        return StreamNormalizer(t0, prompt_chars=prompt_chars(req.messages, req.tools))
 
     # --- the call ---------------------------------------------------------------------------
     async def chat(self, req: ChatRequest) -> ChatResult:

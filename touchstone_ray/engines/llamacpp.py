@@ -9,14 +9,23 @@ Source: llama.cpp ``tools/server/README.md`` and what this project's real server
   ``default_generation_settings.n_ctx`` (the context of one slot = ``--ctx-size`` /
   ``--parallel``), which is the limit of one request; ``chat_template`` (the template text in
   use: the GGUF's own, the ``--chat-template`` one, or llama.cpp's ChatML fallback) and
-  ``chat_template_caps`` (``supports_tools``, ``supports_system_role`` …); ``GET /slots``
-  lists each slot's ``n_ctx``;
+  ``chat_template_caps`` (``supports_tools``, ``supports_tool_calls``,
+  ``supports_parallel_tool_calls``, ``supports_system_role`` …, found by running the template
+  on probe messages: llama.cpp ``common/jinja/caps.cpp``); ``GET /slots`` lists each slot's
+  ``n_ctx``;
 * ``POST /apply-template {"messages"}`` -> ``{"prompt"}`` (the chat template applied) and
   ``POST /tokenize {"content", "add_special", "parse_special"}`` -> ``{"tokens": [...]}``: the
   exact prompt token count (``parse_special`` reads control text as special tokens);
 * streamed answers carry ``timings`` (kept as ``server_timings``) and
   ``usage.prompt_tokens_details.cached_tokens``; ``"cache_prompt": false`` in the body turns
   the prompt cache off for that request.
+
+Tools: a request with ``tools`` needs the Jinja template engine (``--jinja``, on by default
+in newer builds; without it the server answers HTTP 500 "tools param requires --jinja flag",
+measured) and a template that renders them. A template that does not (the Gemma GGUF of the
+tests: llama.cpp's ChatML fallback) has ``supports_tools: false`` and the server *silently
+drops* the tools from the prompt (measured: the same 30 prompt tokens with and without them),
+so :meth:`LlamaCppEngine.tool_support` refuses such a server before a tools run.
 
 Connections: the server closes the connection after every streamed response although its
 headers announce keep-alive, so a pooled connection is dead by the next request. Measured
@@ -110,14 +119,22 @@ class LlamaCppEngine(OpenAIEngine):
         ints = [n for n in sizes if isinstance(n, int) and n > 0]
         return min(ints) if ints else await super().context_limit(model)
 
-    async def count_prompt_tokens(self, model: str, messages: list[dict[str, str]]) -> int | None:
-        """Tokens of the templated prompt: ``/apply-template`` then ``/tokenize`` with
-        ``add_special`` (the BOS token the server adds to a chat prompt; checked equal to the
-        stream's ``usage.prompt_tokens`` on the real server)."""
+    async def count_prompt_tokens(
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+    ) -> int | None:
+        """Tokens of the templated prompt: ``/apply-template`` (with ``tools`` when given: the
+        real server renders them into the prompt, 79 → 574 characters for one tool with a
+        Hermes-style template) then ``/tokenize`` with ``add_special`` (the BOS token the
+        server adds to a chat prompt; checked equal to the stream's ``usage.prompt_tokens`` on
+        the real server)."""
         root = self.server_root
-        templated = await self._checked_json(
-            "POST", root + "/apply-template", {"messages": messages}
-        )
+        request: dict[str, Any] = {"messages": messages}
+        if tools is not None:
+            request["tools"] = tools
+        templated = await self._checked_json("POST", root + "/apply-template", request)
         prompt = templated.get("prompt") if isinstance(templated, dict) else None
         if not isinstance(prompt, str):
             return None
@@ -135,6 +152,29 @@ class LlamaCppEngine(OpenAIEngine):
             return None
         caps = props.get("chat_template_caps")
         return {"source": "/props", "template": template, "caps": caps}
+
+    async def tool_support(self, model: str) -> str | None:
+        """One line refusing the server when ``/props`` ``chat_template_caps`` says its chat
+        template cannot take tools (``supports_tools`` false: the tools never reach the
+        prompt) or cannot show the model its earlier calls (``supports_tool_calls`` false: a
+        second turn would lose them); ``None`` when both are true, and when ``/props`` has no
+        caps or lacks either flag (builds before the caps existed: the server cannot say, and
+        one started without ``--jinja`` refuses the first request with tools, which becomes
+        the same kind of line, :class:`~touchstone_ray.errors.EngineToolsRefused`)."""
+        caps = (await self._props()).get("chat_template_caps")
+        if not isinstance(caps, dict):
+            return None
+        missing = [
+            flag for flag in ("supports_tools", "supports_tool_calls") if caps.get(flag) is False
+        ]
+        if not missing:
+            return None
+        flags = " and ".join(f"{flag} false" for flag in missing)
+        return (
+            f"{self.server_root}: the chat template cannot call tools (/props "
+            f"chat_template_caps: {flags}); restart llama-server with --jinja and a template "
+            "that renders tools and tool calls (--chat-template-file FILE)"
+        )
 
     async def token_counts(self, texts: list[str]) -> list[int] | None:
         """One ``/tokenize`` per text with ``parse_special: true`` and ``add_special: false``

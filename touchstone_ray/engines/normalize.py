@@ -6,14 +6,19 @@ Protocol parsers (:mod:`.ollama`, :mod:`.openai`) turn wire chunks into two kind
   where ``t`` is ``time.perf_counter()`` taken when the socket read that brought the chunk's
   bytes returned (before HTTP and JSON parsing), and ``content``/``reasoning`` are the raw
   deltas (``None`` when absent);
+  a chunk's tool calls come with it (``tool_calls``: OpenAI fragments, or Ollama's whole calls
+  with ``whole_calls``) and are assembled by :class:`~touchstone_ray.engines._tools.
+  ToolCallAssembler`;
 * :meth:`StreamNormalizer.finish` with the finish reason and the server's token counts, as
   often as they arrive (OpenAI may send usage only in a trailing chunk with ``choices: []``).
 
 :meth:`StreamNormalizer.result` then computes, exactly as SPEC §9 defines them (seconds):
 
 * the clock starts at ``t0``, when the HTTP request is sent;
-* ``ttft_s``: first chunk with a non-empty delta on any channel. Role-only chunks, empty
-  strings, ``null`` and SSE comments never reach or never count here;
+* ``ttft_s``: first chunk with a non-empty delta on any channel: answer, reasoning, or a tool
+  call (a fragment with a non-empty id, name or arguments piece; so a turn that only calls
+  tools has a TTFT). Role-only chunks, empty strings, ``null`` and SSE comments never reach or
+  never count here;
 * ``ttfa_s``: first chunk carrying answer text that is not whitespace (so the ``"\\n\\n"``
   that follows ``</think>`` is not "the answer"), after ``<think>`` splitting;
 * ``reasoning_s``: from the first reasoning token (the first reasoning-channel chunk, or the
@@ -42,7 +47,11 @@ length stop inside reasoning) all come out right, and the answer's first chunk i
 Token counts come from the server when it sends them (``token_count_source="server"``); any
 count it did not send is estimated (``"estimated"``) as ``max(token-carrying chunks,
 ceil(chars / 4))``: every chunk carries at least one token (a lower bound), and four characters
-per token is the usual rule of thumb for when servers batch several tokens into one chunk.
+per token is the usual rule of thumb for when servers batch several tokens into one chunk; the
+characters of tool-call names and arguments count with the text.
+
+Tool calls are answer too: a turn with calls and no text has ``content_empty`` true (no text)
+but is never ``reasoning_only``.
 """
 
 from __future__ import annotations
@@ -53,6 +62,7 @@ import math
 from typing import Any
 
 from touchstone_ray.descriptive import percentile
+from touchstone_ray.engines._tools import ToolCallAssembler
 from touchstone_ray.records import ReasoningSource
 
 _OPEN = "<think>"
@@ -139,6 +149,8 @@ class StreamNormalizer:
         self.load_duration_s: float | None = None
         self.cached_tokens: int | None = None
         self.server_timings: dict[str, float | int | None] | None = None
+        self.tools = ToolCallAssembler()
+        """The stream's tool calls."""
 
     def delta(
         self,
@@ -146,10 +158,20 @@ class StreamNormalizer:
         content: str | None,
         reasoning: str | None,
         reasoning_source: ReasoningSource | None = None,
+        tool_calls: Any = None,
+        *,
+        whole_calls: bool = False,
     ) -> None:
         """One chunk: ``content`` and/or ``reasoning`` delta (``None``/``""`` = nothing)
-        arriving at perf_counter time ``t``; ``reasoning_source`` names the reasoning field."""
+        arriving at perf_counter time ``t``; ``reasoning_source`` names the reasoning field;
+        ``tool_calls`` the chunk's calls as sent (OpenAI ``delta.tool_calls`` fragments, or
+        with ``whole_calls`` Ollama's ``message.tool_calls``)."""
         carried = False
+        if tool_calls is not None:
+            if whole_calls:
+                carried = self.tools.add_whole(tool_calls)
+            else:
+                carried = self.tools.add_fragments(tool_calls)
         if content:
             self._content_offsets.append(self._content_len)
             self._content_times.append(t)
@@ -227,7 +249,8 @@ class StreamNormalizer:
         estimated = False
         completion = self.completion_tokens
         if completion is None:
-            completion = estimate_tokens(len(content) + len(reasoning), len(self.token_times))
+            chars = len(content) + len(reasoning) + self.tools.chars
+            completion = estimate_tokens(chars, len(self.token_times))
             estimated = True
         prompt = self.prompt_tokens
         if prompt is None:
@@ -240,12 +263,13 @@ class StreamNormalizer:
         decode_s = e2e - ttft if ttft is not None else None
         processed = prompt - min(self.cached_tokens or 0, prompt)
         has_answer = bool(answer.strip())
+        calls, raw_calls = self.tools.calls()
         return {
             "response_text": answer,
             "reasoning_text": reasoning,
             "reasoning_source": source if reasoning else None,
             "content_empty": not has_answer,
-            "reasoning_only": not has_answer and bool(reasoning.strip()),
+            "reasoning_only": not has_answer and not calls and bool(reasoning.strip()),
             "finish_reason": self.finish_reason,
             "truncated": self.finish_reason == "length",
             "ttft_s": ttft,
@@ -270,4 +294,6 @@ class StreamNormalizer:
             "cached_tokens": self.cached_tokens,
             "prompt_cached": is_prompt_cached(self.cached_tokens, prompt),
             "server_timings": self.server_timings,
+            "tool_calls": calls,
+            "tool_calls_raw": raw_calls,
         }

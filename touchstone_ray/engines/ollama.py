@@ -10,6 +10,15 @@ in ``options`` (``temperature``, ``seed``, ``num_predict``, ``num_ctx``, …); `
 ``/api/tags`` (available models), ``/api/ps`` (loaded models) and ``POST /api/show {"model"}``
 (``template``: the model's chat template, a Go template; ``capabilities``) give the metadata;
 a chat with ``messages: []`` and ``keep_alive: 0`` unloads a model.
+
+Tools ("Chat request (with tools)"): ``tools`` in the body in OpenAI's shape; calls come whole
+in ``message.tool_calls`` (``{"function": {"name", "arguments": {…}}}``, arguments an object,
+no ``id`` in older versions), and the turn ends ``done_reason: "stop"``. History is
+OpenAI-shaped in :class:`ChatRequest` and translated here
+(:func:`~touchstone_ray.engines._tools.ollama_messages`): call arguments as objects, tool
+results with ``tool_name``, reasoning as ``thinking``. Ollama has no ``tool_choice``: it is
+not sent. A model whose template takes no tools lacks ``tools`` in ``/api/show``
+``capabilities`` (:meth:`OllamaEngine.tool_support`).
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ from touchstone_ray.engines._stream import (
     load_object,
     text_or_none,
 )
+from touchstone_ray.engines._tools import ollama_messages, tool_names
 from touchstone_ray.engines.base import ChatRequest, Engine
 from touchstone_ray.errors import EngineHTTPError, StreamProtocolError, one_line
 
@@ -70,6 +80,8 @@ class OllamaStreamParser(StreamParser):
             text_or_none(message.get("content")),
             text_or_none(message.get("thinking")),
             "thinking",
+            message.get("tool_calls"),
+            whole_calls=True,
         )
         if obj.get("done") is True:
             load_ns = obj.get("load_duration")
@@ -106,7 +118,9 @@ class OllamaEngine(Engine):
 
     def build_body(self, req: ChatRequest) -> tuple[dict[str, Any], dict[str, Any]]:
         """The request body (``stream: true``; ``extra_body`` merged, its ``options`` into
-        ``options``) and the sampling params sent (``num_predict`` from ``max_tokens``)."""
+        ``options``; ``tools`` when given, the history translated to Ollama's shape, no
+        ``tool_choice``) and the params sent (``num_predict`` from ``max_tokens``; the offered
+        tools by name)."""
         extra = copy.deepcopy(req.extra_body)
         extra_options = extra.pop("options", None)
         options: dict[str, Any] = {}
@@ -123,8 +137,12 @@ class OllamaEngine(Engine):
             options.update(extra_options)
         elif extra_options is not None:
             extra["options"] = extra_options  # verbatim: the server will say what is wrong
-        body: dict[str, Any] = {"model": req.model, "messages": req.messages, **extra}
+        messages = ollama_messages(req.messages)
+        body: dict[str, Any] = {"model": req.model, "messages": messages, **extra}
         body["stream"] = True
+        if req.tools is not None:
+            body["tools"] = req.tools
+            sent["tools"] = tool_names(req.tools)
         if options:
             body["options"] = options
         if req.keep_alive is not None:
@@ -170,6 +188,29 @@ class OllamaEngine(Engine):
         if not isinstance(template, str):
             return None
         return {"source": "/api/show", "template": template, "caps": data.get("capabilities")}
+
+    async def tool_support(self, model: str) -> str | None:
+        """One line when ``/api/show`` lists the model's ``capabilities`` without ``tools``
+        (its template cannot take tools: Ollama answers 400 "does not support tools");
+        ``None`` when it lists ``tools``, or lists no capabilities (older versions), or does
+        not know the model (the preflight names that). Raises :class:`EngineError` for
+        another HTTP error or an unreachable server."""
+        status, data = await self.request_json(
+            "POST", self.base_url + "/api/show", {"model": model}
+        )
+        if status == 404:
+            return None
+        if status >= 300:
+            raise EngineHTTPError(status, one_line(f"HTTP {status} from /api/show: {data}"))
+        caps = data.get("capabilities") if isinstance(data, dict) else None
+        if not isinstance(caps, list) or "tools" in caps:
+            return None
+        listed = ", ".join(str(c) for c in caps) or "none"
+        return one_line(
+            f"{self.base_url}: model {model} cannot take tools (/api/show capabilities: "
+            f"{listed}): use a model whose chat template renders tools, or give it such a "
+            "TEMPLATE in a Modelfile"
+        )
 
     async def _names(self, path: str) -> list[str]:
         data = await self._checked_json("GET", self.base_url + path)

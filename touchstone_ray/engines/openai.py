@@ -12,6 +12,9 @@ is the prompt tokens served from the server's prompt cache. llama.cpp's server a
 Reasoning comes in ``delta.reasoning_content`` (vLLM reasoning parsers, llama.cpp, DeepSeek) or
 ``delta.reasoning`` (OpenRouter, newer vLLM), or as ``<think>`` tags inside content.
 An ``{"error": {...}}`` chunk (vLLM's streaming error) ends the call as a protocol error.
+Tool calls arrive as ``delta.tool_calls`` fragments, assembled by index
+(:mod:`touchstone_ray.engines._tools`), and the turn ends with ``finish_reason: "tool_calls"``
+(``"stop"`` from some servers, ``"length"`` for a call cut by ``max_tokens``).
 
 Server identity: vLLM ``GET /version`` (server root) -> ``{"version"}``; llama.cpp
 ``GET /props`` -> ``{"build_info"}``; Ollama's own ``GET /api/version``; LM Studio
@@ -37,6 +40,7 @@ from touchstone_ray.engines._stream import (
     server_timings,
     text_or_none,
 )
+from touchstone_ray.engines._tools import tool_names
 from touchstone_ray.engines.base import ChatRequest, Engine
 from touchstone_ray.errors import StreamProtocolError
 from touchstone_ray.records import ReasoningSource
@@ -61,10 +65,12 @@ _MATTERS = re.compile(
     rb'"(?:content|reasoning_content|reasoning)"\s*:\s*"(?!")'
     rb'|"finish_reason"\s*:\s*"'
     rb'|"(?:usage|timings|error)"\s*:\s*(?!null)\S'
+    rb'|"tool_calls"\s*:\s*\[\s*[^\]\s]'
     rb'|"object"\s*:\s*"error"'
 )
 """What makes a chunk worth parsing: a non-empty text delta on any channel, a finish reason,
-a ``usage``/``timings``/``error`` value that is not ``null``, an error object."""
+a ``usage``/``timings``/``error`` value that is not ``null``, a non-empty ``tool_calls`` list
+(every tool-call fragment is parsed), an error object."""
 
 
 def carries_nothing(payload: bytes) -> bool:
@@ -122,7 +128,9 @@ class OpenAIStreamParser(StreamParser):
                 if reasoning:
                     source = key
                     break
-            self.norm.delta(t, text_or_none(delta.get("content")), reasoning, source)
+            self.norm.delta(
+                t, text_or_none(delta.get("content")), reasoning, source, delta.get("tool_calls")
+            )
             finish = choice.get("finish_reason")
             if finish is not None:
                 self.norm.finish(finish_reason=str(finish))
@@ -160,8 +168,10 @@ class OpenAIEngine(Engine):
     chat_path = "/chat/completions"
 
     def build_body(self, req: ChatRequest) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The request body (always ``stream: true`` with ``include_usage``; ``extra_body``
-        merged verbatim) and the sampling params sent."""
+        """The request body (always ``stream: true`` with ``include_usage``; messages as
+        given, assistant ``tool_calls`` and reasoning included; ``tools`` and ``tool_choice``
+        when given; sampling fields that are ``None`` left out; ``extra_body`` merged verbatim)
+        and the params sent (the offered tools by name)."""
         body: dict[str, Any] = {"model": req.model, "messages": req.messages}
         sent: dict[str, Any] = {}
         for key, value in (
@@ -171,6 +181,11 @@ class OpenAIEngine(Engine):
         ):
             if value is not None:
                 body[key] = sent[key] = value
+        if req.tools is not None:
+            body["tools"] = req.tools
+            sent["tools"] = tool_names(req.tools)
+        if req.tool_choice is not None:
+            body["tool_choice"] = sent["tool_choice"] = req.tool_choice
         if req.json_schema is not None:
             body["response_format"] = {
                 "type": "json_schema",

@@ -100,11 +100,19 @@ class VllmEngine(OpenAIEngine):
             "root": card.get("root"),
         }
 
-    async def count_prompt_tokens(self, model: str, messages: list[dict[str, str]]) -> int | None:
-        """``count`` from ``POST /tokenize`` with the chat messages."""
-        data = await self._checked_json(
-            "POST", self.server_root + "/tokenize", {"model": model, "messages": messages}
-        )
+    async def count_prompt_tokens(
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+    ) -> int | None:
+        """``count`` from ``POST /tokenize`` with the chat messages (and ``tools`` when
+        given: the chat tokenize request of newer vLLM versions takes them and renders the
+        template with them)."""
+        request: dict[str, Any] = {"model": model, "messages": messages}
+        if tools is not None:
+            request["tools"] = tools
+        data = await self._checked_json("POST", self.server_root + "/tokenize", request)
         count = data.get("count") if isinstance(data, dict) else None
         return count if isinstance(count, int) else None
 

@@ -4,7 +4,8 @@
 Each language module holds ``SCORECARD`` (scorecard labels), ``REPORT`` (labels only the report
 and the web UI use), ``LEVELS`` (rubric levels), ``GLOSSARY`` (metric definitions and units),
 ``JUDGE`` (the judge templates' wording), ``UI`` (the web UI's own labels), ``LINES`` (the
-CLI's end-of-run lines, the judge checks' warnings) and ``PLURALS`` (nouns for counts), with
+CLI's end-of-run lines, the judge checks' warnings), ``TOOLS`` (the tools bench's report,
+``tools-compare`` and UI labels) and ``PLURALS`` (nouns for counts), with
 the same keys in every language. An unknown language falls back to English.
 
 The glossary is the one source of what a figure means: :func:`header_tip` gives the tooltip of
@@ -32,6 +33,7 @@ __all__ = [
     "lines",
     "metric_tip",
     "scorecard_labels",
+    "tools_labels",
     "ui_labels",
 ]
 
@@ -85,6 +87,13 @@ def ui_labels(lang: str) -> dict[str, str]:
     """The web UI's own labels in ``lang`` (nav, overview, live, compare, judges, packs,
     bundle files)."""
     table: dict[str, str] = _table(lang).UI
+    return table
+
+
+def tools_labels(lang: str) -> dict[str, str]:
+    """The tools bench's labels in ``lang``: its report, ``tools-compare`` and its UI pages;
+    ``d_<key>`` holds the definition of the figure labelled ``<key>``."""
+    table: dict[str, str] = _table(lang).TOOLS
     return table
 
 

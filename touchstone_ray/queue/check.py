@@ -20,6 +20,8 @@ def _file_problems(spec: QueueSpec, source: Path) -> tuple[list[str], dict[Path,
     from touchstone_ray.eval.matrix import plan_models, select_prompts
     from touchstone_ray.judging.config import load_judge_config
     from touchstone_ray.pack import load_pack
+    from touchstone_ray.toolpack import load_tools_pack
+    from touchstone_ray.tools.run import plan_cells, select_items
 
     problems: list[str] = []
     configs: dict[Path, FleetConfig] = {}
@@ -30,7 +32,12 @@ def _file_problems(spec: QueueSpec, source: Path) -> tuple[list[str], dict[Path,
             configs[entry.config] = config
             if entry.judge_config is not None:
                 load_judge_config(entry.judge_config)
-            if entry.pack is not None:
+            if entry.kind == "tools" and entry.pack is not None:
+                tools_pack = load_tools_pack(str(entry.pack))
+                items = select_items(tools_pack, entry.limit, None)
+                chosen_models = list(entry.models) if entry.models else None
+                plan_cells(tools_pack, config, chosen_models, items, set())
+            elif entry.pack is not None:
                 pack = load_pack(entry.pack)
                 chosen = select_prompts(pack, entry.limit)
                 models = list(entry.models) if entry.models else None

@@ -5,7 +5,8 @@ it will submit, built here too).
 Each function returns the arguments after the program name, in one fixed order (the options
 of SPEC §6, optional ones only when set): ``eval --pack P --config C [--address A] --out DIR |
 --resume BUNDLE [--models ids] [--variants ids] [--limit N] [--prompts ids]``, ``perf
---config C [--address A] --out DIR | --resume BUNDLE [--models ids]``, ``judge --bundle B
+--config C [--address A] --out DIR | --resume BUNDLE [--models ids]``, ``tools --pack P --config C
+[--address A] --out DIR | --resume BUNDLE [--models ids] [--limit N]``, ``judge --bundle B
 --judge-config J [--address A]``, ``report --bundle B [--unjudged]``, ``hosts --config C
 [--address A] --json``.
 :func:`command_line` is the shell form of the whole command (``shlex.join``), as shown.
@@ -25,6 +26,7 @@ __all__ = [
     "judge_command",
     "perf_command",
     "report_command",
+    "tools_command",
 ]
 
 PROGRAM = "touchstone-ray"
@@ -83,6 +85,28 @@ def perf_command(
     args = ["perf", "--config", str(config), *_at(address), *_target(out, resume)]
     if models:
         args += ["--models", ",".join(models)]
+    return args
+
+
+def tools_command(
+    pack: Path | str,
+    config: Path,
+    *,
+    out: Path | None = None,
+    resume: Path | None = None,
+    address: str | None = None,
+    models: Sequence[str] | None = None,
+    limit: int | None = None,
+) -> list[str]:
+    """``tools`` of ``pack`` (a YAML path or ``bfcl:<category>``) on the fleet of ``config``
+    into ``out`` or resuming ``resume`` (exactly one); ``models`` and ``limit`` (the first N
+    items) only when given."""
+    args = ["tools", "--pack", str(pack), "--config", str(config), *_at(address)]
+    args += _target(out, resume)
+    if models:
+        args += ["--models", ",".join(models)]
+    if limit is not None:
+        args += ["--limit", str(limit)]
     return args
 
 

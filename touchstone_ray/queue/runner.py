@@ -40,6 +40,7 @@ from touchstone_ray.queue.commands import (
     judge_command,
     perf_command,
     report_command,
+    tools_command,
 )
 from touchstone_ray.queue.hosts import HostOps
 from touchstone_ray.queue.spare import Spare
@@ -58,6 +59,9 @@ from touchstone_ray.queue.state import (
     stop_file,
 )
 from touchstone_ray.queue.summary import write_summary
+
+RUN_STAGES = ("eval", "perf", "tools")
+"""The stages that make an entry's bundle (the others work on it)."""
 
 __all__ = ["KILL_AFTER_S", "POLL_S", "entry_hosts", "run_queue"]
 
@@ -149,6 +153,10 @@ class EntryRun:
                                 models=e.models, variants=e.variants, limit=e.limit)  # fmt: skip
         if stage == "perf":
             return perf_command(e.config, out=out, resume=resume, address=address, models=e.models)
+        if stage == "tools":
+            assert e.pack is not None
+            return tools_command(e.pack, e.config, out=out, resume=resume, address=address,
+                                 models=e.models, limit=e.limit)  # fmt: skip
         assert self.bundle is not None
         if stage == "judge":
             assert e.judge_config is not None
@@ -246,7 +254,7 @@ class EntryRun:
         while child.poll() is None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 child.wait(timeout=POLL_S)  # returns as soon as the stage exits
-            if self.bundle is None and stage in ("eval", "perf"):
+            if self.bundle is None and stage in RUN_STAGES:
                 self.bundle = find_bundle(self.folder)
             why = self._watchdog(began) if child.poll() is None else None
             if why is not None:
@@ -255,7 +263,7 @@ class EntryRun:
                 _stop(child)
                 break
         code = child.wait()
-        if stage in ("eval", "perf"):
+        if stage in RUN_STAGES:
             printed = _last_line(self.folder / f"{stage}.out")
             if printed and Path(printed, "bundle.json").is_file():
                 self.bundle = Path(printed)

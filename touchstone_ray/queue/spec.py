@@ -56,14 +56,14 @@ class HostReset(_Strict):
 
 
 class EntrySpec(_Strict):
-    """One run of the queue: a stage chain eval (or perf) → judge → report."""
+    """One run of the queue: a stage chain eval (or perf, or tools) → judge → report."""
 
     name: str = Field(pattern=NAME_PATTERN)
     """Unique in the queue; the entry's folder under ``out``."""
-    kind: Literal["eval", "perf"]
-    """``eval`` (needs ``pack``) or ``perf``."""
+    kind: Literal["eval", "perf", "tools"]
+    """``eval`` (needs ``pack``), ``perf`` or ``tools`` (needs ``pack``)."""
     pack: Path | None = None
-    """The pack YAML (eval)."""
+    """The pack YAML (eval, tools; tools also ``bfcl:<category>``)."""
     config: Path
     """The fleet config YAML."""
     models: tuple[str, ...] | None = None
@@ -82,8 +82,15 @@ class EntrySpec(_Strict):
 
     def kind_problem(self) -> tuple[str, str, object] | None:
         """``(key, message, value)`` of the first key that does not fit the entry's kind."""
-        if self.kind == "eval" and self.pack is None:
-            return "pack", "an eval entry needs a pack", None
+        if self.kind in ("eval", "tools") and self.pack is None:
+            article = "an" if self.kind == "eval" else "a"
+            return "pack", f"{article} {self.kind} entry needs a pack", None
+        if self.kind == "tools":
+            for key in ("variants", "judge_config"):
+                value = getattr(self, key)
+                if value is not None:
+                    shown = str(value) if isinstance(value, Path) else value
+                    return key, "not used by a tools entry", shown
         if self.kind == "perf":
             for key in ("pack", "variants", "limit", "judge_config"):
                 value = getattr(self, key)
@@ -131,8 +138,16 @@ class QueueSpec(_Strict):
         raise KeyError(name)
 
 
+def is_bfcl(path: Path | None) -> bool:
+    """Whether a tools entry's ``pack`` names a BFCL category (``bfcl:<category>``), not a
+    file."""
+    return path is not None and str(path).startswith("bfcl:")
+
+
 def _resolve(base: Path, path: Path | None) -> Path | None:
-    return None if path is None else (base / path).resolve()
+    if path is None or is_bfcl(path):
+        return path
+    return (base / path).resolve()
 
 
 def load_queue(path: str | Path) -> QueueSpec:
@@ -148,7 +163,7 @@ def load_queue(path: str | Path) -> QueueSpec:
     for i, entry in enumerate(spec.entries):
         files = {k: _resolve(base, getattr(entry, k)) for k in ("pack", "config", "judge_config")}
         for key, file in files.items():
-            if file is not None and not file.is_file():
+            if file is not None and not is_bfcl(file) and not file.is_file():
                 raise ConfigError(
                     f"{path}: entries[{i}].{key}: no such file (entry {entry.name!r}, got {file})"
                 )
@@ -162,5 +177,8 @@ def entry_fingerprint(entry: EntrySpec) -> str:
     a finished entry whose fingerprint changed runs again."""
     digest = hashlib.sha256(json.dumps(entry.model_dump(mode="json"), sort_keys=True).encode())
     for file in (entry.pack, entry.config, entry.judge_config):
-        digest.update(b"\0" if file is None else file.read_bytes())
+        if file is None or is_bfcl(file):
+            digest.update(b"\0" if file is None else str(file).encode())
+        else:
+            digest.update(file.read_bytes())
     return digest.hexdigest()

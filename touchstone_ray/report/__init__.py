@@ -8,7 +8,8 @@ of :mod:`touchstone_ray.scoring`; :func:`answer_blocks` and :func:`ko_rule_lines
 UI show the same answer blocks and K.-o. rule. Public modules: :mod:`.compare` (with
 :mod:`.perf_join`, perf bundles joined onto eval rows), :mod:`.export`, :mod:`.unjudged`,
 :mod:`.critique` (part B of the rating task, ``judge_quality.md``), :mod:`.rebuild`
-(``report --runs``).
+(``report --runs``), :mod:`.tools` (a tools bundle's report) and :mod:`.tools_compare`
+(``tools-compare``).
 
 matplotlib is imported only when a chart is drawn, pyarrow only by a parquet export.
 """

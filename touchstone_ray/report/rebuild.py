@@ -1,10 +1,11 @@
 """``report --runs DIR``: rebuild every report below a folder, one line per bundle.
 
 Per bundle (:func:`~touchstone_ray.bundle.find_bundles`, sorted by path): a perf bundle gets
-its perf report; an eval bundle with ``scorecard.json`` its judged report (and
-``judge_quality.md`` when an outside rater's critique is stored); one without a scorecard its
-rating task when it had one (``rating-task.md``), else it is skipped. A bundle that cannot be
-read gives its error on its own line and the others go on.
+its perf report; a tools bundle its ``summary.json`` and tools report; an eval bundle with
+``scorecard.json`` its judged report (and ``judge_quality.md`` when an outside rater's
+critique is stored); one without a scorecard its rating task when it had one
+(``rating-task.md``), else it is skipped. A bundle that cannot be read gives its error on its
+own line and the others go on.
 """
 
 from __future__ import annotations
@@ -42,8 +43,12 @@ class RebuildLine:
 
 def _rebuild(root: Path, formats: Sequence[str]) -> RebuildLine:
     from touchstone_ray.perf.report import is_perf_bundle, write_perf_report
+    from touchstone_ray.report.tools import write_tools_report
+    from touchstone_ray.scoring.tools import is_tools_bundle
 
     fmt = ",".join(formats)
+    if is_tools_bundle(root):
+        return RebuildLine(root, tuple(write_tools_report(root, formats)))
     Bundle.open(root).manifest()  # an unreadable bundle is its own error line
     layout = Layout(root)
     if is_perf_bundle(root):

@@ -6,10 +6,12 @@ Modules: :mod:`.formulas` (knock-out, quality %, rubric, ranking, the pre-judge 
 percentiles), :mod:`.stability` (distinct answers over a prompt's repeats),
 :mod:`.scorecard` (``scorecard.json``, its :class:`~.scorecard_model.Scorecard` model),
 :mod:`.render` (``scorecard.md`` and the terminal ranking table), :mod:`.ingest` (an outside
-rater's filled rating task) and :mod:`.critique` (part B: the rubric rates of the judges'
-rationales). Nothing here calls a judge or imports a stage
-package: ``judging`` stores verdicts, this package reads them. scipy, statsmodels and
-krippendorff are imported only inside the functions that need them (about 1 s together).
+rater's filled rating task), :mod:`.critique` (part B: the rubric rates of the judges'
+rationales), :mod:`.tools` (a tools bundle's figures and ``summary.json``) and
+:mod:`.tools_compare` (two tools bundles paired, exact McNemar p). Nothing here calls a judge
+or imports a stage package: ``judging`` stores verdicts, this package reads them. scipy,
+statsmodels and krippendorff are imported only inside the functions that need them (about 1 s
+together).
 The names in ``__all__`` are the package's public surface (a test pins them).
 """
 

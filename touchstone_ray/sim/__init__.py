@@ -1,6 +1,7 @@
 """The simulated engine (SPEC §11): real HTTP on loopback speaking the Ollama and OpenAI chat
 protocols, with tunable speed, reasoning, quality and failure injection, deterministic for
-(model, messages, seed), and schema-valid judge verdicts.
+(model, messages, seed), schema-valid judge verdicts, and tool calls in each failure shape
+(``tool_calls``, ``tool_call_shape``, ``tool_turns``, ``tool_answer``).
 
 ::
 
@@ -13,7 +14,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from touchstone_ray.sim._config import ReasoningChannel, SimConfig, SimModelKnobs
+from touchstone_ray.sim._config import (
+    ReasoningChannel,
+    SimConfig,
+    SimModelKnobs,
+    SimToolCall,
+    ToolCallShape,
+)
 from touchstone_ray.sim._judge import DEFAULT_VERDICT_SCHEMA, fenced_answer, verdict_json
 from touchstone_ray.sim._text import quality_marker
 
@@ -39,6 +46,8 @@ __all__ = [
     "SimConfig",
     "SimModelKnobs",
     "SimServer",
+    "SimToolCall",
+    "ToolCallShape",
     "build_app",
     "fenced_answer",
     "quality_marker",

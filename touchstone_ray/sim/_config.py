@@ -20,6 +20,27 @@ OpenAI protocol it is sent as ``delta.reasoning_content``). Ollama always uses
 ``message.thinking``."""
 
 
+ToolCallShape = Literal[
+    "ok", "wrong_types", "empty_args", "json_in_json", "extra_call", "no_call", "cut"
+]
+"""How the simulated model's tool calls go wrong (``SimModelKnobs.tool_call_shape``)."""
+
+
+class SimToolCall(BaseModel):
+    """One scripted tool call of a simulated turn."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+    name: str | None = None
+    """The tool called (any name, offered or not); None = the first tool the request offers;
+    default None."""
+
+    arguments: dict[str, Any] | None = None
+    """The call's arguments; None = built from the tool's parameter schema, one value per
+    property in schema order (string ``"wert"`` or the first ``enum`` value, integer 1, number
+    1.5, boolean true, array [], object {}, null); default None."""
+
+
 class SimModelKnobs(BaseModel):
     """Per-model knobs: speed, length, reasoning, quality and failure injection."""
 
@@ -121,6 +142,31 @@ class SimModelKnobs(BaseModel):
     Ollama's own default. A prompt longer than the request's context is cut from the front to
     it, silently: ``prompt_eval_count`` is the context and the answer ends ``stop`` as usual;
     default None (no default context: nothing cut without ``num_ctx``)."""
+
+    tool_calls: list[SimToolCall] | None = None
+    """Tool calls of each calling turn of a request that offers ``tools`` (several = parallel
+    calls in one turn, in this order); None = one call of the first offered tool with
+    schema-built arguments; default None."""
+
+    tool_call_shape: ToolCallShape = "ok"
+    """How the calls go wrong: ``ok`` (as scripted), ``wrong_types`` (each argument value of
+    the wrong JSON type: a string becomes its length, a number or boolean its text, an array or
+    object its JSON text), ``empty_args`` (``{}``), ``json_in_json`` (OpenAI: the arguments text
+    is a JSON string holding the object's JSON; Ollama, whose arguments are an object: each
+    value is replaced by its JSON text), ``extra_call`` (the last call made once more), ``no_call``
+    (a plain answer although tools are offered), ``cut`` (the last call's arguments stop after
+    half their pieces and the turn ends ``length``; on Ollama the partial call comes as
+    content, without ``tool_calls``); default ok."""
+
+    tool_turns: int = Field(default=1, ge=0)
+    """Turns that call tools before the model answers in text: a request offering tools whose
+    messages after the last user message already hold this many assistant turns with
+    ``tool_calls`` gets a plain answer, so a tool loop ends; count; default 1."""
+
+    tool_answer: str | None = None
+    """The text answer of a request that offers tools (after the calling turns, or with
+    ``no_call``): exactly this text, no quality marker; None = the usual filler answer;
+    default None."""
 
     judge_constant_score: int | None = Field(default=None, ge=1, le=5)
     """Judge mode only: a degenerate judge that gives every answer this score (1..5), no red

@@ -29,7 +29,15 @@ from touchstone_ray.sim._text import (
     rng_for,
     system_text,
 )
-from touchstone_ray.sim._wire import STATE_KEY, STOPPING_KEY, ChatRequest, Encoder, Result
+from touchstone_ray.sim._tools import ToolPiece, plan_tool_calls, tool_pieces
+from touchstone_ray.sim._wire import (
+    STATE_KEY,
+    STOPPING_KEY,
+    ChatRequest,
+    Encoder,
+    Result,
+    SentCall,
+)
 
 
 async def _hang(request: web.Request, stopping: asyncio.Event) -> None:
@@ -98,6 +106,14 @@ async def _serve(
             constant_score=knobs.judge_constant_score,
             sampling=req.sampling,
         )
+    calls = None
+    override = verdict
+    if verdict is None and req.tools:
+        calls = plan_tool_calls(
+            knobs, req.tools, seed=config.seed, model=req.model, messages=req.messages
+        )
+        if calls is None:
+            override = knobs.tool_answer
     plan = plan_completion(
         seed=config.seed,
         model=req.model,
@@ -107,29 +123,39 @@ async def _serve(
         reasoning_share=knobs.reasoning_share,
         quality=knobs.quality,
         think=req.think,
-        answer_override=verdict,
+        answer_override=override,
         shape=_shape(knobs, req.messages),
         endless_reasoning=knobs.endless_reasoning,
     )
-    reasoning, answer, truncated = plan.take(req.limit)
-    faults = state.decide_faults(knobs, req.model, key, ordinal, len(reasoning) + len(answer))
+    pieces: list[ToolPiece] = []
+    if calls is not None and not plan.endless:  # a turn that calls: reasoning, then the calls
+        cut = knobs.tool_call_shape == "cut"
+        reasoning, pieces, truncated = _take(plan.reasoning, tool_pieces(calls, cut=cut), req.limit)
+        answer: list[str] = []
+        truncated = truncated or cut
+    else:
+        reasoning, answer, truncated = plan.take(req.limit)
+    n_sent = len(reasoning) + len(answer) + len(pieces)
+    faults = state.decide_faults(knobs, req.model, key, ordinal, n_sent)
     if faults.fail:
         trace.status, trace.outcome = 500, "fail"
         return enc.error(500, "simulated server error")
     cold = state.take_cold(req.model)
-    n_sent = len(reasoning) + len(answer)
+    sent_calls = _sent_calls(pieces)
+    finish = "length" if truncated else ("tool_calls" if sent_calls else "stop")
     result = Result(
         model=req.model,
         reasoning="".join(reasoning),
         answer="".join(answer),
         reasoning_tokens=len(reasoning),
-        answer_tokens=len(answer),
+        answer_tokens=len(answer) + len(pieces),
         prompt_tokens=_prompt_seen(req, knobs),
-        finish_reason="length" if truncated else "stop",
+        finish_reason=finish,
         ttft_s=knobs.ttft_ms / 1000,
         eval_s=n_sent / knobs.tps,
         total_s=0.0,
         load_s=knobs.load_s if cold else 0.0,
+        tool_calls=sent_calls,
     )
     trace.finish_reason = result.finish_reason
     stopping = request.app[STOPPING_KEY]
@@ -151,6 +177,7 @@ async def _serve(
                     pacer,
                     reasoning,
                     answer,
+                    pieces,
                     len(plan.reasoning) + plan.endless,  # endless: never the last one
                     result,
                 )
@@ -162,6 +189,26 @@ async def _serve(
             state.generating[req.model] -= 1
     state.touch(req.model, req.keep_alive_s, set_expiry=req.protocol == "ollama")
     return resp
+
+
+def _take(
+    reasoning: list[str], pieces: list[ToolPiece], limit: int | None
+) -> tuple[list[str], list[ToolPiece], bool]:
+    """Reasoning then call tokens within ``limit`` tokens, and whether the limit cut them."""
+    if limit is None or limit >= len(reasoning) + len(pieces):
+        return reasoning, pieces, False
+    kept = reasoning[:limit]
+    return kept, pieces[: limit - len(kept)], True
+
+
+def _sent_calls(pieces: list[ToolPiece]) -> list[SentCall]:
+    """Each call the ``pieces`` sent (at least its head), with the arguments text sent."""
+    texts: dict[int, list[str]] = {}
+    calls: dict[int, SentCall] = {}
+    for piece in pieces:
+        texts.setdefault(piece.index, []).append(piece.text)
+        calls[piece.index] = SentCall(piece.call, "".join(texts[piece.index]), piece.last)
+    return list(calls.values())
 
 
 def _shape(knobs: SimModelKnobs, messages: list[Any]) -> AnswerShape:
@@ -217,6 +264,7 @@ async def _stream(
     pacer: _Pacer,
     reasoning: list[str],
     answer: list[str],
+    pieces: list[ToolPiece],
     n_reason_plan: int,
     result: Result,
 ) -> web.StreamResponse:
@@ -229,7 +277,11 @@ async def _stream(
         trace.mark(channel)
     stopping = request.app[STOPPING_KEY]
     comments = _comment_draws(faults, knobs.comment_rate)
-    tokens = [(t, True) for t in reasoning] + [(t, False) for t in answer]
+    tokens: list[tuple[str, bool, ToolPiece | None]] = [
+        *((t, True, None) for t in reasoning),
+        *((t, False, None) for t in answer),
+        *(("", False, p) for p in pieces),
+    ]
     for i in range(len(tokens) + 1):
         if faults.stream_fault is not None and i == min(faults.fault_at, len(tokens)):
             trace.outcome = faults.stream_fault
@@ -248,13 +300,19 @@ async def _stream(
             trace.mark("garbage")
         if i == len(tokens):
             break
-        text, is_reasoning = tokens[i]
+        text, is_reasoning, piece = tokens[i]
         await _sleep_until(pacer.due(i))
         if comments is not None and comments.random() < knobs.comment_rate:
             line = enc.comment()
             if line is not None:
                 await resp.write(line)
                 trace.mark("comment")
+        if piece is not None:
+            data = enc.tool_piece(piece)
+            if data:  # Ollama sends each call whole, with its last piece
+                await resp.write(data)
+                trace.mark("tool")
+            continue
         first = is_reasoning and i == 0
         last = is_reasoning and i == n_reason_plan - 1
         await resp.write(enc.token(text, is_reasoning, first, last))

@@ -9,10 +9,13 @@ nanoseconds (``total_duration``, ``load_duration``, ``prompt_eval_duration``,
 Honoured: ``options.temperature``, ``options.seed``, ``options.num_predict`` (→ ``length``),
 ``options.num_ctx`` (a longer prompt is cut to it, ``prompt_eval_count`` shows it),
 ``think`` (false → no ``thinking``), ``keep_alive`` (0 → unloaded after the request),
-``format`` (judge mode). Empty ``messages`` is a load request (``done_reason: load``), or with
+``format`` (judge mode), ``tools`` (a calling turn sends each call whole, when its last token
+is due, as ``message.tool_calls: [{"function": {"name", "arguments": {…}}}]`` without an id,
+and ends ``done_reason: "stop"``; a call cut before it completes comes back as content text,
+:mod:`._tools`). Empty ``messages`` is a load request (``done_reason: load``), or with
 ``keep_alive: 0`` an unload request (``done_reason: unload``).
-``POST /api/show`` gives a ChatML ``template`` (:data:`SHOW_TEMPLATE`) and ``model_info`` (the
-model's context length, where known).
+``POST /api/show`` gives a ChatML ``template`` (:data:`SHOW_TEMPLATE`), ``capabilities``
+(``completion``, ``tools``) and ``model_info`` (the model's context length, where known).
 Errors are ``{"error": "…"}``; a mid-stream error is such a line inside the 200 stream.
 """
 
@@ -29,6 +32,7 @@ from aiohttp import web
 from touchstone_ray.sim._engine import run_chat
 from touchstone_ray.sim._judge import judge_schema
 from touchstone_ray.sim._text import sampling_key
+from touchstone_ray.sim._tools import ToolPiece, head_text
 from touchstone_ray.sim._wire import STATE_KEY, ChatRequest, Result, dumps, messages_of, read_body
 
 DEFAULT_KEEP_ALIVE_S = 300.0
@@ -76,6 +80,8 @@ class OllamaEncoder:
 
     def __init__(self, model: str) -> None:
         self.model = model
+        self._partial: list[str] = []
+        """The text of a call begun but not complete yet."""
 
     def _line(self, obj: dict[str, Any]) -> bytes:
         return dumps({"model": self.model, "created_at": _now(), **obj}) + b"\n"
@@ -89,6 +95,15 @@ class OllamaEncoder:
             message["thinking"] = text
         return self._line({"message": message, "done": False})
 
+    def tool_piece(self, piece: ToolPiece) -> bytes:
+        self._partial.append(head_text(piece.call) if piece.head else piece.text)
+        if not piece.last:
+            return b""
+        self._partial = []
+        call = {"function": {"name": piece.call.name, "arguments": piece.call.arguments}}
+        message = {"role": "assistant", "content": "", "tool_calls": [call]}
+        return self._line({"message": message, "done": False})
+
     def comment(self) -> bytes | None:
         return None
 
@@ -99,9 +114,10 @@ class OllamaEncoder:
         return b'<<sim garbage>> {"message": {"content": \n'
 
     def _final(self, result: Result, message: dict[str, Any]) -> dict[str, Any]:
+        reason = "stop" if result.finish_reason == "tool_calls" else result.finish_reason
         return {
             "message": message,
-            "done_reason": result.finish_reason,
+            "done_reason": reason,
             "done": True,
             "total_duration": _ns(result.total_s + result.load_s),
             "load_duration": _ns(result.load_s),
@@ -112,13 +128,26 @@ class OllamaEncoder:
         }
 
     def tail(self, result: Result) -> list[tuple[bytes, str]]:
+        out = []
+        if self._partial:  # a call that never completed: Ollama hands its text back as content
+            message = {"role": "assistant", "content": "".join(self._partial)}
+            out.append((self._line({"message": message, "done": False}), "content"))
+            self._partial = []
         final = self._final(result, {"role": "assistant", "content": ""})
-        return [(self._line(final), "final")]
+        return [*out, (self._line(final), "final")]
 
     def whole(self, result: Result) -> bytes:
         message: dict[str, Any] = {"role": "assistant", "content": result.answer}
         if result.reasoning:
             message["thinking"] = result.reasoning
+        complete = [sent.call for sent in result.tool_calls if sent.complete]
+        partial = [sent for sent in result.tool_calls if not sent.complete]
+        if complete:
+            message["tool_calls"] = [
+                {"function": {"name": call.name, "arguments": call.arguments}} for call in complete
+            ]
+        if partial:
+            message["content"] += "".join(head_text(p.call) + p.text for p in partial)
         return self._line(self._final(result, message))
 
     def error(self, status: int, message: str) -> web.Response:
@@ -153,6 +182,7 @@ async def chat(request: web.Request) -> web.StreamResponse:
         sampling=sampling_key(options.get("temperature"), options.get("seed")),
         keep_alive_s=keep_alive_s,
         num_ctx=num_ctx if isinstance(num_ctx, int) and num_ctx > 0 else None,
+        tools=body.get("tools"),
     )
     return await run_chat(request, req, OllamaEncoder(model))
 
@@ -245,7 +275,7 @@ async def show(request: web.Request) -> web.Response:
         {
             "template": SHOW_TEMPLATE,
             "details": _details(),
-            "capabilities": ["completion"],
+            "capabilities": ["completion", "tools"],
             "model_info": info,
         }
     )

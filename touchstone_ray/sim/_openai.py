@@ -13,8 +13,12 @@ earlier chunks carry ``"usage": null``); finally ``data: [DONE]``. SSE comment l
 ``chat.completion`` object. Honoured: ``max_completion_tokens`` / ``max_tokens`` (→
 ``length``), ``temperature``, ``seed``, ``response_format`` (judge mode), and thinking switched
 off by ``chat_template_kwargs.enable_thinking: false``, ``reasoning_effort: "none"`` or
-``think: false``. Errors are ``{"error": {"message", "type", "param", "code"}}``; a
-mid-stream error is such an object in a ``data:`` event, followed by ``data: [DONE]``.
+``think: false``, and ``tools``: a calling turn streams each call as OpenAI does, a first
+fragment ``delta.tool_calls: [{"index", "id", "type": "function", "function": {"name",
+"arguments": ""}}]`` then ``{"index", "function": {"arguments": <piece>}}`` fragments, and
+ends ``finish_reason: "tool_calls"`` (``length`` when cut; :mod:`._tools`). Errors are
+``{"error": {"message", "type", "param", "code"}}``; a mid-stream error is such an object in a
+``data:`` event, followed by ``data: [DONE]``.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from touchstone_ray.sim._config import ReasoningChannel
 from touchstone_ray.sim._engine import run_chat
 from touchstone_ray.sim._judge import judge_schema
 from touchstone_ray.sim._text import rng_for, sampling_key
+from touchstone_ray.sim._tools import ToolPiece
 from touchstone_ray.sim._wire import STATE_KEY, ChatRequest, Result, dumps, messages_of, read_body
 
 _ERROR_TYPES = {400: "invalid_request_error", 404: "not_found_error", 503: "service_unavailable"}
@@ -90,6 +95,15 @@ class OpenAIEncoder:
         field = "reasoning" if self.channel == "reasoning" else "reasoning_content"
         return self._delta({field: text})
 
+    def tool_piece(self, piece: ToolPiece) -> bytes:
+        if piece.head:  # the call's first fragment: id, type and name, empty arguments
+            function = {"name": piece.call.name, "arguments": ""}
+            fragment = {"index": piece.index, "id": piece.call.id, "type": "function"}
+            fragment["function"] = function
+        else:
+            fragment = {"index": piece.index, "function": {"arguments": piece.text}}
+        return self._delta({"tool_calls": [fragment]})
+
     def comment(self) -> bytes | None:
         return b": keep-alive\n\n"
 
@@ -117,6 +131,16 @@ class OpenAIEncoder:
 
     def whole(self, result: Result) -> bytes:
         message: dict[str, Any] = {"role": "assistant", "content": result.answer}
+        if result.tool_calls:
+            message["content"] = result.answer or None
+            message["tool_calls"] = [
+                {
+                    "id": sent.call.id,
+                    "type": "function",
+                    "function": {"name": sent.call.name, "arguments": sent.text},
+                }
+                for sent in result.tool_calls
+            ]
         if result.reasoning:
             if self.channel == "think_tag":
                 closed = result.finish_reason == "stop" or result.answer_tokens > 0
@@ -173,6 +197,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         schema=judge_schema(body, "openai"),
         sampling=sampling_key(body.get("temperature"), body.get("seed")),
         keep_alive_s=None,
+        tools=body.get("tools"),
     )
     knobs = request.app[STATE_KEY].config.for_model(model)
     return await run_chat(

@@ -29,6 +29,7 @@ _CHANNELS = (
     "garbage",
     "comment",
     "body",
+    "tool",
 )
 _CODE = {name: i for i, name in enumerate(_CHANNELS)}
 

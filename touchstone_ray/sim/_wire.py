@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from aiohttp import web
 
 from touchstone_ray.sim._state import SimState
+from touchstone_ray.sim._tools import PlannedCall, ToolPiece
 
 STATE_KEY = web.AppKey("sim_state", SimState)
 STOPPING_KEY = web.AppKey("sim_stopping", asyncio.Event)
@@ -36,6 +37,18 @@ class ChatRequest:
     """Ollama keep_alive in seconds (None = forever); only Ollama requests set an expiry."""
     num_ctx: int | None = None
     """Ollama ``options.num_ctx`` (tokens); None = not sent (``default_num_ctx`` applies)."""
+    tools: Any = None
+    """The request's ``tools`` as sent (None = none offered)."""
+
+
+@dataclass(frozen=True)
+class SentCall:
+    """A tool call as far as it was sent: the arguments text sent, and whether it was
+    complete (a call cut by the token limit or the ``cut`` shape is not)."""
+
+    call: PlannedCall
+    text: str
+    complete: bool
 
 
 @dataclass
@@ -57,6 +70,8 @@ class Result:
     """Measured time from arrival to the end, seconds."""
     load_s: float
     """Load time reported on the first request after a load, else 0, seconds."""
+    tool_calls: list[SentCall] = field(default_factory=list)
+    """The tool calls sent, in order (their tokens count in ``answer_tokens``)."""
 
     @property
     def completion_tokens(self) -> int:
@@ -74,6 +89,9 @@ class Encoder(Protocol):
 
     def token(self, text: str, reasoning: bool, first: bool, last: bool) -> bytes:
         """One token; ``first``/``last`` say whether it opens/closes the reasoning part."""
+
+    def tool_piece(self, piece: ToolPiece) -> bytes:
+        """One token of a tool call (``b""`` when the protocol sends it later, whole)."""
 
     def comment(self) -> bytes | None:
         """A comment line (SSE), or None when the protocol has none."""

@@ -7,9 +7,22 @@ object); the loader refuses one that the tool's schema cannot match.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+
+def _compiles(pattern: str) -> str:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"not a regular expression: {exc}") from None
+    return pattern
+
+
+Pattern = Annotated[str, AfterValidator(_compiles)]
+"""A Python regular expression, refused at load where it does not compile."""
 
 
 class _Check(BaseModel):
@@ -45,6 +58,12 @@ class Calls(_Check):
     """Only this turn's calls (1 = the first answer); ``None``: every turn's calls together."""
     allow_extra: bool = False
     """Calls beyond the expected ones are allowed."""
+    compare: Literal["json", "bfcl"] = "json"
+    """How argument values meet the accepted ones: ``json``, JSON equality (``1`` = ``1.0``,
+    ``true`` ≠ ``1`` ≠ ``"1"``); ``bfcl``, as BFCL's AST checker: strings (also inside arrays
+    and objects) compared lower-cased without spaces and ``,./-_*^``, ``'`` read as ``"``; an
+    object against accepted objects whose values are lists of accepted values (``""``: may be
+    left out); an array of objects against accepted arrays of such objects, one by one."""
 
 
 class SchemaValid(_Check):
@@ -89,7 +108,7 @@ class ArgRegex(_Check):
     """The tool whose calls are looked at."""
     path: str = Field(pattern=r"^\$(\.[A-Za-z_][A-Za-z0-9_-]*|\[\d+\])+$")
     """JSON path into the arguments, ``$.a.b[0]``."""
-    pattern: str
+    pattern: Pattern
     """A Python regular expression."""
     every: bool = False
     """Every call of ``tool`` must match, not just one."""
@@ -115,7 +134,7 @@ class AnswerRegex(_Check):
     """The final answer text (the last turn's content) matches ``pattern`` (``re.search``)."""
 
     type: Literal["answer_regex"] = "answer_regex"
-    pattern: str
+    pattern: Pattern
     """A Python regular expression."""
     ignore_case: bool = False
     """Match case-insensitively."""

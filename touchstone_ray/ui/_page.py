@@ -122,13 +122,18 @@ PERF_LANG = "en"
 
 
 def bundle_lang(root: Path, default: str) -> str:
-    """The language of the pages that show the bundle ``root``: an eval bundle's frozen
-    pack's ``language`` (SPEC §3), a perf bundle's :data:`PERF_LANG`, else ``default``
+    """The language of the pages that show the bundle ``root``: an eval or tools bundle's
+    frozen pack's ``language`` (SPEC §3, §3b), a perf bundle's :data:`PERF_LANG`, else ``default``
     (``ui --lang``: a bundle that cannot be read)."""
     from touchstone_ray.bundle import Bundle
 
     try:
         bundle = Bundle(root)
-        return bundle.pack().language if bundle.kind() == "eval" else PERF_LANG
+        kind = bundle.kind()
+        if kind == "tools":
+            from touchstone_ray.toolpack import load_tools_pack
+
+            return load_tools_pack(bundle.layout.pack).language
+        return bundle.pack().language if kind == "eval" else PERF_LANG
     except TouchstoneError:
         return default

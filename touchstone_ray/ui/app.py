@@ -38,6 +38,7 @@ from touchstone_ray.ui import (
     queue_page,
     result,
     start_routes,
+    tools_pages,
 )
 from touchstone_ray.ui._page import HEADERS, bundle_lang, e, page
 from touchstone_ray.ui.bundle_files import BundleFiles, files_bar, import_form
@@ -127,8 +128,16 @@ async def result_page(request: web.Request) -> web.Response:
         jobs_page.run_actions, root, request.app[RUNS], lang, jobs.runs, jobs.packs
     )
     try:
-        if await asyncio.to_thread(_is_perf, root):
+        kind = await asyncio.to_thread(_kind, root)
+        if kind == "perf":
             title, body = await asyncio.to_thread(result.perf_result_html, root)
+        elif kind == "tools":
+            title, body = await asyncio.to_thread(
+                tools_pages.tools_result_html,
+                root,
+                _filters(request, tools_pages.FILTERS),
+                request.path,
+            )
         else:
             title, body = await asyncio.to_thread(
                 result.result_html, root, _filters(request, result.FILTERS), request.path
@@ -144,12 +153,14 @@ async def result_page(request: web.Request) -> web.Response:
     return page(title, bar + body, scripts=("report.js",), lang=lang)
 
 
-def _is_perf(root: Path) -> bool:
-    """Whether ``root`` is a perf bundle (its result page is its perf report's sections)."""
+def _kind(root: Path) -> str:
+    """``eval``, ``perf`` or ``tools``: which result page ``root`` gets (a perf bundle's is
+    its perf report's sections, a tools bundle's :mod:`.tools_pages`); ``eval`` when the
+    manifest cannot be read (the eval page says why)."""
     try:
-        return Bundle(root).kind() == "perf"
+        return Bundle(root).kind()
     except TouchstoneError:
-        return False
+        return "eval"
 
 
 async def live_page(request: web.Request) -> web.Response:

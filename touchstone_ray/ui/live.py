@@ -12,7 +12,8 @@ sparklines plot ``sys_used_mb``, the sum of the GPUs' ``mem_used_mb`` and the su
 engines' ``rss_mb`` of ``hosts/<host>.jsonl`` (MB); a series never measured is left out.
 
 A perf bundle (``kind: perf``) has its own reader, :mod:`touchstone_ray.ui.live_perf`
-(requests instead of cells), shown with the same cards.
+(requests instead of cells), and a tools bundle (``kind: tools``) its own,
+:mod:`touchstone_ray.ui.live_tools` (its cells); both are shown with the same cards.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from touchstone_ray.ui._live_state import (
 )
 from touchstone_ray.ui._page import e
 from touchstone_ray.ui.live_perf import perf_live_state
+from touchstone_ray.ui.live_tools import tools_live_state
 
 __all__ = [
     "HostProgress",
@@ -58,11 +60,15 @@ def _host_of(data: ReportData) -> dict[str, str]:
 
 def live_state(root: Path, now: float | None = None) -> LiveState:
     """The live view of the bundle at ``root`` (a perf bundle's:
-    :func:`~touchstone_ray.ui.live_perf.perf_live_state`). Raises
+    :func:`~touchstone_ray.ui.live_perf.perf_live_state`, a tools bundle's:
+    :func:`~touchstone_ray.ui.live_tools.tools_live_state`). Raises
     :class:`~touchstone_ray.errors.BundleError` for an unreadable bundle."""
     now = time.time() if now is None else now
-    if Bundle(root).kind() == "perf":
+    kind = Bundle(root).kind()
+    if kind == "perf":
         return perf_live_state(root, now)
+    if kind == "tools":
+        return tools_live_state(root, now)
     data = load_report_data(root, judged=False)
     state = Bundle(root).run_state(now)
     n_variants = len(data.manifest.variants or data.pack.prompt_variants)

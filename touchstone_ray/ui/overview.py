@@ -4,7 +4,9 @@ Rows come from :func:`touchstone_ray.bundle.find_bundles` on every request, so a
 appears while the UI runs is listed at the next load (the page re-fetches its table every
 few seconds). Status is :meth:`Bundle.run_state`; a judged bundle's best row comes from its
 ``scorecard.json`` (:func:`~touchstone_ray.scoring.scorecard.load_scorecard`): the row ranked
-first, its ``rubric_level``, ``ko_passed`` and ``quality_pct`` (%).
+first, its ``rubric_level``, ``ko_passed`` and ``quality_pct`` (%). A tools bundle is grouped
+under its pack and shows its best model's pass rate (%) instead
+(:func:`~touchstone_ray.ui.tools_pages.tools_overview`).
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ from urllib.parse import quote
 
 from touchstone_ray.bundle import Bundle, find_bundles
 from touchstone_ray.errors import BundleError
-from touchstone_ray.lang import ui_labels
+from touchstone_ray.lang import tools_labels, ui_labels
 from touchstone_ray.scoring.scorecard import load_scorecard
 from touchstone_ray.scoring.scorecard_model import ScorecardRow
 from touchstone_ray.ui._page import e, th
+from touchstone_ray.ui.tools_pages import tools_overview
 
 __all__ = ["BundleSummary", "overview_html", "summaries", "summarize"]
 
@@ -45,6 +48,8 @@ class BundleSummary:
     quality_pct: float | None = None
     resume: str | None = None
     error: str | None = None
+    pass_pct: float | None = None
+    """A tools bundle: the pass share of its best model (%); ``best`` names it."""
 
 
 def _best(root: Path) -> ScorecardRow | None:
@@ -68,6 +73,9 @@ def summarize(root: Path, runs: Path, now: float | None = None) -> BundleSummary
         return BundleSummary(rel, root.name, "?", "?", "unreadable", error=str(exc))
     pack = manifest.pack
     pack_label = f"{pack.id} v{pack.version}" if pack and pack.id else f"({kind})"
+    tools = tools_overview(root, manifest, state) if kind == "tools" else None
+    if tools is not None:
+        pack_label = tools.pack
     hosts = sorted(manifest.hosts) or sorted({m.host for m in manifest.models if m.host})
     started = manifest.started_at
     summary = BundleSummary(
@@ -83,6 +91,8 @@ def summarize(root: Path, runs: Path, now: float | None = None) -> BundleSummary
     )
     if state == "crashed":
         summary.resume = bundle.resume_command()
+    if tools is not None:
+        summary.best, summary.pass_pct = tools.best, tools.pass_pct
     if state == "judged":
         best = _best(root)
         if best is not None:
@@ -132,7 +142,7 @@ def _row(s: BundleSummary, lang: str) -> str:
     link = quote(s.rel)
     # a perf bundle's result needs its summary.json, written when the run ends
     result = f'<a href="/run/{link}">{e(u["result"])}</a>'
-    pages = result if s.kind == "eval" or s.state != "running" else ""
+    pages = result if s.kind in ("eval", "tools") or s.state != "running" else ""
     if s.state in ("running", "crashed"):
         live = f'<a href="/live/{link}">{e(u["live"])}</a>'
         pages = live + (" · " + pages if pages else "")
@@ -144,6 +154,12 @@ def _row(s: BundleSummary, lang: str) -> str:
         state += f'<br><span class="err">{e(s.error)}</span>'
     quality = f"{s.quality_pct:.1f} %" if s.quality_pct is not None else "—"
     best = f"{e(s.best)}<br>{e(s.rubric_level)}{_ko(s, u)}" if s.best else "—"
+    if s.kind == "tools":
+        t = tools_labels(lang)
+        best = e(s.best) if s.best else f'<span class="muted">{e(t["ui_no_summary"])}</span>'
+        quality = "—"
+        if s.pass_pct is not None:
+            quality = f'{s.pass_pct:.1f} %<br><span class="muted">{e(t["ui_pass"])}</span>'
     return (
         f'<tr data-bundle="{e(s.rel)}"><td>{e(s.name)}<br>{pages}</td><td>{e(s.kind)}</td>'
         f"<td>{state}</td><td>{e(len(s.models))} × {e(len(s.variants))}<br>"

@@ -29,7 +29,13 @@ from touchstone_ray.config import load_config
 from touchstone_ray.errors import TouchstoneError, UsageError
 from touchstone_ray.judging.config import load_judge_config
 from touchstone_ray.pack import load_pack
-from touchstone_ray.queue.commands import PROGRAM, command_line, eval_command, perf_command
+from touchstone_ray.queue.commands import (
+    PROGRAM,
+    command_line,
+    eval_command,
+    perf_command,
+    tools_command,
+)
 
 __all__ = [
     "RESUMABLE",
@@ -203,11 +209,12 @@ def judge_config_files(*bases: Path) -> list[Path]:
 
 
 def resume_plan(root: Path) -> StartPlan:
-    """``eval --resume`` (``perf --resume``) of the bundle ``root`` from its frozen pack and
-    config, holding the hosts of that config; an eval keeps the prompts its run selected (the
-    manifest's ``selection``: ``--limit`` or ``--prompts``), which a bare ``--resume`` would
-    widen to every prompt. Raises :class:`UsageError` for a bundle that is
-    neither crashed nor failed (a running one has its driver; a done one has nothing left)."""
+    """``eval --resume`` (``perf --resume``, ``tools --resume``) of the bundle ``root`` from
+    its frozen pack and config, holding the hosts of that config; an eval keeps the prompts
+    its run selected (the manifest's ``selection``: ``--limit`` or ``--prompts``), which a
+    bare ``--resume`` would widen to every prompt (a tools run reads its own). Raises
+    :class:`UsageError` for a bundle that is neither crashed nor failed (a running one has its
+    driver; a done one has nothing left)."""
     bundle = Bundle(root)
     state = bundle.run_state()
     if state not in RESUMABLE:
@@ -215,6 +222,9 @@ def resume_plan(root: Path) -> StartPlan:
     config = bundle.layout.config
     if bundle.kind() == "perf":
         return StartPlan("perf", perf_command(config, resume=root), fleet_hosts(config))
+    if bundle.kind() == "tools":  # the run's own --limit / --items come from bundle.json
+        args = tools_command(bundle.layout.pack, config, resume=root)
+        return StartPlan("tools", args, fleet_hosts(config))
     chosen = bundle.read_manifest().selection or {}
     limit, prompts = chosen.get("limit"), chosen.get("prompts")
     args = eval_command(
