@@ -11,7 +11,7 @@ import yaml
 from pydantic import ValidationError
 
 from touchstone_ray.errors import PackError
-from touchstone_ray.pack import KoRule, load_pack
+from touchstone_ray.pack import KoRule, dump_pack, load_pack, pack_from_data
 
 PACKS = Path(__file__).resolve().parent.parent / "packs"
 
@@ -292,3 +292,130 @@ def test_shipped_packs_have_concrete_flags(name: str) -> None:
         assert 3 <= len(prompt.green_flags) <= 5, prompt.id
         assert 3 <= len(prompt.red_flags) <= 5, prompt.id
         assert prompt.tests.strip(), prompt.id
+
+
+# --- judge-free checks (SPEC §3 checks) ------------------------------------------------------
+
+CHECKS: list[dict[str, Any]] = [
+    {"id": "kurz", "type": "max_words", "value": 80},
+    {"id": "saetze", "type": "max_sentences", "value": 4},
+    {"id": "muster", "type": "regex", "value": r"(?m)^Betreff: "},
+    {"id": "termin", "type": "contains", "value": "Freitag"},
+    {"id": "no_names", "type": "not_contains", "value": "Müller", "knock_out": True},
+    {"id": "json", "type": "json_schema", "value": {"type": "object", "required": ["a"]}},
+    {"id": "deutsch", "type": "language", "value": "de"},
+]
+
+
+def test_a_prompt_with_checks_loads(write_yaml: WriteYaml, pack_data: dict[str, Any]) -> None:
+    pack_data["categories"][0]["prompts"][1]["checks"] = CHECKS
+    pack = load_pack(write_yaml(pack_data, "pack.yaml"))
+    checks = pack.prompt("A2").checks
+    assert [(c.id, c.type, c.value, c.knock_out) for c in checks] == [
+        (c["id"], c["type"], c["value"], c.get("knock_out", False)) for c in CHECKS
+    ]
+    assert pack.prompt("A1").checks == ()
+    assert pack_from_data(yaml.safe_load(dump_pack(pack)), "again") == pack
+
+
+def _check_error(write_yaml: WriteYaml, pack_data: dict[str, Any], check: dict[str, Any]) -> str:
+    pack_data["categories"][0]["prompts"][1]["checks"] = [CHECKS[0], check]
+    return _error(write_yaml, pack_data)
+
+
+AT = "categories[0].prompts[1].checks[1]"
+
+
+@pytest.mark.parametrize(
+    ("check", "line"),
+    [
+        (
+            {"id": "r", "type": "regex", "value": "(["},
+            f"{AT}.value: the regex does not compile: unterminated character set at position 1 "
+            "(got '([')",
+        ),
+        (
+            {"id": "r", "type": "regex", "value": ""},
+            f"{AT}.value: a regex check needs a non-empty text (got '')",
+        ),
+        (
+            {"id": "c", "type": "contains", "value": 5},
+            f"{AT}.value: a contains check needs a non-empty text (got 5)",
+        ),
+        (
+            {"id": "n", "type": "not_contains", "value": None},
+            f"{AT}.value: a not_contains check needs a non-empty text (got None)",
+        ),
+        (
+            {"id": "w", "type": "max_words", "value": 0},
+            f"{AT}.value: a max_words check needs a positive integer (got 0)",
+        ),
+        (
+            {"id": "w", "type": "max_words", "value": True},
+            f"{AT}.value: a max_words check needs a positive integer (got True)",
+        ),
+        (
+            {"id": "s", "type": "max_sentences", "value": "3"},
+            f"{AT}.value: a max_sentences check needs a positive integer (got '3')",
+        ),
+        (
+            {"id": "j", "type": "json_schema", "value": "object"},
+            f"{AT}.value: a json_schema check needs a JSON Schema mapping (got 'object')",
+        ),
+        (
+            {"id": "j", "type": "json_schema", "value": {"properties": {"a": {"type": "text"}}}},
+            f"{AT}.value: not a valid JSON Schema at $.properties.a.type: 'text' is not valid "
+            "under any of the given schemas (got {'properties': {'a': {'type': 'text'}}})",
+        ),
+        (
+            {"id": "l", "type": "language", "value": "german"},
+            f"{AT}.value: a language check needs one of de, en, fr, es, it, nl, pt, pl, ru, zh "
+            "(got 'german')",
+        ),
+        (
+            {"id": "t", "type": "word_count", "value": 3},
+            f"{AT}.type: Input should be 'regex', 'contains', 'not_contains', 'json_schema', "
+            "'max_words', 'max_sentences' or 'language' (got 'word_count')",
+        ),
+        (
+            {"id": "E4/x", "type": "max_words", "value": 3},
+            f"{AT}.id: String should match pattern '^[A-Za-z0-9][A-Za-z0-9_.-]{{0,63}}$' "
+            "(got 'E4/x')",
+        ),
+        ({"id": "v", "type": "max_words"}, f"{AT}.value: required key is missing"),
+        (
+            {"id": "v", "type": "max_words", "value": 3, "knockout": True},
+            f"{AT}.knockout: unknown key (got True)",
+        ),
+        (
+            {"id": "kurz", "type": "max_words", "value": 3},
+            f"{AT}.id: duplicate check id (first at categories[0].prompts[1].checks[0].id) "
+            "(got 'kurz')",
+        ),
+    ],
+)
+def test_a_bad_check_is_one_line_naming_its_path(
+    write_yaml: WriteYaml, pack_data: dict[str, Any], check: dict[str, Any], line: str
+) -> None:
+    assert _check_error(write_yaml, pack_data, check) == line
+
+
+def test_check_ids_are_per_prompt(write_yaml: WriteYaml, pack_data: dict[str, Any]) -> None:
+    pack_data["categories"][0]["prompts"][0]["checks"] = [CHECKS[0]]
+    pack_data["categories"][0]["prompts"][1]["checks"] = [CHECKS[0]]
+    pack = load_pack(write_yaml(pack_data, "pack.yaml"))
+    assert [p.checks[0].id for p in pack.prompts()[:2]] == ["kurz", "kurz"]
+
+
+def test_curated_refuses_a_knock_out_check_that_could_never_fire(
+    write_yaml: WriteYaml, pack_data: dict[str, Any]
+) -> None:
+    pack_data["ko_rule"]["red_flag_scope"] = "curated"
+    pack_data["categories"][0]["prompts"][1]["checks"] = CHECKS
+    assert _error(write_yaml, pack_data) == (
+        "categories[0].prompts[1].checks[4].knock_out: knock_out check A2/no_names on a prompt "
+        "missing from ko_rule.red_flag_prompts under red_flag_scope: curated (its knock-out "
+        "would silently vanish) (got True)"
+    )
+    pack_data["ko_rule"]["red_flag_prompts"] = ["E1", "A2"]
+    assert load_pack(write_yaml(pack_data, "pack.yaml")).prompt("A2").checks[4].knock_out

@@ -29,7 +29,14 @@ GOLDEN = Path(__file__).parent / "golden" / "eval_response_v1.jsonl"
 TOOL_FIELDS = {"tool_calls", "tool_calls_raw"}
 """The two fields a ChatResult has beyond the outcome an EvalResponse stores."""
 
-LATER = ["answer_flags", "engine_down_s", "reasoning_s", "reasoning_tps", "max_tokens_sent"]
+LATER = [
+    "answer_flags",
+    "engine_down_s",
+    "reasoning_s",
+    "reasoning_tps",
+    "max_tokens_sent",
+    "checks",
+]
 """Fields added after the golden line was written, in the order they were appended."""
 
 
@@ -39,15 +46,15 @@ def test_a_line_written_before_the_split_reads_and_writes_back_byte_for_byte() -
     # the line predates the fields added later: they read as [] and null and come back
     # appended
     assert (record.answer_flags, record.engine_down_s, record.max_tokens_sent) == ([], None, None)
-    assert (record.reasoning_s, record.reasoning_tps) == (None, None)
+    assert (record.reasoning_s, record.reasoning_tps, record.checks) == (None, None, [])
     added = (
         ',"answer_flags":[],"engine_down_s":null,"reasoning_s":null,"reasoning_tps":null,'
-        '"max_tokens_sent":null}\n'
+        '"max_tokens_sent":null,"checks":[]}\n'
     )
     assert to_json_line(record) == line.removesuffix("}\n") + added
     assert list(record.model_dump(mode="json")) == [*json.loads(line), *LATER]
     assert EvalResponse.on_disk_fields() == [*json.loads(line), *LATER]
-    assert len(EVAL_RESPONSE_FIELDS) == 70
+    assert len(EVAL_RESPONSE_FIELDS) == 71
 
 
 def test_answer_flags_round_trip_at_the_end_of_the_line() -> None:
@@ -57,7 +64,7 @@ def test_answer_flags_round_trip_at_the_end_of_the_line() -> None:
     flags = '"answer_flags":["template_leak","empty"]'
     assert written.endswith(
         f',"n_samples":7,{flags},"engine_down_s":null,"reasoning_s":null,"reasoning_tps":null,'
-        '"max_tokens_sent":null}\n'
+        '"max_tokens_sent":null,"checks":[]}\n'
     )
     assert EvalResponse.model_validate_json(written).answer_flags == ["template_leak", "empty"]
 
@@ -65,7 +72,7 @@ def test_answer_flags_round_trip_at_the_end_of_the_line() -> None:
 def test_the_parts_cover_every_field_exactly_once() -> None:
     parts = (CellIdentity, ChatOutcome, CellConditions, CellResources)
     names = [name for part in parts for name in part.model_fields]
-    assert len(names) == len(set(names)) == 70
+    assert len(names) == len(set(names)) == 71
     assert set(names) == set(EvalResponse.model_fields) == set(EVAL_RESPONSE_FIELDS)
     assert issubclass(EvalResponse, ChatOutcome) and not issubclass(EvalResponse, ChatResult)
     # what an engine returns is the outcome plus the tool calls, which eval never stores
@@ -120,8 +127,8 @@ def test_a_subclass_keeps_the_eval_fields_first_then_its_own() -> None:
         line | {"context": "512", "context_target_tokens": 512, "concurrency": 2, "run": 1}
     )
     keys = list(perf.model_dump(mode="json"))
-    assert keys[:70] == list(EVAL_RESPONSE_FIELDS)
-    assert keys[70:75] == own
+    assert keys[:71] == list(EVAL_RESPONSE_FIELDS)
+    assert keys[71:76] == own
     assert PerfResponse.on_disk_fields() == keys
 
 
@@ -144,4 +151,18 @@ def test_every_record_field_is_documented() -> None:
         if not info.description
     ]
     assert undocumented == []
-    assert [len(record.model_fields) for record in records] == [70, 16, 7, 18, 8, 5]
+    assert [len(record.model_fields) for record in records] == [71, 16, 7, 18, 8, 5]
+
+
+def test_checks_round_trip_at_the_end_of_the_line() -> None:
+    line = json.loads(GOLDEN.read_text(encoding="utf-8"))
+    checks = [
+        {"id": "kurz", "type": "max_words", "ok": False, "detail": "93 words > 80"},
+        {"id": "deutsch", "type": "language", "ok": None, "detail": "too short"},
+    ]
+    record = EvalResponse.model_validate(line | {"checks": checks})
+    written = to_json_line(record)
+    assert written.endswith(
+        f',"max_tokens_sent":null,"checks":{json.dumps(checks, separators=(",", ":"))}}}\n'
+    )
+    assert [c.model_dump() for c in EvalResponse.model_validate_json(written).checks] == checks

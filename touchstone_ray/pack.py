@@ -9,14 +9,23 @@ naming the file, the YAML path (``categories[2].prompts[3].id``) and the offendi
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from touchstone_ray.errors import PackError
+from touchstone_ray.records import AnswerCheckType
 from touchstone_ray.yamlio import RuleError, read_document, validate_document
 
 PACK_ID_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
@@ -71,6 +80,74 @@ class Sampling(_Strict):
     """Sampling seed (default 42); ``null``: left out of the request body."""
 
 
+CHECK_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+"""A check id: letters, digits, ``_``, ``.``, ``-`` (no ``/``: reasons name a check as
+``<prompt id>/<check id>``)."""
+
+
+class AnswerCheck(_Strict):
+    """A judge-free check of a prompt's answer (SPEC §3 ``checks``), run where the answer
+    arrives and stored in its record (SPEC §7 ``checks``). :mod:`touchstone_ray.answers`
+    documents how each type measures."""
+
+    id: str = Field(pattern=CHECK_ID_PATTERN)
+    """Unique among the prompt's checks, e.g. ``no_names``; reasons name it as ``E4/no_names``."""
+    type: AnswerCheckType
+    """``regex`` | ``contains`` | ``not_contains`` | ``json_schema`` | ``max_words`` |
+    ``max_sentences`` | ``language``."""
+    value: Any
+    """Per type: ``regex`` a pattern that compiles (Python ``re``, searched anywhere in the
+    answer); ``contains`` / ``not_contains`` a non-empty text (matched case-insensitively);
+    ``json_schema`` a JSON Schema mapping (checked with its draft's ``check_schema``);
+    ``max_words`` / ``max_sentences`` a positive integer; ``language`` a language code the
+    detector tells apart (``de``, ``en``, …; :data:`touchstone_ray.answers.DETECT_LANGUAGES`)."""
+    knock_out: bool = False
+    """A failed check counts as a red flag of its prompt for the K.-o. rule (under the pack's
+    ``red_flag_scope``); ``false``: it is only shown and counted."""
+
+    @field_validator("value")
+    @classmethod
+    def _value_fits_type(cls, value: Any, info: ValidationInfo) -> Any:
+        kind = info.data.get("type")
+        if kind is None:  # the type itself was rejected; that error is reported
+            return value
+        return _check_value(kind, value)
+
+
+def _check_value(kind: str, value: Any) -> Any:
+    """``value`` if it suits a check of type ``kind``; raises ``ValueError`` naming the rule."""
+    if kind in ("regex", "contains", "not_contains"):
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"a {kind} check needs a non-empty text")
+        if kind == "regex":
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"the regex does not compile: {exc}") from None
+        return value
+    if kind in ("max_words", "max_sentences"):
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(f"a {kind} check needs a positive integer")
+        return value
+    if kind == "json_schema":
+        if not isinstance(value, dict):
+            raise ValueError("a json_schema check needs a JSON Schema mapping")
+        from jsonschema.exceptions import SchemaError
+        from jsonschema.validators import validator_for
+
+        try:
+            validator_for(value).check_schema(value)
+        except SchemaError as exc:
+            raise ValueError(f"not a valid JSON Schema at {exc.json_path}: {exc.message}") from None
+        return value
+    # language (the type is a Literal, so nothing else reaches here)
+    from touchstone_ray.answers import DETECT_LANGUAGES
+
+    if value not in DETECT_LANGUAGES:
+        raise ValueError(f"a language check needs one of {', '.join(DETECT_LANGUAGES)}")
+    return value
+
+
 class Prompt(_Strict):
     """One pack prompt: the user message and what a judge looks for in the answer."""
 
@@ -94,6 +171,9 @@ class Prompt(_Strict):
     """An empty answer is a red flag; under ``curated`` it must be in ``red_flag_prompts``."""
     format_strict: bool = False
     """The judge weighs literal format adherence."""
+    checks: tuple[AnswerCheck, ...] = ()
+    """Judge-free checks of every answer to this prompt (:class:`AnswerCheck`), ids unique;
+    default none."""
 
     @field_validator("prompt")
     @classmethod
@@ -190,16 +270,31 @@ class Pack(_Strict):
         for i, item in enumerate(self.calibration):
             if item.prompt not in prompt_ids:
                 raise RuleError(f"calibration[{i}].prompt", "unknown prompt id", item.prompt)
-        if self.ko_rule.red_flag_scope == "curated":
-            curated = set(self.ko_rule.red_flag_prompts)
-            for path, prompt in zip(prompt_paths, self.prompts(), strict=True):
-                if prompt.safety_critical and prompt.id not in curated:
+        curated = set(self.ko_rule.red_flag_prompts)
+        is_curated = self.ko_rule.red_flag_scope == "curated"
+        for path, prompt in zip(prompt_paths, self.prompts(), strict=True):
+            where = path[0].removesuffix(".id")
+            _unique(
+                [(f"{where}.checks[{i}].id", c.id) for i, c in enumerate(prompt.checks)], "check"
+            )
+            if not is_curated or prompt.id in curated:
+                continue
+            if prompt.safety_critical:
+                raise RuleError(
+                    where + ".safety_critical",
+                    f"safety_critical prompt {prompt.id} is missing from "
+                    "ko_rule.red_flag_prompts under red_flag_scope: curated "
+                    "(its knock-out would silently vanish)",
+                    prompt.id,
+                )
+            for i, check in enumerate(prompt.checks):
+                if check.knock_out:
                     raise RuleError(
-                        path[0].removesuffix(".id") + ".safety_critical",
-                        f"safety_critical prompt {prompt.id} is missing from "
+                        f"{where}.checks[{i}].knock_out",
+                        f"knock_out check {prompt.id}/{check.id} on a prompt missing from "
                         "ko_rule.red_flag_prompts under red_flag_scope: curated "
                         "(its knock-out would silently vanish)",
-                        prompt.id,
+                        True,
                     )
         return self
 
@@ -273,8 +368,10 @@ def load_pack(path: str | Path) -> Pack:
     every rule of SPEC §3: a non-mapping document, unknown keys, scale ≠ 1..5, weight ≤ 0,
     duplicate dimension/variant/prompt ids, an unknown ``ko_rule.dimension``,
     ``red_flag_prompts`` naming unknown prompts, empty prompt text, under ``curated`` a
-    safety_critical prompt missing from ``red_flag_prompts``, and a ``calibration`` item naming
-    an unknown prompt.
+    safety_critical prompt missing from ``red_flag_prompts``, a ``calibration`` item naming
+    an unknown prompt, and per prompt check: an unknown type, a ``value`` that does not suit
+    its type (:class:`AnswerCheck`), a duplicate id, and under ``curated`` a ``knock_out``
+    check on a prompt missing from ``red_flag_prompts``.
     """
     path = Path(path)
     return pack_from_data(read_document(path, "pack", PackError), str(path))

@@ -36,6 +36,17 @@ AnswerFlag = Literal[
 ]
 """The names of SPEC §7 ``answer_flags``, in the order :func:`touchstone_ray.answers.answer_flags`
 lists them (each flag's detector is documented there)."""
+AnswerCheckType = Literal[
+    "regex",
+    "contains",
+    "not_contains",
+    "json_schema",
+    "max_words",
+    "max_sentences",
+    "language",
+]
+"""The judge-free check types a quality pack's prompt may carry (SPEC §3 ``checks``; each
+one's rule is documented in :mod:`touchstone_ray.answers`)."""
 VerdictStatus = Literal[
     "scored",
     "unscored_reasoning_only",
@@ -52,6 +63,21 @@ class _Record(BaseModel):
 def cell_key(model: str, variant: str, prompt_id: str, repeat: int) -> str:
     """The record key ``model|variant|prompt_id|repeat`` (repeat counts from 1)."""
     return f"{model}|{variant}|{prompt_id}|{repeat}"
+
+
+class CheckOutcome(_Record):
+    """One judge-free check run on an answer: a check of a quality pack's prompt (SPEC §7
+    ``checks``) or of a tools item (SPEC §7c)."""
+
+    id: str
+    """The check's id in the pack."""
+    type: str
+    """The check type (``regex``, ``max_words``, …; SPEC §3; ``calls``, ``schema_valid``, …;
+    SPEC §3b)."""
+    ok: bool | None
+    """Passed, failed, or ``None``: not measured (the check could not run; see ``detail``)."""
+    detail: str = ""
+    """Why it failed or could not run, in one line; ``""`` for a pass."""
 
 
 class CellIdentity(_Record):
@@ -237,6 +263,11 @@ class CellConditions(_Record):
     """The completion budget the request carried (tokens): the prompt's ``max_tokens`` plus the
     model's ``reasoning_headroom_tokens``; ``None`` when no cap was sent, and in records
     written before the field existed."""
+    checks: list[CheckOutcome] = []
+    """The prompt's judge-free ``checks`` run on the answer (SPEC §3, §7), in pack order:
+    ``{id, type, ok, detail}``, ``ok`` ``None`` where the check could not run
+    (:func:`touchstone_ray.answers.answer_checks`); ``[]`` for a prompt without checks, for a
+    failed call and in records written before the field existed."""
 
 
 class CellResources(_Record):
@@ -313,7 +344,7 @@ EVAL_RESPONSE_FIELDS: tuple[str, ...] = (
     "mem_pressure_max", "throttled", "gpu_mem_used_mb", "gpu_mem_delta_mb", "gpu_util_pct",
     "gpu_temp_c_max", "gpu_power_w", "gpu_throttle_reasons", "n_samples",
     # added later, each at the end so the keys before it keep their places
-    "answer_flags", "engine_down_s", "reasoning_s", "reasoning_tps", "max_tokens_sent",
+    "answer_flags", "engine_down_s", "reasoning_s", "reasoning_tps", "max_tokens_sent", "checks",
 )  # fmt: skip
 """Every :class:`EvalResponse` field in its on-disk order (SPEC §7, a Contract: the order of
 the keys in a response line)."""

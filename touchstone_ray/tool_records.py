@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from touchstone_ray.errors import ErrorKind
-from touchstone_ray.records import CellResources, ToolCall
+from touchstone_ray.records import CellResources, CheckOutcome, ToolCall
 
 __all__ = [
     "CheckOutcome",
@@ -76,19 +76,6 @@ class ToolTurn(_Record):
     """Epoch s when this turn's request was sent."""
     world_replies: list[WorldReply] = []
     """The world's reply to each call of this turn, in call order."""
-
-
-class CheckOutcome(_Record):
-    """One check of an item, run on a finished cell."""
-
-    id: str
-    """The check's id in the pack."""
-    type: str
-    """The check type (``calls``, ``schema_valid``, …; SPEC §3b)."""
-    ok: bool | None
-    """Passed, failed, or ``None``: not measured (the check could not run; see ``detail``)."""
-    detail: str = ""
-    """Why it failed or could not run, in one line; ``""`` for a pass."""
 
 
 class ToolsRecord(CellResources):

@@ -41,6 +41,10 @@ CONTRACT_ROW = [
     "repeat_stability_pct",
     "n_repeat_prompts",
     "distinct_answers",
+    "n_checks",
+    "n_checks_failed",
+    "n_checks_not_measured",
+    "checks_failed",
 ]
 
 

@@ -12,11 +12,34 @@ One small detector per flag, each with its threshold as a named constant, and
 - ``cut_at_limit``, ``cut_in_reasoning``, ``empty``, ``reasoning_only`` (:mod:`._flags`);
 - ``wrong_language`` (:mod:`._language`, py3langid): not in the pack's language.
 
+And the judge-free checks a quality pack's prompt may carry (SPEC §3 ``checks``,
+:mod:`._checks`): :func:`answer_checks` runs a prompt's list on one answer, one function per
+type (``regex``, ``contains``, ``not_contains``, ``json_schema``, ``max_words``,
+``max_sentences``, ``language``), each with plain arguments.
+
 It imports only the standard library, numpy and py3langid, so every stage can use it.
 """
 
 from __future__ import annotations
 
+from touchstone_ray.answers._checks import (
+    CHECK_FUNCTIONS,
+    DETAIL_MAX_CHARS,
+    NOT_MEASURED_REASONING_ONLY,
+    SENTENCE_ABBREVIATIONS,
+    answer_check,
+    answer_checks,
+    contains_check,
+    count_words,
+    extract_json,
+    json_schema_check,
+    language_check,
+    max_sentences_check,
+    max_words_check,
+    not_contains_check,
+    regex_check,
+    split_sentences,
+)
 from touchstone_ray.answers._flags import (
     ANSWER_FLAGS,
     LENGTH_FINISH,
@@ -58,10 +81,12 @@ from touchstone_ray.answers._text import (
     repetition_loop,
     word_hashes,
 )
-from touchstone_ray.records import AnswerFlag
+from touchstone_ray.records import AnswerFlag, CheckOutcome
 
 __all__ = [
     "ANSWER_FLAGS",
+    "CHECK_FUNCTIONS",
+    "DETAIL_MAX_CHARS",
     "DETECT_LANGUAGES",
     "ECHO_MIN_WORDS",
     "ECHO_PREFIX_WORDS",
@@ -76,21 +101,36 @@ __all__ = [
     "LOOP_MIN_WORDS",
     "LOOP_SHARE",
     "NGRAM_WORDS",
+    "NOT_MEASURED_REASONING_ONLY",
+    "SENTENCE_ABBREVIATIONS",
     "TEMPLATE_LEAK_MIN_HITS",
     "TEMPLATE_MARKERS",
     "AnswerFlag",
+    "CheckOutcome",
+    "answer_check",
+    "answer_checks",
     "answer_flags",
+    "contains_check",
+    "count_words",
     "cut_at_limit",
     "cut_in_reasoning",
     "detect_language",
     "empty",
+    "extract_json",
+    "json_schema_check",
+    "language_check",
     "leaked_markers",
     "loop_cover",
+    "max_sentences_check",
+    "max_words_check",
     "ngram_hashes",
+    "not_contains_check",
     "preload",
     "prompt_echo",
     "reasoning_only",
+    "regex_check",
     "repetition_loop",
+    "split_sentences",
     "template_families",
     "template_leak",
     "word_hashes",

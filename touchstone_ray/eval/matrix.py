@@ -71,6 +71,7 @@ class ModelPlan:
                         if prompt.max_tokens is None
                         else prompt.max_tokens + headroom,
                         name_prompt=name_prompt,
+                        checks=prompt.checks,
                     )
 
     def n_cells(self, pack: Pack) -> int:

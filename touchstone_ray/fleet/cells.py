@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from touchstone_ray.pack import AnswerCheck
+
 __all__ = ["TASK_NAMES_PER_MODEL", "Cell"]
 
 TASK_NAMES_PER_MODEL = 256
@@ -32,6 +34,8 @@ class Cell:
     ``reasoning_headroom_tokens``; ``None``: no cap sent."""
     name_prompt: bool = True
     """Whether :attr:`task_name` names the prompt (see :data:`TASK_NAMES_PER_MODEL`)."""
+    checks: tuple[AnswerCheck, ...] = ()
+    """The prompt's judge-free checks (SPEC §3), run on the answer by the client actor."""
 
     @property
     def task_name(self) -> str:

@@ -46,10 +46,14 @@ from touchstone_ray.fleet.prompts import (
     input_truncated,
     nonce_line,
 )
-from touchstone_ray.records import CellIdentity, EvalResponse
+from touchstone_ray.records import CellIdentity, CheckOutcome, EvalResponse
 
 if TYPE_CHECKING:
     from touchstone_ray.fleet.agents import ClientSpec
+
+CUT_PROMPT_NOT_MEASURED = "prompt cut by the server (input_truncated)"
+"""The ``detail`` of every check of an answer to a prompt the server cut: the model answered a
+shorter prompt, so its checks say nothing (as its verdict: SPEC §10, never a score)."""
 
 STREAMS_PER_PROCESS = 16
 """The most concurrent streams to one endpoint that one client process (one asyncio loop)
@@ -516,6 +520,7 @@ class HostClient:
         limit = self._limits.get(cell.model, spec.context_tokens)
         count = self._counts.get(cell.model, {}).get(f"{cell.variant}|{cell.prompt_id}")
         server_prompt = result.prompt_tokens if result.token_count_source == "server" else None
+        cut = input_truncated(server_prompt, count, limit) if result.ok else None
         identity = CellIdentity(
             key=cell.key,
             pack_id=self.pack_id,
@@ -535,9 +540,10 @@ class HostClient:
             queue_wait_s=queue_wait,
             is_cold_start=is_cold_start,
             context_tokens=limit,
-            input_truncated=input_truncated(server_prompt, count, limit) if result.ok else None,
+            input_truncated=cut,
             answer_flags=await self._answer_flags(cell, result) if result.ok else [],
             max_tokens_sent=cell.max_tokens,
+            checks=await self._answer_checks(cell, result, cut) if result.ok else [],
         )
         out = record.model_dump(mode="json")
         self._metrics.cell_done(out)
@@ -549,16 +555,11 @@ class HostClient:
         the loop) for the language model still loading, and leaves ``wrong_language`` out
         where it failed to load. The detectors (and numpy) load on first use: a client that
         runs no cell never imports them."""
-        from touchstone_ray.answers import answer_flags, preload
+        from touchstone_ray.answers import answer_flags
 
         language = self.language
-        if language is not None:
-            loading = preload()
-            if not loading.done():
-                with contextlib.suppress(Exception):
-                    await asyncio.wrap_future(loading)
-            if loading.exception() is not None:
-                language = None
+        if language is not None and not await self._language_loaded():
+            language = None
         flags = answer_flags(
             result.response_text,
             result.reasoning_text,
@@ -569,6 +570,39 @@ class HostClient:
         )
         off = self.specs[cell.model].answer_flags_off
         return [f for f in flags if f not in off]
+
+    async def _language_loaded(self) -> bool:
+        """Whether the language detector is loaded; waits for it without blocking the loop
+        (:func:`~touchstone_ray.answers.preload` starts it once per process)."""
+        from touchstone_ray.answers import preload
+
+        loading = preload()
+        if not loading.done():
+            with contextlib.suppress(Exception):
+                await asyncio.wrap_future(loading)
+        return loading.exception() is None
+
+    async def _answer_checks(
+        self, cell: Cell, result: ChatResult, cut: bool | None
+    ) -> list[CheckOutcome]:
+        """The prompt's judge-free checks on the answer
+        (:func:`~touchstone_ray.answers.answer_checks`), all not measured for an answer to a
+        prompt the server cut (``cut``: the model answered another prompt). Waits for the
+        language detector first where a ``language`` check needs it (one that failed to load
+        makes those checks not measured, with its error)."""
+        if not cell.checks:
+            return []
+        from touchstone_ray.answers import answer_checks
+
+        checks = [(c.id, c.type, c.value) for c in cell.checks]
+        if not cut and any(c.type == "language" for c in cell.checks):
+            await self._language_loaded()
+        return answer_checks(
+            checks,
+            result.response_text,
+            result.reasoning_text,
+            not_measured=CUT_PROMPT_NOT_MEASURED if cut else "",
+        )
 
     async def unload(self, label: str) -> str | None:
         """Unload the model (Ollama ``keep_alive: 0``); returns an error line or ``None``."""

@@ -1,5 +1,6 @@
-"""The "prompts and answers" section: every prompt with its flags and limits, every answer
-with its verdicts (or a fill-in line when unjudged), markers, timing and resource figures.
+"""The "prompts and answers" section: every prompt with its flags, limits and checks, every
+answer with its verdicts (or a fill-in line when unjudged), its answer flags and check
+outcomes, markers, timing and resource figures.
 
 Long texts (prompt, answer, reasoning, error) are collapsed callouts; the writers show them
 verbatim and escaped.
@@ -26,6 +27,7 @@ from touchstone_ray.doc import (
 from touchstone_ray.doc.fmt import NONE, mb, num
 from touchstone_ray.pack import Prompt
 from touchstone_ray.records import EvalResponse, Verdict
+from touchstone_ray.report._checks import answer_check_lines, check_table, prompt_check_line
 from touchstone_ray.report._data import ReportData
 from touchstone_ray.report._flags import flag_table
 from touchstone_ray.report._sections import prompt_heading
@@ -140,6 +142,7 @@ def _prompt_blocks(data: ReportData, prompt: Prompt, t: dict[str, str]) -> list[
     if prompt.tests:
         blocks.append(Para((Strong(f"{t['tests']}: "), prompt.tests)))
     blocks.append(Para((Strong(f"{t['limits']}: "), " · ".join(limits))))
+    blocks += prompt_check_line(prompt, t)
     flags = [(f"✓ {g}",) for g in prompt.green_flags] + [(f"✗ {r}",) for r in prompt.red_flags]
     if flags:
         blocks.append(Bullets(tuple(flags)))
@@ -169,8 +172,8 @@ def _prompt_stats(data: ReportData, prompt_id: str, t: dict[str, str]) -> Table 
 
 
 def answer_blocks(data: ReportData, r: EvalResponse, t: dict[str, str]) -> list[Block]:
-    """The blocks of one answer ``r``: its heading line with markers, figures, verdicts, the
-    answer and reasoning callouts (labels ``t``)."""
+    """The blocks of one answer ``r``: its heading line with markers, verdicts, its flags and
+    judge-free checks, figures, the answer and reasoning callouts (labels ``t``)."""
     head: list[Inline] = [Strong(f"{r.model} / {r.variant} #{r.repeat}")]
     marks = markers(r, t)
     if marks:
@@ -190,6 +193,7 @@ def answer_blocks(data: ReportData, r: EvalResponse, t: dict[str, str]) -> list[
                 )
             )
         )
+    blocks += answer_check_lines(data, r, t)
     blocks.append(Para((figures(r, t),), small=True))
     answer = r.response_text if r.response_text.strip() else t["empty"]
     if r.ok or r.response_text:
@@ -212,6 +216,7 @@ def answers(data: ReportData, t: dict[str, str]) -> list[Block]:
     blocks: list[Block] = [
         Heading(2, t["answers"]),
         *flag_table(data, t),
+        *check_table(data, t),
         *stability_table(data, t),
     ]
     for category in data.pack.categories:

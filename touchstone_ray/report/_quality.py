@@ -36,6 +36,7 @@ from touchstone_ray.scoring.render import (
     ko_text,
     level_text,
     ranking_rows,
+    with_checks,
 )
 from touchstone_ray.scoring.scorecard_model import ScorecardRow
 
@@ -90,12 +91,13 @@ def overview(data: ReportData, t: dict[str, str]) -> list[Block]:
         )
     else:
         verdict = (Strong(f"{t['verdict']}: "), t["no_pass"])
-    head, cells = ranking_rows(rows, data.lang, REPORT_COLUMNS, load_mark=False)
+    columns = with_checks(REPORT_COLUMNS, rows)
+    head, cells = ranking_rows(rows, data.lang, columns, load_mark=False)
     misconfigured = misconfigured_rows(data)
     body = tuple(
         tuple(
             _ranking_cell(data, r, col, c, (r.model, r.variant) in misconfigured, t)
-            for col, c in zip(REPORT_COLUMNS, row, strict=True)
+            for col, c in zip(columns, row, strict=True)
         )
         for r, row in zip(rows, cells, strict=True)
     )

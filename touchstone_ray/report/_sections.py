@@ -119,13 +119,18 @@ def setup_blocks(data: ReportData, t: dict[str, str]) -> list[Block]:
 
 def ko_rule_lines(pack: Pack, t: dict[str, str]) -> tuple[str, str]:
     """The pack's two K.-o. branches in words (labels ``t``, the pack's language): the
-    red-flag branch of its scope and the dimension floor (SPEC §10 ``passes_ko``)."""
+    red-flag branch of its scope (naming the ``knock_out`` checks, where the pack has some)
+    and the dimension floor (SPEC §10 ``passes_ko``)."""
     ko = pack.ko_rule
     dim = next(d for d in pack.dimensions if d.id == ko.dimension)
     curated = ", ".join(ko.red_flag_prompts) or NONE
     red = t["ko_red_curated"] if ko.red_flag_scope == "curated" else t["ko_red_all"]
+    red = red.format(ids=curated)
+    knock_out = [f"{p.id}/{c.id}" for p in pack.prompts() for c in p.checks if c.knock_out]
+    if knock_out:
+        red += t["ko_red_checks"].format(ids=", ".join(knock_out))
     floor = t["ko_floor"].format(dim=ko.dimension, name=dim.name, threshold=ko.threshold)
-    return red.format(ids=curated), floor
+    return red, floor
 
 
 def method(data: ReportData, t: dict[str, str], level: int = 2) -> list[Block]:

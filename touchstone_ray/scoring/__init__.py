@@ -36,7 +36,10 @@ from touchstone_ray.scoring.agreement import (
     vote_red_flags,
 )
 from touchstone_ray.scoring.formulas import (
+    CheckTally,
     MissingDimensionsError,
+    check_tally,
+    knock_out_failures,
     passes_ko,
     pre_judge_verdict,
     quality_pct,
@@ -64,6 +67,7 @@ from touchstone_ray.scoring.stats import (
 __all__ = [
     "AggregatedReport",
     "AgreementStat",
+    "CheckTally",
     "MissingDimensionsError",
     "PromptStat",
     "RepeatStability",
@@ -75,11 +79,13 @@ __all__ = [
     "agreement_json",
     "build_scorecard",
     "category_means",
+    "check_tally",
     "compare_variants",
     "counts_for_decode",
     "counts_for_prompt",
     "dimension_alpha",
     "ingest_reply",
+    "knock_out_failures",
     "load_scorecard",
     "mean_answer_score",
     "passes_ko",

@@ -1,7 +1,9 @@
 """Scoring formulas (SPEC §10, a Contract; knock-out semantics from seed 000).
 
 - :func:`pre_judge_verdict` — the per-answer rules that decide before any judge is asked.
-- :func:`passes_ko` — the scope-aware knock-out: a red-flag branch, then a dimension floor.
+- :func:`passes_ko` — the scope-aware knock-out: a red-flag branch (the judges' red flags and
+  failed ``knock_out`` checks), then a dimension floor.
+- :func:`check_tally` — a row's judge-free check outcomes (SPEC §7 ``checks``) counted.
 - :func:`quality_pct` — ``Σ(score_d × weight_d) / (5 × Σ weight_d) × 100`` over the holistic
   dimension scores. A missing dimension raises :class:`MissingDimensionsError` (never 0).
 - :func:`rubric_level` and :func:`rank_rows` — the rubric label and the ranking order.
@@ -12,15 +14,19 @@ Per-category, per-prompt and variant A/B statistics live in :mod:`touchstone_ray
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Literal, Protocol, TypeVar
 
 from touchstone_ray.pack import Pack, Prompt
 from touchstone_ray.records import EvalResponse, Verdict
 
 __all__ = [
+    "CheckTally",
     "MissingDimensionsError",
     "Rankable",
     "RubricLevel",
+    "check_tally",
+    "knock_out_failures",
     "passes_ko",
     "pre_judge_verdict",
     "quality_pct",
@@ -100,31 +106,86 @@ def pre_judge_verdict(response: EvalResponse, prompt: Prompt, *, judge: str = ""
     return None
 
 
+@dataclass(frozen=True)
+class CheckTally:
+    """The judge-free check outcomes of some answers (one (model, variant) row's)."""
+
+    n: int
+    """Check outcomes (answers × their prompt's checks)."""
+    failed: int
+    """Outcomes with ``ok`` false."""
+    not_measured: int
+    """Outcomes with ``ok`` null (the check could not run)."""
+    failed_ids: tuple[tuple[str, str], ...]
+    """``(prompt id, check id)`` of every check that failed on some answer, sorted."""
+
+
+def check_tally(responses: Iterable[EvalResponse]) -> CheckTally:
+    """The :class:`CheckTally` of ``responses``' ``checks`` (a failed cell has none, and any
+    it carried would not count: it has no answer)."""
+    n = failed = not_measured = 0
+    failed_ids: set[tuple[str, str]] = set()
+    for response in responses:
+        for outcome in response.checks if response.ok else ():
+            n += 1
+            if outcome.ok is None:
+                not_measured += 1
+            elif not outcome.ok:
+                failed += 1
+                failed_ids.add((response.prompt_id, outcome.id))
+    return CheckTally(n, failed, not_measured, tuple(sorted(failed_ids)))
+
+
+def knock_out_failures(
+    failed_checks: Iterable[tuple[str, str]], pack: Pack
+) -> list[tuple[str, str]]:
+    """The ``(prompt id, check id)`` of ``failed_checks`` whose check is ``knock_out: true``
+    in ``pack`` (ids the pack does not have are left out), sorted and without repeats."""
+    knock_out = {(p.id, c.id) for p in pack.prompts() for c in p.checks if c.knock_out}
+    return sorted(set(failed_checks) & knock_out)
+
+
 def passes_ko(
-    dim_scores: Mapping[str, float], red_flagged: Iterable[str], pack: Pack
+    dim_scores: Mapping[str, float],
+    red_flagged: Iterable[str],
+    pack: Pack,
+    failed_checks: Iterable[tuple[str, str]] = (),
 ) -> tuple[bool, str]:
-    """The knock-out rule, exactly as seed 000.
+    """The knock-out rule, exactly as seed 000, with failed ``knock_out`` checks as red flags.
 
-    ``red_flagged`` are the prompt ids with a red flag (after the judges' vote).
+    ``red_flagged`` are the prompt ids with a red flag (after the judges' vote);
+    ``failed_checks`` the ``(prompt id, check id)`` of the judge-free checks that failed on
+    some answer of the row (only those marked ``knock_out`` in ``pack`` count,
+    :func:`knock_out_failures`; no verdict is needed for them).
 
-    - ``curated``: ``fatal = sorted(red_flagged ∩ red_flag_prompts)``;
+    - ``curated``: ``fatal = sorted(red_flagged ∩ red_flag_prompts)``, and the knock-out
+      checks of those prompts;
     - ``all``: ``fatal`` = the curated ids that are red-flagged (sorted) first, then the other
-      red-flagged ids (sorted).
+      red-flagged ids (sorted); the knock-out checks likewise, curated prompts first.
 
-    ``fatal`` → ``(False, "Red-Flag bei A4, B3")``; else the floor, in both scopes:
-    ``dim_scores[dimension] ≤ threshold`` → ``(False, "Q6 ≤ 2")``; else ``(True, "")``.
-    Raises :class:`MissingDimensionsError` when the floor is needed but the K.-o. dimension
-    has no score.
+    ``fatal`` → ``(False, "Red-Flag bei A4, B3")``, a fatal check → ``(False, "check
+    E4/no_names failed")`` (``"checks E4/a, E5/b failed"`` for several; both reasons joined by
+    ``"; "``); else the floor, in both scopes: ``dim_scores[dimension] ≤ threshold`` →
+    ``(False, "Q6 ≤ 2")``; else ``(True, "")``. Raises :class:`MissingDimensionsError` when
+    the floor is needed but the K.-o. dimension has no score.
     """
     ko = pack.ko_rule
     flagged = set(red_flagged)
     curated = set(ko.red_flag_prompts)
-    if ko.red_flag_scope == "curated":
-        fatal = sorted(flagged & curated)
-    else:
-        fatal = sorted(flagged & curated) + sorted(flagged - curated)
+    checks = knock_out_failures(failed_checks, pack)
+    fatal = sorted(flagged & curated)
+    fatal_checks = [c for c in checks if c[0] in curated]
+    if ko.red_flag_scope == "all":
+        fatal += sorted(flagged - curated)
+        fatal_checks += [c for c in checks if c[0] not in curated]
+    reasons = []
     if fatal:
-        return False, f"Red-Flag bei {', '.join(fatal)}"
+        reasons.append(f"Red-Flag bei {', '.join(fatal)}")
+    if fatal_checks:
+        names = ", ".join(f"{prompt}/{check}" for prompt, check in fatal_checks)
+        reasons.append(f"check{'s' if len(fatal_checks) > 1 else ''} {names} failed")
+    if reasons:
+        return False, "; ".join(reasons)
     if ko.dimension not in dim_scores:
         raise MissingDimensionsError([ko.dimension])
     if dim_scores[ko.dimension] <= ko.threshold:

@@ -31,8 +31,8 @@ judge of the scorecard, per row both rated:
 
 - ``mean_abs_delta``: per dimension, mean |rater score − judge score|;
 - ``ko_concordance``: share of rows where both reach the same K.-o. outcome (the rater's from
-  :func:`~.formulas.passes_ko` on its scores and ``red_flagged``, the judge's from the
-  scorecard's per-judge view);
+  :func:`~.formulas.passes_ko` on its scores, its ``red_flagged`` and the row's failed
+  judge-free checks, the judge's from the scorecard's per-judge view);
 - ``quality_pct_diff``: mean of (rater quality % − judge quality %).
 """
 
@@ -201,6 +201,13 @@ def _row_quality(pack: Pack, scores: dict[str, float]) -> float | None:
         return None
 
 
+def _check_pair(name: str) -> tuple[str, str]:
+    """``(prompt id, check id)`` of a scorecard's ``<prompt>/<check>`` (check ids have no
+    ``/``)."""
+    prompt, _, check = name.rpartition("/")
+    return prompt, check
+
+
 def rater_agreement(
     pack: Pack, rater_reports: Sequence[StoredReport], card: Scorecard
 ) -> dict[str, dict[str, Any]]:
@@ -209,6 +216,9 @@ def rater_agreement(
     ``red_flagged``) against each judge of ``card`` (its ``judges`` and per-judge views in
     ``details``). Figures are ``None`` without a common row."""
     views = {(d.model, d.variant): d.judges for d in card.details}
+    failed_checks = {  # judge-free: they knock out the rater's view as much as a judge's
+        (r.model, r.variant): [_check_pair(name) for name in r.checks_failed] for r in card.rows
+    }
     dims = [d.id for d in pack.dimensions]
     out: dict[str, dict[str, Any]] = {}
     for judge in card.judges:
@@ -224,7 +234,8 @@ def rater_agreement(
                 theirs = view.dim_scores.get(dim)
                 if theirs is not None:
                     deltas[dim].append(abs(scores[dim] - theirs))
-            passed, _ = passes_ko(scores, list(rated.red_flagged or []), pack)
+            failed = failed_checks.get((rated.model, rated.variant), [])
+            passed, _ = passes_ko(scores, list(rated.red_flagged or []), pack, failed)
             same_ko.append(passed == view.ko_passed)
             mine, theirs_q = _row_quality(pack, scores), view.quality_pct
             if mine is not None and theirs_q is not None:

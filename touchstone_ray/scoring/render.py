@@ -40,6 +40,7 @@ __all__ = [
     "ranking_table",
     "render_markdown",
     "scorecard_document",
+    "with_checks",
 ]
 
 _NONE = "–"
@@ -60,14 +61,18 @@ RankingColumn = Literal[
     "e2e_p50",
     "peak_ram",
     "delta",
+    "checks",
 ]
 """A column of a ranking table; its header is the label of the same name."""
 
-SCORECARD_COLUMNS: tuple[RankingColumn, ...] = get_args(RankingColumn)
-"""The columns of ``scorecard.md``'s ranking and of the terminal table, in order."""
+SCORECARD_COLUMNS: tuple[RankingColumn, ...] = tuple(
+    c for c in get_args(RankingColumn) if c != "checks"
+)
+"""The columns of ``scorecard.md``'s ranking and of the terminal table, in order
+(:func:`with_checks` adds ``checks`` where some answer had a check)."""
 
 NUMERIC_COLUMNS = frozenset({"rank", "quality", "mean", "ttft_p50", "ttft_p95", "tps", "e2e_p50",
-                             "peak_ram", "delta"})  # fmt: skip
+                             "peak_ram", "delta", "checks"})  # fmt: skip
 """The columns whose cells are figures (a table may right-align and sort them by value)."""
 
 
@@ -109,7 +114,8 @@ def ranking_cell(
 ) -> RankingCell:
     """The cell of ``row`` in ``column`` (labels and levels of ``lang``); ``load_mark`` adds
     `` (c = N)`` to the TTFT p50 of a row measured under load. Figures: quality %, scores
-    1..5, times s, tok/s, MB."""
+    1..5, times s, tok/s, MB; ``checks`` failed/all check outcomes (sorted by the failed;
+    ``–`` for a row without any)."""
     t = scorecard_labels(lang)
     r = row
     if column == "rank":
@@ -128,6 +134,10 @@ def ranking_cell(
         return RankingCell(_num(r.mean_answer_score), r.mean_answer_score)
     if column == "counts":
         return RankingCell(f"{r.n_scored}/{r.n_unscored}/{r.n_judge_errors}")
+    if column == "checks":
+        if not r.n_checks:
+            return RankingCell(_NONE)
+        return RankingCell(f"{r.n_checks_failed}/{r.n_checks}", r.n_checks_failed)
     if column == "ttft_p50":
         mark = _load_mark(r) if load_mark else ""
         return RankingCell(_num(r.ttft_p50_s, 3) + mark, r.ttft_p50_s)
@@ -140,6 +150,19 @@ def ranking_cell(
     }
     value, digits = figures[column]
     return RankingCell(_num(value, digits), value)
+
+
+def with_checks(
+    columns: Sequence[RankingColumn], rows: Sequence[ScorecardRow]
+) -> tuple[RankingColumn, ...]:
+    """``columns`` with ``checks`` (failed / all judge-free check outcomes) after
+    ``red_flags`` (at the end without it) when some row's answers had a check; else
+    unchanged."""
+    out = tuple(columns)
+    if not any(r.n_checks for r in rows) or "checks" in out:
+        return out
+    at = out.index("red_flags") + 1 if "red_flags" in out else len(out)
+    return (*out[:at], "checks", *out[at:])
 
 
 def ranking_rows(
@@ -160,7 +183,7 @@ def ranking_rows(
 
 
 def _ranking_text(card: Scorecard) -> tuple[list[str], list[list[str]]]:
-    head, body = ranking_rows(card.rows, card.language)
+    head, body = ranking_rows(card.rows, card.language, with_checks(SCORECARD_COLUMNS, card.rows))
     return head, [[c.text for c in row] for row in body]
 
 

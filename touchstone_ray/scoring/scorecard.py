@@ -12,9 +12,14 @@ Per (model, variant) row (:class:`ScorecardRow`):
 
 - ``dim_scores``: median over the judges' holistic reports; ``quality_pct`` and
   ``rubric_level`` from them, ``None`` when a dimension is missing (named in ``details``).
-- ``red_flagged``: prompt ids with a red flag on any repeat after ``red_flag_vote``.
-- ``ko_passed``/``ko_reason``: :func:`~.formulas.passes_ko`; without a score for the K.-o.
-  dimension (and no fatal red flag) the row fails with ``"<dim> nicht bewertet"``.
+- ``red_flagged``: prompt ids with a red flag on any repeat after ``red_flag_vote``, and those
+  where a ``knock_out`` check failed on any repeat (judge-free: no verdict needed).
+- ``ko_passed``/``ko_reason``: :func:`~.formulas.passes_ko`, the failed checks included;
+  without a score for the K.-o. dimension (and no fatal red flag) the row fails with
+  ``"<dim> nicht bewertet"``.
+- Checks (SPEC §7 ``checks``, :func:`~.formulas.check_tally`): ``n_checks`` outcomes,
+  ``n_checks_failed``, ``n_checks_not_measured``, and ``checks_failed`` (``<prompt>/<check>``
+  of every check that failed on some answer, sorted).
 - ``mean_answer_score``: mean of every scored verdict of every judge. ``n_scored``,
   ``n_unscored`` and ``n_judge_errors`` count verdicts (answers × judges).
 - Speed: :func:`~.aggregates.row_stats` (the cells that count for speed, SPEC §9:
@@ -62,6 +67,8 @@ from touchstone_ray.scoring.agreement import (
 )
 from touchstone_ray.scoring.formulas import (
     MissingDimensionsError,
+    check_tally,
+    knock_out_failures,
     passes_ko,
     quality_pct,
     rank_rows,
@@ -127,6 +134,7 @@ def _view(
     verdicts: Sequence[Verdict],
     reports: Sequence[HolisticReport],
     vote: RedFlagVote,
+    failed_checks: Sequence[tuple[str, str]],
 ) -> _View:
     dims = [d.id for d in pack.dimensions]
     if reports:
@@ -140,9 +148,11 @@ def _view(
     except MissingDimensionsError:
         quality = None
     try:
-        passed, reason = passes_ko(scores, flagged, pack)
+        passed, reason = passes_ko(scores, flagged, pack, failed_checks)
     except MissingDimensionsError:
         passed, reason = False, f"{pack.ko_rule.dimension} nicht bewertet"
+    knocked = {prompt for prompt, _ in knock_out_failures(failed_checks, pack)}
+    flagged = sorted(set(flagged) | knocked)
     scored = [v.score for v in verdicts if v.score is not None]
     return _View(
         model=row[0],
@@ -216,7 +226,9 @@ def build_scorecard(
     per_judge: dict[str, list[_View]] = {j: [] for j in judges}
     for row, row_responses in resp_by_row.items():
         row_verdicts = verd_by_row.get(row, [])
-        view = _view(pack, row, row_verdicts, rep_by_row.get(row, []), vote)
+        tally = check_tally(row_responses)
+        failed = tally.failed_ids
+        view = _view(pack, row, row_verdicts, rep_by_row.get(row, []), vote, failed)
         rows.append(
             ScorecardRow(
                 model=row[0],
@@ -236,6 +248,10 @@ def build_scorecard(
                 concurrency=concurrency.get(row[0]),
                 **_speed(row_responses),
                 **_stability(row_responses),
+                n_checks=tally.n,
+                n_checks_failed=tally.failed,
+                n_checks_not_measured=tally.not_measured,
+                checks_failed=[f"{prompt}/{check}" for prompt, check in failed],
             )
         )
         judge_views: dict[str, JudgeView] = {}
@@ -246,6 +262,7 @@ def build_scorecard(
                 [v for v in row_verdicts if v.judge == judge],
                 [r for r in rep_by_row.get(row, []) if r.judge == judge],
                 "any",
+                failed,
             )
             per_judge[judge].append(own)
             judge_views[judge] = JudgeView(

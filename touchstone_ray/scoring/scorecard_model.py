@@ -76,10 +76,10 @@ class ScorecardRow(_Part):
     ko_passed: bool
     """The row passed the pack's K.-o. rule (:func:`~touchstone_ray.scoring.formulas.passes_ko`)."""
     ko_reason: str
-    """``""`` when passed, else ``Red-Flag bei …``, ``<dim> ≤ <threshold>`` or
-    ``<dim> nicht bewertet``."""
+    """``""`` when passed, else ``Red-Flag bei …``, ``check <prompt>/<check> failed`` (both
+    joined by ``; ``), ``<dim> ≤ <threshold>`` or ``<dim> nicht bewertet``."""
     red_flagged: list[str]
-    """Prompt ids with a red flag after the vote (sorted)."""
+    """Prompt ids with a red flag after the vote, or a failed ``knock_out`` check (sorted)."""
     dim_scores: dict[str, float]
     """Dimension id → median over the judges (1..5, may be x.5)."""
     mean_answer_score: float | None
@@ -121,6 +121,16 @@ class ScorecardRow(_Part):
     """Prompts with at least two ok repeats (the base of ``repeat_stability_pct``)."""
     distinct_answers: dict[str, int] = {}
     """Prompt id → distinct answers among its ok repeats, for those prompts."""
+    n_checks: int = 0
+    """Judge-free check outcomes of the row's answers (SPEC §7 ``checks``; answers × their
+    prompt's checks)."""
+    n_checks_failed: int = 0
+    """Of those, failed ones."""
+    n_checks_not_measured: int = 0
+    """Of those, ones that could not run (``ok`` null)."""
+    checks_failed: list[str] = []
+    """``<prompt id>/<check id>`` of every check that failed on some answer, sorted; a
+    ``knock_out`` one among them knocks the row out (``ko_reason`` names it)."""
 
 
 class Agreement(_Part):

@@ -4,8 +4,10 @@ The page is :func:`touchstone_ray.report.build_document` of the bundle (judged w
 ``scorecard.json``, else the rating-task version) through the report's HTML writer; only its
 answers section is replaced by the same per-answer blocks (the report's ``answer_blocks``:
 verdicts with rationales, flags hit, speed and resource figures) for the answers that pass
-the filters ``prompt``, ``model``, ``variant``, ``score`` (exact 1..5 in any verdict) and
-``red_flag`` (``1``: a verdict raised one). A K.-o. block on top names, per row, whether the
+the filters ``prompt``, ``model``, ``variant``, ``score`` (exact 1..5 in any verdict),
+``red_flag`` (``1``: a verdict raised one) and ``check_failed`` (``1``: one of the answer's
+judge-free checks failed; offered where some answer had a check). Each answer shows its
+flags and check outcomes beside its verdicts. A K.-o. block on top names, per row, whether the
 rule passed, the branch that fired (the scorecard's ``ko_reason``), the red-flagged prompts
 and the prompts where a judge raised a red flag outside ``red_flag_prompts`` (under
 ``curated`` these do not knock out; shown so they are not lost), under the pack's K.-o. rule
@@ -38,7 +40,7 @@ from touchstone_ray.ui.judge_card import judge_card_html
 
 __all__ = ["FILTERS", "filter_answers", "perf_result_html", "report_tips", "result_html"]
 
-FILTERS = ("prompt", "model", "variant", "score", "red_flag")
+FILTERS = ("prompt", "model", "variant", "score", "red_flag", "check_failed")
 """Query parameters of the answers filter."""
 
 
@@ -58,6 +60,8 @@ def filter_answers(data: ReportData, filters: dict[str, str]) -> list[EvalRespon
         if score.isdigit() and not any(v.score == int(score) for v in verdicts):
             continue
         if filters.get("red_flag") == "1" and not any(v.red_flag for v in verdicts):
+            continue
+        if filters.get("check_failed") == "1" and not any(c.ok is False for c in r.checks):
             continue
         out.append(r)
     return out
@@ -85,7 +89,19 @@ def _filter_form(data: ReportData, filters: dict[str, str], action: str) -> str:
         + _select("score", ["1", "2", "3", "4", "5"], filters.get("score", ""), u)
         + f'<label><input type="checkbox" name="red_flag" value="1"{red}> '
         f"{e(u['f_red_flag'])}</label>"
+        + _check_filter(data, filters, u)
         + f'<button type="submit">{e(u["filter_answers"])}</button></form>'
+    )
+
+
+def _check_filter(data: ReportData, filters: dict[str, str], u: dict[str, str]) -> str:
+    """The ``check_failed`` checkbox, where some answer of the bundle had a check."""
+    if not any(r.checks for r in data.responses):
+        return ""
+    checked = " checked" if filters.get("check_failed") == "1" else ""
+    return (
+        f'<label><input type="checkbox" name="check_failed" value="1"{checked}> '
+        f"{e(u['f_check_failed'])}</label>"
     )
 
 

@@ -28,6 +28,7 @@ SCORECARD: dict[str, str] = {
     "e2e_p50": "E2E p50 s",
     "peak_ram": "Peak-RAM MB",
     "delta": "Modell-Δ MB",
+    "checks": "Checks ✗/alle",
     "categories": "Ø Antwortpunkte je Kategorie",
     "dimensions": "Dimensionspunkte (Median über die Judges)",
     "missing": "fehlt",
@@ -209,6 +210,19 @@ REPORT: dict[str, str] = {
     "per_judge": "Sicht je Judge",
     "one_judge": "Nur ein Judge: keine Übereinstimmung messbar.",
     "answers": "Prompts und Antworten",
+    "answer_checks": "Checks",
+    "answer_checks_note": (
+        "Prüfungen ohne Judge aus dem Pack (checks der Prompts; checks der Records) je Modell "
+        "und Variante: bestanden (✓), nicht bestanden (✗), nicht gemessen (der Check konnte "
+        "nicht laufen, etwa bei einer Antwort nur aus Reasoning). Ein nicht bestandener "
+        "knock_out-Check zählt als Red Flag seines Prompts für die K.-o.-Regel."
+    ),
+    "n_checks": "Checks",
+    "checks_ok": "✓",
+    "checks_bad": "✗",
+    "not_measured": "nicht gemessen",
+    "failed_checks": "Nicht bestandene Checks",
+    "ko_red_checks": " Ebenso ein nicht bestandener knock_out-Check ({ids}).",
     "answer_flags": "Antwort-Flags",
     "answer_flags_note": (
         "Antworten je Modell mit dem jeweiligen Flag (answer_flags der Records): was eine "

@@ -49,6 +49,7 @@ UI: dict[str, str] = {
     "f_variant": "Variante",
     "f_score": "Punkte",
     "f_red_flag": "Red Flag",
+    "f_check_failed": "Check nicht bestanden",
     "filter_answers": "Antworten filtern",
     "answer_count": "{shown} von {total} Antworten",
     "result_error_title": "Ergebnis",

@@ -28,6 +28,7 @@ SCORECARD: dict[str, str] = {
     "e2e_p50": "E2E p50 s",
     "peak_ram": "Peak RAM MB",
     "delta": "Model Δ MB",
+    "checks": "Checks ✗/all",
     "categories": "Mean answer score per category",
     "dimensions": "Dimension scores (median over judges)",
     "missing": "missing",
@@ -204,6 +205,19 @@ REPORT: dict[str, str] = {
     "per_judge": "Per judge",
     "one_judge": "A single judge: agreement cannot be measured.",
     "answers": "Prompts and answers",
+    "answer_checks": "Checks",
+    "answer_checks_note": (
+        "The pack's judge-free checks (the prompts' checks; the records' checks) per model and "
+        "variant: passed (✓), failed (✗), not measured (the check could not run, e.g. on an "
+        "answer that is all reasoning). A failed knock_out check counts as a red flag of its "
+        "prompt for the K.-o. rule."
+    ),
+    "n_checks": "Checks",
+    "checks_ok": "✓",
+    "checks_bad": "✗",
+    "not_measured": "not measured",
+    "failed_checks": "Failed checks",
+    "ko_red_checks": " A failed knock_out check counts the same ({ids}).",
     "answer_flags": "Answer flags",
     "answer_flags_note": (
         "Answers per model that carry each flag (the records' answer_flags): what an answer "

@@ -49,6 +49,7 @@ UI: dict[str, str] = {
     "f_variant": "variant",
     "f_score": "score",
     "f_red_flag": "red flag",
+    "f_check_failed": "failed check",
     "filter_answers": "filter answers",
     "answer_count": "{shown} of {total} answers",
     "result_error_title": "Result",
