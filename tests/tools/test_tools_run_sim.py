@@ -215,3 +215,31 @@ def test_a_bfcl_category_runs_as_a_pack(rc: RayCluster, tmp_path: Path) -> None:
     assert [c.type for c in first.checks] == ["calls"] and first.checks[0].ok is False
     assert len(first.turns) == 1  # BFCL items are single-turn
     assert [c.name for c in first.turns[0].tool_calls] == ["calculate_triangle_area"]
+
+
+def test_a_cell_that_does_not_fit_the_context_is_refused_unsent(
+    rc: RayCluster, tmp_path: Path
+) -> None:
+    long_item = {
+        "id": "lang",
+        "prompt": "Was steht in lang.txt?",
+        "tools": ["read"],
+        "context_files": ["lang.txt"],
+        "checks": [{"id": "antwort", "type": "answer_regex", "pattern": "."}],
+    }
+    data = dict(PACK, world={"files": {"a.py": "x = 1\n", "lang.txt": "Wort " * 600}})
+    data["items"] = [PACK["items"][1], long_item]
+    pack = write_yaml(tmp_path / "lang.yaml", data)
+    model = {"id": "klein", "engine": "simulated", "context_tokens": 400, "sim": SILENT}
+    config = quick_fleet(tmp_path / "fleet.yaml", [model])
+    outcome, printed = run(pack, config, out=tmp_path / "runs")
+    assert outcome.bundle is not None
+    assert (outcome.exit_code, outcome.n_ok, outcome.n_failed) == (1, 1, 1), printed
+    refused = records(outcome.bundle)["klein|lang|1"]
+    assert (refused.ok, refused.error_kind, refused.turns, refused.t_start) == (
+        False, "context", [], None
+    )  # fmt: skip
+    assert refused.error == (
+        "the first request needs about 1140 tokens (estimated), the model's context is 400: "
+        "not sent"
+    )
