@@ -210,6 +210,8 @@ PINNED: dict[str, list[str]] = {
         "ClientSpec",
         "Dispatcher",
         "HostClient",
+        "HostClients",
+        "HostStart",
         "Lane",
         "MonitorSet",
         "NodeInfo",

@@ -63,6 +63,10 @@ if TYPE_CHECKING:
         pin,
         spawn_pinned,
     )
+    from touchstone_ray.fleet.host_clients import (
+        HostClients,
+        HostStart,
+    )
     from touchstone_ray.fleet.host_facts import cpu_model, gpu_inventory, host_facts
     from touchstone_ray.fleet.hosts import (
         HOST_LABEL,
@@ -146,6 +150,8 @@ _MODULE_OF: dict[str, str] = {
     "PROMETHEUS_CELL_METRICS": "metrics",
     "PROMETHEUS_HOST_METRICS": "metrics",
     "MonitorSet": "monitors",
+    "HostClients": "host_clients",
+    "HostStart": "host_clients",
     "monitor_name": "monitors",
     "PREFLIGHT_TIMEOUT_S": "preflight",
     "PreflightStart": "preflight",
@@ -189,6 +195,8 @@ __all__ = [
     "ClientSpec",
     "Dispatcher",
     "HostClient",
+    "HostClients",
+    "HostStart",
     "Lane",
     "MonitorSet",
     "NodeInfo",

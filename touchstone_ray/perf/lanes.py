@@ -1,7 +1,7 @@
 """The perf points on the shared dispatcher (:mod:`touchstone_ray.fleet.dispatch`): per host
 one pinned :class:`~touchstone_ray.perf.client.PerfClient` actor with two lanes.
 
-1. :class:`PerfStart` (:class:`~touchstone_ray.fleet.preflight.PreflightStart`): ``ready`` and
+1. :class:`PerfStart` (:class:`~touchstone_ray.fleet.HostStart`): ``ready`` and
    ``preflight``. The host's facts and its monitor's capabilities go into ``bundle.json``
    ``hosts``, the actor's pid to the host's monitor; then a ``preflight`` event, each
    endpoint's ``context_limit`` and the servers' facts (``servers``).
@@ -27,23 +27,18 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-from touchstone_ray.bundle import AgentEntry, Bundle, Footprint
+from touchstone_ray.bundle import Bundle
 from touchstone_ray.config import FleetConfig
 from touchstone_ray.engines.base import EngineSettings
 from touchstone_ray.fleet import (
-    AgentClient,
     Call,
     Dispatcher,
+    HostClients,
+    HostStart,
     Lane,
-    MonitorSet,
     Pinned,
-    PreflightStart,
     actor_ready_timeout_s,
-    agent_entries,
     call_deadline_s,
-    close_actors,
-    start_clients,
-    store_servers,
 )
 from touchstone_ray.perf.capacity import (
     CapacitySearch,
@@ -126,10 +121,8 @@ class PerfFleet:
         self.done = done
         self.existing = existing
         self.lockstep = lockstep
-        self.actors: dict[str, Any] = {}
-        self.monitors: MonitorSet | None = None
-        self.capabilities: dict[str, dict[str, Any]] = {}
-        """Host → its monitor's capabilities."""
+        self.clients = HostClients(bundle)
+        """Each host's client and monitor."""
         self.limits: dict[str, int | None] = {}
         """Model label → the server's context limit (tokens) from the preflight."""
         self.capacity: dict[str, Any] = {}
@@ -152,7 +145,6 @@ class PerfFleet:
         :class:`MonitorSet`'s own deadline), then put each host's lanes on the dispatcher;
         no actor is waited for here."""
         from touchstone_ray.perf.client import perf_client_spec
-        from touchstone_ray.telemetry.engines import EngineTarget
 
         sched = self.config.scheduling.model_dump()
         sched["cache_bust"] = True
@@ -168,29 +160,17 @@ class PerfFleet:
             )
             for host, models in self.plans.items()
         }
-        self.actors.update(start_clients(specs, self.bundle.root.name))  # agents, if up
-        agents = agent_entries(self.actors)
-        if agents:
-            self.bundle.update_manifest(agents={h: AgentEntry(**a) for h, a in agents.items()})
-        self.monitors = MonitorSet(
-            self.bundle.root,
-            self.config.monitor.interval_s,
-            self.config.monitor.gpu,
-            autodrain_s=1.0,
-            agents={h: a for h, a in self.actors.items() if isinstance(a, AgentClient)},
-        )
-        targets = {
-            h: [EngineTarget.from_spec(m.label, m.spec.model_dump()) for m in ms]
-            for h, ms in self.plans.items()
-        }
-        self.capabilities = self.monitors.start(
-            {h: self.nodes[h].node_id for h in self.plans}, targets
+        self.clients.start(
+            self.config,
+            specs,
+            {h: [(m.label, m.spec) for m in ms] for h, ms in self.plans.items()},
         )
         ready_s = actor_ready_timeout_s()
         for host in self.plans:
             start = PerfStart(self, host, ready_s)
             node_id = self.nodes[host].node_id
-            pinned = Pinned(f"host {host}", node_id, self.actors[host], role="client actor")
+            actor = self.clients.actors[host]
+            pinned = Pinned(f"host {host}", node_id, actor, role="client actor")
             pinned.lanes = [start, HostPoints(self, host, start)]
             pinned.on_lost = lambda reason, host=host: self.lost.add(host)
             self._pinned[host] = pinned
@@ -205,8 +185,7 @@ class PerfFleet:
         self.dispatcher.lose(self._pinned[host], reason)
 
     def _tick(self) -> None:
-        if self.monitors is not None:
-            self.monitors.poll()  # the answers of register_pids_soon
+        self.clients.poll()
 
     def record_point(self, label: str, point: Point, records: list[dict[str, Any]]) -> None:
         """Write one point's requests at once, keep them for the capacity search, and say
@@ -233,46 +212,21 @@ class PerfFleet:
         self.writer.event("model_failed", host=host, model=label, error=msg)
 
     def stop(self) -> None:
-        """Close the actors and stop the monitors (once); the monitors' footprint goes into
-        ``bundle.json`` ``hosts``."""
-        if self._stopped:
-            return
-        self._stopped = True
-        close_actors(self.actors, self.lost)
-        if self.monitors is not None:
-            footprint = self.monitors.footprint()
-            self.monitors.stop()
-            with self.bundle.edit_manifest() as manifest:
-                for host, entry in manifest.hosts.items():
-                    if host in footprint:
-                        entry.touchstone_footprint = Footprint.model_validate(footprint[host])
+        """Close the clients and stop the monitors (once; :meth:`HostClients.stop`)."""
+        self.clients.stop(self.lost)
 
 
-class PerfStart(PreflightStart):
+class PerfStart(HostStart):
     """One host's start (see the module docstring); its points wait for :attr:`started`."""
 
     def __init__(self, fleet: PerfFleet, host: str, ready_timeout_s: float) -> None:
-        node_id = fleet.nodes[host].node_id
-        super().__init__(fleet.actors[host], host, node_id, ready_timeout_s)
+        super().__init__(fleet.clients, host, fleet.nodes[host].node_id, ready_timeout_s)
         self.fleet = fleet
 
-    def ready(self, facts: dict[str, Any]) -> None:
-        fleet = self.fleet
-        with fleet.bundle.edit_manifest() as manifest:
-            entry = manifest.host(self.host)
-            entry.update(facts)
-            entry.capabilities = fleet.capabilities.get(self.host, {})
-        if fleet.monitors is not None:
-            fleet.monitors.register_pids_soon(self.host, [facts["client_pid"]])
-
-    def preflighted(self, result: dict[str, dict[str, Any]] | None, problems: list[str]) -> None:
-        fleet = self.fleet
-        fleet.writer.event("preflight", host=self.host, result=result)
+    def on_preflight(self, result: dict[str, dict[str, Any]] | None) -> None:
+        self.fleet.writer.event("preflight", host=self.host, result=result)
         for label, found in (result or {}).items():
-            fleet.limits[label] = found.get("context_limit")
-        with fleet.bundle.edit_manifest() as manifest:
-            store_servers(manifest, result)
-        self.finish()
+            self.fleet.limits[label] = found.get("context_limit")
 
     def not_started(self, reason: str) -> None:
         self.fleet.lose(self.host, reason)
@@ -289,7 +243,7 @@ class HostPoints(Lane):
         self.fleet = fleet
         self.host = host
         self.start = start
-        self.actor = fleet.actors[host]
+        self.actor = fleet.clients.actors[host]
         self.queue: deque[ModelPoints] = deque(fleet.plans[host])
         self.model: ModelPoints | None = None
         self.stage = "next"
@@ -349,7 +303,7 @@ class HostPoints(Lane):
         label = m.label
         if self.stage == "baseline":
             self.stage = "start"
-            monitors = fleet.monitors
+            monitors = fleet.clients.monitors
             method = monitors.baseline_method(self.host) if monitors is not None else None
             if method is not None:
                 assert monitors is not None
@@ -497,8 +451,8 @@ class HostPoints(Lane):
         fleet, m = self.fleet, self.model
         assert m is not None
         if call.kind == "baseline":
-            if isinstance(value, dict) and fleet.monitors is not None:
-                fleet.monitors.write_baseline(self.host, value)
+            if isinstance(value, dict) and fleet.clients.monitors is not None:
+                fleet.clients.monitors.write_baseline(self.host, value)
         elif call.kind == "fit":
             contexts = {str(k): v for k, v in value.items()}
             fleet.writer.event("fit", host=self.host, model=m.label, contexts=contexts)

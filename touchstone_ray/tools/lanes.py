@@ -1,7 +1,7 @@
 """The tools cells on the shared dispatcher (:mod:`touchstone_ray.fleet.dispatch`): per host
 one pinned :class:`~touchstone_ray.tools.client.ToolsClient` actor with two lanes.
 
-1. :class:`ToolsStart` (:class:`~touchstone_ray.fleet.PreflightStart`): ``ready`` and
+1. :class:`ToolsStart` (:class:`~touchstone_ray.fleet.HostStart`): ``ready`` and
    ``preflight``; the host's facts go into ``bundle.json`` ``hosts``, each endpoint's context
    limit and server facts are kept.
 2. :class:`HostCells`: the run's pack to the actor (``use_pack``), then the host's models one
@@ -28,25 +28,19 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from touchstone_ray.bundle import AgentEntry, Footprint
 from touchstone_ray.config import FleetConfig, ModelSpec
 from touchstone_ray.engines.base import EngineSettings
 from touchstone_ray.errors import ErrorKind
 from touchstone_ray.fleet import (
-    AgentClient,
     Call,
     Dispatcher,
+    HostClients,
+    HostStart,
     Lane,
-    MonitorSet,
     Pinned,
-    PreflightStart,
     actor_ready_timeout_s,
-    agent_entries,
     call_deadline_s,
-    close_actors,
     estimate_prompt_tokens,
-    start_clients,
-    store_servers,
 )
 from touchstone_ray.tool_records import ToolsRecord, tools_key
 from touchstone_ray.toolpack import ToolItem, ToolsPack
@@ -102,9 +96,6 @@ class ToolsFleet:
     bundle: ToolsBundle
     writer: ToolsWriter
     checks: CheckPool
-    actors: dict[str, Any] = field(default_factory=dict)
-    monitors: MonitorSet | None = None
-    capabilities: dict[str, dict[str, Any]] = field(default_factory=dict)
     limits: dict[str, int | None] = field(default_factory=dict)
     """Model label → the server's context limit (tokens) from the preflight."""
     stopped: dict[str, str] = field(default_factory=dict)
@@ -114,15 +105,14 @@ class ToolsFleet:
     """Every cell's time between a reply's end and the next turn's request (s)."""
 
     def __post_init__(self) -> None:
+        self.clients = HostClients(self.bundle)
+        """Each host's client and monitor."""
         self.dispatcher = Dispatcher(on_tick=self._tick)
         self._pinned: dict[str, Pinned] = {}
-        self._stopped_once = False
 
     def start(self) -> None:
         """Create each host's actor (pinned) and start the monitors, then put each host's
         lanes on the dispatcher; no actor is waited for here."""
-        from touchstone_ray.telemetry.engines import EngineTarget
-
         specs = {
             host: tools_client_spec(
                 host,
@@ -136,29 +126,17 @@ class ToolsFleet:
             )
             for host, models in self.plans.items()
         }
-        self.actors.update(start_clients(specs, self.bundle.root.name))
-        agents = agent_entries(self.actors)
-        if agents:
-            self.bundle.update_manifest(agents={h: AgentEntry(**a) for h, a in agents.items()})
-        self.monitors = MonitorSet(
-            self.bundle.root,
-            self.config.monitor.interval_s,
-            self.config.monitor.gpu,
-            autodrain_s=1.0,
-            agents={h: a for h, a in self.actors.items() if isinstance(a, AgentClient)},
-        )
-        targets = {
-            h: [EngineTarget.from_spec(m.label, m.spec.model_dump()) for m in ms]
-            for h, ms in self.plans.items()
-        }
-        self.capabilities = self.monitors.start(
-            {h: self.nodes[h].node_id for h in self.plans}, targets
+        self.clients.start(
+            self.config,
+            specs,
+            {h: [(m.label, m.spec) for m in ms] for h, ms in self.plans.items()},
         )
         ready_s = actor_ready_timeout_s()
         for host in self.plans:
             start = ToolsStart(self, host, ready_s)
             node_id = self.nodes[host].node_id
-            pinned = Pinned(f"host {host}", node_id, self.actors[host], role="client actor")
+            actor = self.clients.actors[host]
+            pinned = Pinned(f"host {host}", node_id, actor, role="client actor")
             pinned.lanes = [start, HostCells(self, host, start)]
             pinned.on_lost = lambda reason, host=host: self.lost.add(host)
             self._pinned[host] = pinned
@@ -171,8 +149,7 @@ class ToolsFleet:
 
     def _tick(self) -> None:
         self.checks.drain()
-        if self.monitors is not None:
-            self.monitors.poll()
+        self.clients.poll()
 
     def stop_model(self, host: str, label: str, why: str) -> None:
         """Model ``label``'s remaining cells will not run (``model_failed``, one line)."""
@@ -181,45 +158,21 @@ class ToolsFleet:
         print(f"tools: {host}: {label}: {why}", file=sys.stderr, flush=True)
 
     def stop(self) -> None:
-        """Close the actors and stop the monitors (once); the monitors' footprint goes into
-        ``bundle.json`` ``hosts``."""
-        if self._stopped_once:
-            return
-        self._stopped_once = True
-        close_actors(self.actors, self.lost)
-        if self.monitors is not None:
-            footprint = self.monitors.footprint()
-            self.monitors.stop()
-            with self.bundle.edit_manifest() as manifest:
-                for host, entry in manifest.hosts.items():
-                    if host in footprint:
-                        entry.touchstone_footprint = Footprint.model_validate(footprint[host])
+        """Close the clients and stop the monitors (once; :meth:`HostClients.stop`)."""
+        self.clients.stop(self.lost)
 
 
-class ToolsStart(PreflightStart):
+class ToolsStart(HostStart):
     """One host's start (see the module docstring); its cells wait for :attr:`started`."""
 
     def __init__(self, fleet: ToolsFleet, host: str, ready_timeout_s: float) -> None:
-        super().__init__(fleet.actors[host], host, fleet.nodes[host].node_id, ready_timeout_s)
+        super().__init__(fleet.clients, host, fleet.nodes[host].node_id, ready_timeout_s)
         self.fleet = fleet
 
-    def ready(self, facts: dict[str, Any]) -> None:
-        fleet = self.fleet
-        with fleet.bundle.edit_manifest() as manifest:
-            entry = manifest.host(self.host)
-            entry.update(facts)
-            entry.capabilities = fleet.capabilities.get(self.host, {})
-        if fleet.monitors is not None:
-            fleet.monitors.register_pids_soon(self.host, [facts["client_pid"]])
-
-    def preflighted(self, result: dict[str, dict[str, Any]] | None, problems: list[str]) -> None:
-        fleet = self.fleet
-        fleet.writer.event("preflight", host=self.host, result=result)
+    def on_preflight(self, result: dict[str, dict[str, Any]] | None) -> None:
+        self.fleet.writer.event("preflight", host=self.host, result=result)
         for label, found in (result or {}).items():
-            fleet.limits[label] = found.get("context_limit")
-        with fleet.bundle.edit_manifest() as manifest:
-            store_servers(manifest, result)
-        self.finish()
+            self.fleet.limits[label] = found.get("context_limit")
 
     def not_started(self, reason: str) -> None:
         fleet = self.fleet
@@ -235,7 +188,7 @@ class HostCells(Lane):
         self.fleet = fleet
         self.host = host
         self.start = start
-        self.actor = fleet.actors[host]
+        self.actor = fleet.clients.actors[host]
         self.queue: deque[ModelCells] = deque(fleet.plans[host])
         self.model: ModelCells | None = None
         self.stage = "pack"
@@ -289,7 +242,7 @@ class HostCells(Lane):
         assert m is not None and self.settings is not None
         if self.stage == "baseline":
             self.stage = "support"
-            monitors = fleet.monitors
+            monitors = fleet.clients.monitors
             method = monitors.baseline_method(self.host) if monitors is not None else None
             if method is not None:
                 assert monitors is not None
