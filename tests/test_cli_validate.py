@@ -130,6 +130,13 @@ def test_a_broken_tools_pack_exits_2_with_one_line_and_the_rest_still_print(
     assert lines[0].startswith(f"error: {bad}: items[0].checks[0]: Input tag 'vibes'")
 
 
+def test_a_bfcl_category_is_a_tools_pack(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", "bfcl:simple_python"]) == 0
+    assert capsys.readouterr().out == (
+        "bfcl-simple_python v1: 400 items, 400 cells/model, 370 tools, 400 checks\n"
+    )
+
+
 def test_an_unknown_bfcl_category_exits_2_with_one_line(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -137,4 +144,4 @@ def test_an_unknown_bfcl_category_exits_2_with_one_line(
     captured = capsys.readouterr()
     assert captured.out == ""
     assert len(captured.err.splitlines()) == 1
-    assert captured.err.startswith("error: bfcl:nonsense: ")
+    assert captured.err.startswith("error: bfcl:nonsense: unknown BFCL category 'nonsense'")
