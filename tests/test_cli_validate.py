@@ -1,4 +1,5 @@
-"""`touchstone-ray validate`: the two shipped packs, and ten broken packs that each exit 2."""
+"""`touchstone-ray validate`: the shipped quality and tools packs, ten broken quality packs and
+broken tools packs that each exit 2."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from touchstone_ray.cli import main
 
@@ -70,3 +72,76 @@ def test_console_script_prints_no_traceback(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2
     assert proc.stderr == f"error: {bad}: the pack must be a YAML mapping, got a list\n"
+
+
+TOOLS_PACK = {
+    "kind": "tools",
+    "id": "mini",
+    "title": "Mini",
+    "version": 3,
+    "tools": [
+        {
+            "name": "read",
+            "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+        },
+        {"name": "ls", "parameters": {"type": "object", "properties": {}}},
+    ],
+    "items": [
+        {
+            "id": "lesen",
+            "prompt": "Lies a.py.",
+            "tools": ["read"],
+            "repeats": 3,
+            "checks": [
+                {"id": "ruft", "type": "calls", "expect": ["read"]},
+                {"id": "args", "type": "no_empty_args"},
+            ],
+        },
+        {"id": "ohne", "prompt": "Zwei plus zwei?", "checks": [{"id": "kein", "type": "no_call"}]},
+    ],
+}
+
+
+def test_validate_tools_packs_beside_a_quality_pack(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mini = tmp_path / "mini.yaml"
+    mini.write_text(yaml.safe_dump(TOOLS_PACK), encoding="utf-8")
+    packs = [PACKS / "werkzeuge.yaml", PACKS / "buero.yaml", mini]
+    assert main(["validate", *map(str, packs)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "werkzeuge v1: 29 items, 29 cells/model, 12 tools, 99 checks",
+        "buero v1: 25 prompts, 32 cells/variant, max 75 points",
+        "mini v3: 2 items, 4 cells/model, 2 tools, 3 checks",
+    ]
+
+
+def test_a_broken_tools_pack_exits_2_with_one_line_and_the_rest_still_print(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    item = dict(TOOLS_PACK["items"][1], checks=[{"id": "x", "type": "vibes"}])
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(dict(TOOLS_PACK, items=[item])), encoding="utf-8")
+    assert main(["validate", str(bad), str(PACKS / "werkzeuge.yaml")]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "werkzeuge v1: 29 items, 29 cells/model, 12 tools, 99 checks\n"
+    lines = captured.err.splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith(f"error: {bad}: items[0].checks[0]: Input tag 'vibes'")
+
+
+def test_a_bfcl_category_is_a_tools_pack(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", "bfcl:simple_python"]) == 0
+    assert capsys.readouterr().out == (
+        "bfcl-simple_python v1: 400 items, 400 cells/model, 370 tools, 400 checks\n"
+    )
+
+
+def test_an_unknown_bfcl_category_exits_2_with_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["validate", "bfcl:nonsense"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert len(captured.err.splitlines()) == 1
+    assert captured.err.startswith("error: bfcl:nonsense: unknown BFCL category 'nonsense'")

@@ -15,9 +15,10 @@ from typing import Annotated
 
 import typer
 
-from touchstone_ray.errors import TouchstoneError
-from touchstone_ray.pack import load_pack
+from touchstone_ray.errors import PackError, TouchstoneError
+from touchstone_ray.pack import pack_from_data
 from touchstone_ray.sim_cli import sim_server
+from touchstone_ray.yamlio import read_document
 
 app = typer.Typer(
     name="touchstone-ray",
@@ -48,15 +49,32 @@ def _root(debug: DebugOption = False) -> None:
     _set_debug(debug)
 
 
+def _pack_summary(path: Path) -> str:
+    """The ``validate`` line of one pack: a document with ``kind: tools`` (or
+    ``bfcl:<category>``) is a tools pack, anything else a quality pack."""
+    from touchstone_ray.toolpack import load_tools_pack, tools_pack_from_data
+
+    if str(path).startswith("bfcl:"):
+        return load_tools_pack(str(path)).summary()
+    data = read_document(path, "pack", PackError)
+    if data.get("kind") == "tools":
+        return tools_pack_from_data(data, str(path), path.parent).summary()
+    return pack_from_data(data, str(path)).summary()
+
+
 @app.command()
 def validate(
-    packs: Annotated[list[Path], typer.Argument(help="Pack YAML files to check.")],
+    packs: Annotated[
+        list[Path],
+        typer.Argument(help="Pack YAML files (quality, or kind: tools) or bfcl:<category>."),
+    ],
 ) -> None:
-    """Load and check packs; print `id vN: P prompts, C cells/variant, max M points` each."""
+    """Load and check packs; print `id vN: P prompts, C cells/variant, max M points` for a
+    quality pack, `id vN: N items, C cells/model, T tools, K checks` for a tools pack."""
     failed = False
     for path in packs:
         try:
-            typer.echo(load_pack(path).summary())
+            typer.echo(_pack_summary(path))
         except TouchstoneError as exc:
             typer.echo(f"error: {exc}", err=True)
             failed = True

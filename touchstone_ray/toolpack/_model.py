@@ -204,6 +204,15 @@ class ToolsPack(_Strict):
         """Cells one model runs: Σ repeats."""
         return sum(item.repeats for item in self.items)
 
+    def summary(self) -> str:
+        """``<id> v<version>: <N> items, <C> cells/model, <T> tools, <K> checks`` (``checks``:
+        over every item, each counted once however many repeats)."""
+        n_checks = sum(len(item.checks) for item in self.items)
+        return (
+            f"{self.id} v{self.version}: {len(self.items)} items, {self.n_cells} cells/model, "
+            f"{len(self.tools)} tools, {n_checks} checks"
+        )
+
     def fingerprint(self) -> str:
         """Hex sha256 of the whole pack, canonical JSON (``pack_fingerprint``)."""
         return _sha256(self.model_dump(mode="json"))
