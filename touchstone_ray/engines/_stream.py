@@ -50,7 +50,25 @@ class StreamParser(ABC):
         self._data_t = 0.0
 
     def feed(self, t: float, chunk: bytes) -> None:
-        """Parse body bytes that arrived at perf_counter time ``t`` (any split is fine)."""
+        """Parse body bytes that arrived at perf_counter time ``t`` (any split is fine).
+
+        A piece that is exactly one SSE event of one ``data: `` line (``data: <payload>\\n\\n``,
+        no ``\\r``), with nothing buffered before it, the usual piece when the reader keeps up,
+        goes to the payload without the line loop; the result is the same."""
+        if (
+            self.framing == "sse"
+            and not self._buf
+            and not self._data
+            and not self.done
+            and chunk.startswith(b"data: ")
+            and chunk.find(b"\n") == len(chunk) - 2
+            and chunk.endswith(b"\n")
+            and b"\r" not in chunk
+        ):
+            self._data_t = t
+            self._data.append(chunk[6:-2])
+            self._dispatch()
+            return
         buf = self._buf + chunk if self._buf else chunk
         start = 0
         while not self.done:
@@ -121,11 +139,19 @@ class StreamParser(ABC):
         complete (no end marker)."""
 
 
+_decode = json.JSONDecoder().decode
+
+
 def load_object(payload: bytes) -> dict[str, Any]:
     """Parse one JSON payload that must be an object; raises :class:`StreamProtocolError`
-    on invalid UTF-8, invalid JSON or a non-object."""
+    on invalid UTF-8, invalid JSON or a non-object. A payload that opens with ``{`` and a
+    byte other than NUL is UTF-8 by ``json.loads``'s own detection, so it is decoded as such
+    and handed to the decoder directly (what ``json.loads`` does, without its checks)."""
     try:
-        obj = json.loads(payload)
+        if payload[:1] == b"{" and payload[1:2] != b"\x00":
+            obj = _decode(payload.decode("utf-8", "surrogatepass"))
+        else:
+            obj = json.loads(payload)
     except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
         raise StreamProtocolError(f"malformed chunk {_preview(payload)}") from exc
     if not isinstance(obj, dict):

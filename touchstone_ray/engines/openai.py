@@ -85,7 +85,8 @@ def carries_nothing(payload: bytes) -> bool:
     return (
         payload.startswith(b"{")
         and payload.endswith(b"}")
-        and not any(mark in payload for mark in _TOKEN_MARKS)
+        and _TOKEN_MARKS[0] not in payload
+        and _TOKEN_MARKS[1] not in payload
         and _MATTERS.search(payload) is None
     )
 
@@ -123,11 +124,12 @@ class OpenAIStreamParser(StreamParser):
                 raise StreamProtocolError("chunk 'delta' is not an object")
             reasoning: str | None = None
             source: ReasoningSource | None = None
-            for key in _REASONING_KEYS:
-                reasoning = text_or_none(delta.get(key))
-                if reasoning:
-                    source = key
-                    break
+            if len(delta) > 1 or "content" not in delta:  # a bare content delta has none
+                for key in _REASONING_KEYS:
+                    reasoning = text_or_none(delta.get(key))
+                    if reasoning:
+                        source = key
+                        break
             self.norm.delta(
                 t, text_or_none(delta.get("content")), reasoning, source, delta.get("tool_calls")
             )
@@ -136,6 +138,8 @@ class OpenAIStreamParser(StreamParser):
                 self.norm.finish(finish_reason=str(finish))
                 self.saw_finish = True
         usage = obj.get("usage")
+        if usage is None and "timings" not in obj:  # a token chunk: no usage, no timings
+            return
         timings = server_timings(obj.get("timings"))
         cache_n = timings.get("cache_n") if timings else None
         cached = cache_n if isinstance(cache_n, int) else None
