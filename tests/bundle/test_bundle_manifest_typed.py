@@ -11,6 +11,7 @@ import pytest
 
 from touchstone_ray.bundle import (
     Bundle,
+    Footprint,
     HostFacts,
     HostGpu,
     Manifest,
@@ -190,3 +191,22 @@ def test_facts_set_as_mappings_are_written_and_read_back_typed(tmp_path: Path) -
     facts = read_manifest(path).hosts["a"]
     assert facts.gpu_labels() == ["NVIDIA H200 (141 GB)"]
     assert facts.engines is not None and facts.engines["http://a:1"].pid == 7
+
+
+def test_the_footprint_carries_the_harness_cpu_typed() -> None:
+    fp = Footprint.model_validate(
+        {
+            "host": "a",
+            "monitor_pid": 9,
+            "rss_mb": {"9": 90.0, "4242": None},
+            "total_rss_mb": 90.0,
+            "cpu_s": {"9": 0.5, "4242": None},
+            "ray_cpu_s": {"100": 1.25, "101": 0.25},
+            "total_cpu_s": 2.0,
+            "span_s": 40.0,
+            "cpu_pct_mean": 5.0,
+        }
+    )
+    assert fp.cpu_s == {"9": 0.5, "4242": None} and fp.ray_cpu_s == {"100": 1.25, "101": 0.25}
+    assert (fp.total_cpu_s, fp.span_s, fp.cpu_pct_mean) == (2.0, 40.0, 5.0)
+    assert Footprint.model_validate({"rss_mb": {}}).cpu_pct_mean is None  # an older bundle

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -303,3 +304,161 @@ def test_gpu_memory_unavailable_value(monkeypatch: pytest.MonkeyPatch) -> None:
     assert reader.probe()["engine.gpu_mem_mb"]["reason"] == (
         "usedGpuMemory not available for pid 1 (ValueError)"
     )
+
+
+# -- the harness's CPU over the run ----------------------------------------------------------
+
+# Burns CPU each time a line arrives on stdin (until its own CPU time has grown by the
+# seconds on the line), then says so and sleeps: between bursts its CPU time stands still.
+BURSTS = r"""
+import sys, time
+print("up", flush=True)
+for line in sys.stdin:
+    goal = time.process_time() + float(line)
+    while time.process_time() < goal:
+        pass
+    print("done", flush=True)
+"""
+
+
+TICK = 0.011
+"""The kernel's CPU-time resolution (10 ms ticks) and a rounding: ``process_time`` is finer."""
+
+
+class Bursts:
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", BURSTS], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert self.read() == "up"
+
+    def read(self) -> str:
+        assert self.proc.stdout is not None
+        return self.proc.stdout.readline().strip()
+
+    def burn(self, seconds: float) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(f"{seconds}\n")
+        self.proc.stdin.flush()
+        assert self.read() == "done"
+
+    def cpu_s(self) -> float:
+        t = psutil.Process(self.proc.pid).cpu_times()
+        return float(t.user + t.system)
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+def test_harness_cpu_counts_a_process_started_during_the_run_from_its_start() -> None:
+    tracker = EngineTracker([], own_pids=lambda: set(pids))
+    pids: set[int] = set()
+    tracker.sample()
+    time.sleep(0.1)  # the process starts after the first tick
+    b = Bursts()
+    try:
+        pids.add(b.proc.pid)
+        b.burn(0.3)
+        tracker.sample()
+        cpu, span = tracker.harness_cpu()
+        assert cpu[b.proc.pid] == b.cpu_s() >= 0.3 - TICK  # its whole life, on the same clock
+        b.burn(0.2)
+        tracker.sample(advance=False)  # a baseline tick adds nothing
+        assert tracker.harness_cpu()[0][b.proc.pid] == cpu[b.proc.pid]
+        tracker.sample()
+        cpu2, span2 = tracker.harness_cpu()
+        assert cpu2[b.proc.pid] == pytest.approx(b.cpu_s(), abs=1e-9)
+        assert cpu2[b.proc.pid] - cpu[b.proc.pid] >= 0.2 - TICK
+        assert span is not None and span2 is not None and span2 > span > 0
+        assert os.getpid() in cpu2  # the tracker's own process is harness too
+    finally:
+        b.stop()
+
+
+def test_harness_cpu_counts_an_older_process_from_its_first_reading() -> None:
+    b = Bursts()
+    try:
+        b.burn(0.2)  # before the run: not the harness's CPU in this run
+        tracker = EngineTracker([], own_pids=lambda: {b.proc.pid})
+        assert tracker.harness_cpu() == ({}, None)
+        tracker.sample()
+        before = b.cpu_s()
+        assert tracker.harness_cpu()[0][b.proc.pid] == 0.0
+        b.burn(0.25)
+        tracker.sample()
+        cpu, _ = tracker.harness_cpu()
+        assert cpu[b.proc.pid] == pytest.approx(b.cpu_s() - before, abs=1e-9)
+        assert cpu[b.proc.pid] >= 0.25 - TICK
+    finally:
+        b.stop()
+
+
+def test_harness_cpu_keeps_what_an_exited_process_used() -> None:
+    b = Bursts()
+    pid = b.proc.pid
+    try:
+        tracker = EngineTracker([], own_pids=lambda: {pid})
+        tracker.sample()
+        before = b.cpu_s()
+        b.burn(0.2)
+        tracker.sample()
+        used = b.cpu_s() - before
+    finally:
+        b.stop()
+    tracker.sample()
+    assert tracker.harness_cpu()[0][pid] == pytest.approx(used, abs=1e-9)
+
+
+def test_tree_pids_lists_the_children_of_children(engine: Engine) -> None:
+    child = psutil.Process(engine.proc.pid).children()[0].pid
+    kids = engines.tree_pids(engine.proc.pid)
+    if kids is None:
+        pytest.skip("no /proc/<pid>/task/<tid>/children on this kernel")
+    assert kids == [child]
+    assert engines.tree_pids(child) == []
+    assert engines.child_pids(2**22 + 12345) == []  # gone: no children
+
+
+def test_a_found_engine_is_not_looked_up_again_while_it_runs(
+    monkeypatch: pytest.MonkeyPatch, engine: Engine
+) -> None:
+    """The listener scan lists every socket of every process: once at the start, then only
+    when the engine's process exits."""
+    lookups: list[str] = []
+    real = engines.resolve_port
+
+    def counted(endpoint: str) -> tuple[int | None, str | None]:
+        lookups.append(endpoint)
+        return real(endpoint)
+
+    monkeypatch.setattr(engines, "resolve_port", counted)
+    tracker = EngineTracker([EngineTarget(engine.url)], resolve_every=2)
+    for _ in range(6):
+        (s,) = tracker.sample()[0]
+        assert s.pid == engine.proc.pid
+    assert lookups == [engine.url]
+
+
+def test_harness_pids_reads_a_command_line_once_per_process() -> None:
+    spin = "import time\nend = time.time() + 20\nwhile time.time() < end: pass"
+    worker = subprocess.Popen(["ray::FakeWorker", "-c", spin], executable=sys.executable)
+    try:
+        time.sleep(0.2)
+        harness = HarnessPids(refresh_s=0.0)
+        assert worker.pid in harness()
+        reads: list[int] = []
+        real = engines._argv
+
+        def counted(pid: int) -> list[str] | None:
+            reads.append(pid)
+            return real(pid)
+
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(engines, "_argv", counted)
+            assert worker.pid in harness()
+        assert worker.pid not in reads
+    finally:
+        worker.kill()
+        worker.wait()
+    assert worker.pid not in HarnessPids(refresh_s=0.0)()

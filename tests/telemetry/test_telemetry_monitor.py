@@ -16,6 +16,7 @@ import pytest
 import ray
 from disk_image import ext4_mount, turn_read_only
 from ray_env import LocalRay
+from test_telemetry_engines import TICK, Bursts
 
 from touchstone_ray.fleet import MonitorSet, monitor_name
 from touchstone_ray.storage import read_jsonl
@@ -59,6 +60,35 @@ def test_monitor_samples_at_interval(node_id: str, tmp_path: Path) -> None:
     assert statistics.median(gaps) == pytest.approx(INTERVAL_S, abs=0.03)
     assert all(r["node_id"] == node_id and r["host"] == "alpha" for r in rows)
     assert not ms.lost
+
+
+def test_footprint_holds_the_cpu_a_registered_process_used(node_id: str, tmp_path: Path) -> None:
+    """A registered process that burns a known CPU time while the monitor runs: the footprint
+    has exactly what the kernel counted for it since the monitor first read it."""
+    b = Bursts()
+    ms = MonitorSet(tmp_path, interval_s=INTERVAL_S)
+    try:
+        ms.start({"cpu": node_id})
+        ms.register_pids("cpu", [b.proc.pid])
+        time.sleep(3 * INTERVAL_S)  # read while idle: its start-up is not the run's
+        before = b.cpu_s()
+        b.burn(0.3)
+        time.sleep(3 * INTERVAL_S)
+        fp = ms.footprint()["cpu"]
+        assert fp["cpu_s"][str(b.proc.pid)] == pytest.approx(b.cpu_s() - before, abs=1e-9)
+        assert fp["cpu_s"][str(b.proc.pid)] >= 0.3 - TICK
+        assert set(fp["cpu_s"]) == set(fp["rss_mb"])  # touchstone's own processes
+        monitor_cpu = fp["cpu_s"][str(fp["monitor_pid"])]
+        assert monitor_cpu is not None and monitor_cpu > 0
+        assert fp["ray_cpu_s"], "Ray's own processes on the host are harness"
+        assert not set(fp["ray_cpu_s"]) & set(fp["cpu_s"])
+        total = sum(v for v in fp["cpu_s"].values() if v) + sum(fp["ray_cpu_s"].values())
+        assert fp["total_cpu_s"] == pytest.approx(total)
+        assert 6 * INTERVAL_S <= fp["span_s"] <= 30
+        assert fp["cpu_pct_mean"] == pytest.approx(total / fp["span_s"] * 100)
+    finally:
+        ms.stop()
+        b.stop()
 
 
 def test_killed_monitor_is_reported_and_never_restarted(node_id: str, tmp_path: Path) -> None:

@@ -144,7 +144,9 @@ class EngineFound(KeptObject):
 
 
 class Footprint(KeptObject):
-    """touchstone's own memory on a host at the end of the run (``touchstone_footprint``)."""
+    """touchstone's own memory on a host at the end of the run, and the harness's CPU over
+    the run there (``touchstone_footprint``; the CPU from the host monitor's per-tick
+    readings, :meth:`~touchstone_ray.telemetry.engines.EngineTracker.harness_cpu`)."""
 
     host: str | None = None
     """The fleet host."""
@@ -156,6 +158,20 @@ class Footprint(KeptObject):
     """Pid → RSS of that process (MB; ``None``: it was gone)."""
     total_rss_mb: Number | None = None
     """Sum of those RSS (MB)."""
+    cpu_s: dict[str, Number | None] | None = None
+    """Pid → CPU time (user + system, s) that process of touchstone's used over the run:
+    from the monitor's first reading of it (from its start, when it started later) to the
+    monitor's last tick; ``None``: never read. The same pids as :attr:`rss_mb`."""
+    ray_cpu_s: dict[str, Number] | None = None
+    """Pid → CPU time (s) of Ray's own processes on the host over the run, read the same way
+    (raylet, GCS, agents, idle and other ``ray::`` workers)."""
+    total_cpu_s: Number | None = None
+    """Sum of :attr:`cpu_s` and :attr:`ray_cpu_s` (s): the harness's CPU on the host."""
+    span_s: Number | None = None
+    """Seconds from the monitor's first tick to its last (the span of the CPU figures)."""
+    cpu_pct_mean: Number | None = None
+    """:attr:`total_cpu_s` / :attr:`span_s` × 100: the harness's mean CPU, in % of *one* core
+    (200 = two cores busy the whole run)."""
 
 
 class HostFacts(KeptObject):

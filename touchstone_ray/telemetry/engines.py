@@ -8,9 +8,12 @@ Finding the engine (no configuration needed)
     port belongs to the proxy) the root is instead the one process whose name or command line
     contains the substring (touchstone's own processes never match). Each tick samples the
     root and all its children (Ollama's runners, vLLM's workers), listed anew every tick, so a
-    runner started by a model load is counted at once. The root is looked up again when it
-    exits and every ``resolve_every`` ticks (a restarted server gets a new pid); an endpoint
-    that was not found is retried on the same period.
+    runner started by a model load is counted at once (from the kernel's per-thread
+    ``/proc/<pid>/task/<tid>/children`` lists where they exist: a few small reads, not a scan of
+    the whole process table). The root is looked up again when it exits (a restarted server
+    gets a new pid); an endpoint that was not found is retried every ``resolve_every`` ticks.
+    A lookup by port lists every socket of every process on the host, so it never runs on a
+    regular tick while the endpoint's process is alive.
 
     It is not found (its figures stay ``None``, the reason is in :meth:`EngineTracker.status`
     and from there in ``bundle.json``) when the hostname is another machine, nothing listens
@@ -38,6 +41,13 @@ Foreign CPU (``HostSample.foreign_cpu_pct``, % of one core, since the previous t
     from the host total rather than summed per process. So the other simulated hosts of a
     one-machine demo cluster are harness, not contention; a second, unrelated Ray session on
     the same machine would count as harness too.
+
+Harness CPU (:meth:`EngineTracker.harness_cpu`, for ``bundle.json``
+``hosts.<h>.touchstone_footprint``)
+    The same per-process readings, summed over the run: per harness pid the CPU seconds
+    (user + system) it used since the tracker first read it (a process that started after the
+    previous tick counts from its start), up to the last reading, over ``span_s`` seconds
+    since the tracker's first tick.
 """
 
 from __future__ import annotations
@@ -200,11 +210,25 @@ def is_harness(argv: list[str]) -> bool:
     )
 
 
+def _argv(pid: int) -> list[str] | None:
+    """The command line of ``pid`` (``[]`` for a kernel thread or a zombie), or ``None`` when
+    it cannot be read (gone, no permission)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return None
+    return [a.decode("utf-8", "replace") for a in raw.split(b"\0") if a]
+
+
 class HarnessPids:
     """Pids of the measuring harness on this host (:func:`is_harness`), plus ``extra`` ones.
 
     Calling it returns the set; the process table is scanned at most every ``refresh_s``
-    (a worker that starts in between counts as foreign until the next scan)."""
+    (a worker that starts in between counts as foreign until the next scan). A scan lists
+    the pids and reads the command line of new ones only: a process's verdict is kept while
+    its pid lives (a Ray worker renames itself, ``ray::IDLE`` to ``ray::HostClient``, and
+    stays harness). Without ``/proc`` every process is asked through psutil."""
 
     def __init__(
         self, extra: Callable[[], Iterable[int]] = tuple, refresh_s: float = HARNESS_REFRESH_S
@@ -213,16 +237,71 @@ class HarnessPids:
         self.refresh_s = refresh_s
         self._scanned_at = -float("inf")
         self._pids: frozenset[int] = frozenset()
+        self._verdicts: dict[int, bool] = {}
 
-    def __call__(self) -> set[int]:
-        now = time.monotonic()
-        if now - self._scanned_at >= self.refresh_s:
+    def _scan(self) -> frozenset[int]:
+        try:
+            pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+        except OSError:
             found = set()
             for p in psutil.process_iter(["cmdline"]):
                 if is_harness(p.info.get("cmdline") or []):
                     found.add(p.pid)
-            self._pids, self._scanned_at = frozenset(found), now
+            return frozenset(found)
+        verdicts: dict[int, bool] = {}
+        for pid in pids:
+            known = self._verdicts.get(pid)
+            if known is None:
+                argv = _argv(pid)
+                if argv is None:
+                    continue
+                known = is_harness(argv)
+            verdicts[pid] = known
+        self._verdicts = verdicts
+        return frozenset(pid for pid, yes in verdicts.items() if yes)
+
+    def __call__(self) -> set[int]:
+        now = time.monotonic()
+        if now - self._scanned_at >= self.refresh_s:
+            self._pids, self._scanned_at = self._scan(), now
         return {os.getpid(), *self._pids, *self._extra()}
+
+
+_CHILDREN_LISTS = os.path.exists(f"/proc/self/task/{os.getpid()}/children")
+"""Whether this kernel keeps per-thread children lists (``CONFIG_PROC_CHILDREN``)."""
+
+
+def child_pids(pid: int) -> list[int] | None:
+    """Direct children of ``pid`` from ``/proc/<pid>/task/*/children`` (each thread lists the
+    children it forked; ``[]`` for a process that is gone), or ``None`` where the kernel does
+    not keep those lists."""
+    if not _CHILDREN_LISTS:
+        return None
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    out: list[int] = []
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as fh:
+                out += [int(c) for c in fh.read().split()]
+        except OSError:  # the thread ended meanwhile
+            continue
+    return out
+
+
+def tree_pids(pid: int) -> list[int] | None:
+    """``pid``'s descendants (not ``pid`` itself), from :func:`child_pids`, or ``None`` when
+    those lists are not available."""
+    todo, out = [pid], []
+    while todo:
+        kids = child_pids(todo.pop())
+        if kids is None:
+            return None
+        out += kids
+        todo += kids
+    return out
 
 
 def _cpu_s(p: psutil.Process) -> float:
@@ -244,6 +323,27 @@ class _CpuClock:
     ts: float | None = None
     host: float | None = None
     pids: dict[int, float] = field(default_factory=dict)
+    started: float | None = None
+    """The tick's time on the clock of ``Process.create_time`` (:func:`process_clock`)."""
+
+
+_BOOT_TIME: list[float] = []
+"""psutil's boot time, read once (it reads ``/proc/stat``)."""
+
+
+def process_clock() -> float:
+    """Now, on the clock of psutil's ``Process.create_time``: on Linux the boot time plus
+    ``/proc/uptime`` (a process's start is the boot time plus its start in ticks since boot,
+    so the two compare to 0.01 s, where the wall clock can be a second off); elsewhere the
+    wall clock."""
+    try:
+        with open("/proc/uptime", "rb") as fh:
+            up = float(fh.read().split()[0])
+        if not _BOOT_TIME:
+            _BOOT_TIME.append(float(psutil.boot_time()))
+        return _BOOT_TIME[0] + up
+    except (OSError, ValueError, IndexError):
+        return time.time()
 
 
 class EngineTracker:
@@ -266,6 +366,12 @@ class EngineTracker:
         self._gpu_memory = gpu_memory
         self.resolve_every = max(1, resolve_every)
         self._clock = _CpuClock()
+        self._procs: dict[int, psutil.Process] = {}
+        """pid → its psutil object, kept while it is read (knows its create time)."""
+        self._harness_s: dict[int, float] = {}
+        """Harness pid → CPU s it used between the regular ticks that read it."""
+        self._first_ts: float | None = None
+        """Epoch s of the first regular tick (the start of :meth:`harness_cpu`'s span)."""
         for st in self._states.values():
             if st.target.simulated:
                 st.reason = SIMULATED_REASON
@@ -308,15 +414,31 @@ class EngineTracker:
             return []
         st.ticks_since_resolve += 1
         exited = st.proc is not None and not st.proc.is_running()
-        if exited or st.ticks_since_resolve >= self.resolve_every:
+        missing = st.proc is None and st.ticks_since_resolve >= self.resolve_every
+        if exited or missing:
             self._resolve(st)
         if st.proc is None:
             return []
+        kids = tree_pids(st.proc.pid)
+        if kids is None:
+            try:
+                return [st.proc, *st.proc.children(recursive=True)]
+            except (psutil.Error, OSError):
+                st.proc = None
+                return []
+        return [st.proc, *(p for pid in kids if (p := self._proc(pid)) is not None)]
+
+    def _proc(self, pid: int) -> psutil.Process | None:
+        """The kept psutil object of ``pid`` (a new one for a pid not seen or reused), or
+        ``None`` when it is gone."""
+        p = self._procs.get(pid)
+        if p is not None:
+            return p
         try:
-            return [st.proc, *st.proc.children(recursive=True)]
+            p = self._procs[pid] = psutil.Process(pid)
         except (psutil.Error, OSError):
-            st.proc = None
-            return []
+            return None
+        return p
 
     def sample(self, advance: bool = True) -> tuple[list[EngineProcessSample], float | None]:
         """Engine samples of the endpoints found now, and the foreign CPU (% of one core).
@@ -324,7 +446,7 @@ class EngineTracker:
         ``advance=False`` (baseline ticks between regular ones) reads against the previous
         regular tick without moving it, so the next regular tick still spans a full interval.
         Never raises."""
-        now = time.time()
+        now, started = time.time(), process_clock()
         clock = self._clock
         dt = None if clock.ts is None else now - clock.ts
         cpu_now: dict[int, float] = {}
@@ -357,23 +479,25 @@ class EngineTracker:
                     endpoint=ep, pid=st.pid, rss_mb=rss, cpu_pct=cpu, gpu_mem_mb=gpu_mb
                 )
             )
-        foreign = self._foreign(now, dt, engine_cpu, cpu_now, advance)
+        foreign = self._foreign(now, started, dt, engine_cpu, cpu_now, advance)
         return samples, foreign
 
     def _cpu_delta(self, p: psutil.Process, secs: float, dt: float | None) -> float | None:
         prev = self._clock.pids.get(p.pid)
         if prev is not None:
             return max(0.0, secs - prev)
-        if dt is None or self._clock.ts is None:
+        started = self._clock.started
+        if dt is None or started is None:
             return None
         try:  # started since the last tick: all its CPU time is new
-            return secs if p.create_time() >= self._clock.ts else None
+            return secs if p.create_time() >= started else None
         except (psutil.Error, OSError):
             return None
 
     def _foreign(
         self,
         now: float,
+        started: float,
         dt: float | None,
         engine_cpu: dict[int, float],
         cpu_now: dict[int, float],
@@ -382,19 +506,26 @@ class EngineTracker:
         clock = self._clock
         own_cpu = 0.0
         own_known = True
+        own_deltas: dict[int, float] = {}
         for pid in self._own_pids() | {os.getpid()}:
             if pid in engine_cpu:
                 continue
+            p = self._proc(pid)
+            if p is None:
+                continue
             try:
-                p = psutil.Process(pid)
                 secs = cpu_now[pid] = _cpu_s(p)
             except (psutil.Error, OSError):
+                self._procs.pop(pid, None)
                 continue
             delta = self._cpu_delta(p, secs, dt)
             if delta is None:
                 own_known = False
-            elif dt:
-                own_cpu += delta / dt * 100.0
+                own_deltas.setdefault(pid, 0.0)
+            else:
+                own_deltas[pid] = delta
+                if dt:
+                    own_cpu += delta / dt * 100.0
         try:
             host = host_busy_s()
         except Exception:
@@ -404,5 +535,19 @@ class EngineTracker:
             host_pct = (host - clock.host) / dt * 100.0
             foreign = max(0.0, host_pct - sum(engine_cpu.values()) - own_cpu)
         if advance:
-            self._clock = _CpuClock(ts=now, host=host, pids=cpu_now)
+            self._clock = _CpuClock(ts=now, host=host, pids=cpu_now, started=started)
+            if self._first_ts is None:
+                self._first_ts = now
+            for pid, delta in own_deltas.items():
+                self._harness_s[pid] = self._harness_s.get(pid, 0.0) + delta
+            for pid in set(self._procs) - set(cpu_now):  # not read this tick: gone or left
+                del self._procs[pid]
         return foreign
+
+    def harness_cpu(self) -> tuple[dict[int, float], float | None]:
+        """Per harness pid the CPU seconds it used over the ticks so far (module docstring),
+        and the seconds those ticks span (``None`` before two regular ticks)."""
+        span = None
+        if self._first_ts is not None and self._clock.ts is not None:
+            span = self._clock.ts - self._first_ts
+        return dict(self._harness_s), span or None

@@ -192,19 +192,25 @@ class HostMonitor:
         return self._sampler.engine_status()
 
     def footprint(self) -> dict[str, Any]:
-        """RSS (MB) of touchstone's own processes here: this monitor plus registered pids.
+        """RSS (MB) of touchstone's own processes here (this monitor plus registered pids),
+        and the harness's CPU over the ticks so far (:class:`~touchstone_ray.bundle.Footprint`).
 
         ``{"host", "node_id" (where this actor really runs), "monitor_pid",
-        "rss_mb": {pid: MB or None if gone}, "total_rss_mb"}``.
+        "rss_mb": {pid: MB or None if gone}, "total_rss_mb", "cpu_s": {pid: s or None},
+        "ray_cpu_s": {pid: s} (the other harness pids: Ray's), "total_cpu_s", "span_s",
+        "cpu_pct_mean" (% of one core)}``.
         """
         me = os.getpid()
+        own = sorted({me, *self._pids})
         per: dict[str, float | None] = {}
-        for pid in sorted({me, *self._pids}):
+        for pid in own:
             try:
                 per[str(pid)] = psutil.Process(pid).memory_info().rss / MB
             except (psutil.Error, OSError):
                 per[str(pid)] = None
         total = sum(v for v in per.values() if v is not None)
+        cpu, span = self._sampler.harness_cpu()
+        total_cpu = sum(cpu.values()) if span is not None else None
         try:
             node_id: str | None = ray.get_runtime_context().get_node_id()
         except Exception:
@@ -215,6 +221,13 @@ class HostMonitor:
             "monitor_pid": me,
             "rss_mb": per,
             "total_rss_mb": total,
+            "cpu_s": {str(pid): cpu.get(pid) for pid in own} if span is not None else None,
+            "ray_cpu_s": {str(p): s for p, s in sorted(cpu.items()) if p not in set(own)}
+            if span is not None
+            else None,
+            "total_cpu_s": total_cpu,
+            "span_s": span,
+            "cpu_pct_mean": total_cpu / span * 100.0 if total_cpu is not None and span else None,
         }
 
     def stats(self) -> dict[str, Any]:

@@ -110,6 +110,13 @@ class HostSampler:
         with self._lock:
             return self._tracker.status() if self._tracker is not None else {}
 
+    def harness_cpu(self) -> tuple[dict[int, float], float | None]:
+        """Harness pid → CPU s over the ticks so far, and their span (s)
+        (:meth:`~touchstone_ray.telemetry.engines.EngineTracker.harness_cpu`); ``({}, None)``
+        before the probe or where the CPU readings are not supported."""
+        with self._lock:
+            return self._tracker.harness_cpu() if self._tracker is not None else ({}, None)
+
     # -- probe -----------------------------------------------------------------------------
     def probe(self) -> dict[str, dict[str, Any]]:
         """Capabilities ``{field: {"supported": bool, "reason": str|None, "source": str|None}}``.
