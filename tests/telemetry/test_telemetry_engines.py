@@ -349,6 +349,9 @@ class Bursts:
     def stop(self) -> None:
         self.proc.kill()
         self.proc.wait()
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None:
+                pipe.close()
 
 
 def test_harness_cpu_counts_a_process_started_during_the_run_from_its_start() -> None:
