@@ -465,3 +465,42 @@ def test_harness_pids_reads_a_command_line_once_per_process() -> None:
         worker.kill()
         worker.wait()
     assert worker.pid not in HarnessPids(refresh_s=0.0)()
+
+
+def test_harness_pids_of_one_ray_session_leave_another_session_out() -> None:
+    """With this node's raylet known, its children (workers, agents) and the processes that
+    name its session are harness; another Ray session's processes on the machine are not."""
+    session, other = "session_2026-01-01_00-00-00_123_456", "session_2026-01-01_00-00-00_9_9"
+    nap = "import time\ntime.sleep(30)"
+    spawn = (
+        "import subprocess, sys, time\n"
+        f"p = subprocess.Popen(['ray::FakeWorker', '-c', {nap!r}], executable={sys.executable!r})\n"
+        "print(p.pid, flush=True)\ntime.sleep(30)"
+    )
+    raylet = subprocess.Popen(
+        ["raylet", "-c", spawn, f"--session-name={session}"],
+        executable=sys.executable,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert raylet.stdout is not None
+    worker = int(raylet.stdout.readline())
+    monitor = "/x/ray/_private/log_monitor.py"
+    ours = subprocess.Popen([sys.executable, "-c", nap, monitor, f"--session-dir=/t/{session}"])
+    theirs = subprocess.Popen([sys.executable, "-c", nap, monitor, f"--session-dir=/t/{other}"])
+    their_worker = subprocess.Popen(["ray::Other", "-c", nap], executable=sys.executable)
+    procs = [raylet, ours, theirs, their_worker]
+    try:
+        time.sleep(0.3)
+        pids = HarnessPids(raylet=raylet.pid, refresh_s=0.0)()
+        assert {raylet.pid, worker, ours.pid} <= pids
+        assert not {theirs.pid, their_worker.pid} & pids
+        every = HarnessPids(refresh_s=0.0)()  # no raylet known: every Ray process counts
+        assert {raylet.pid, worker, ours.pid, theirs.pid, their_worker.pid} <= every
+    finally:
+        psutil.Process(worker).kill()
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+        assert raylet.stdout is not None
+        raylet.stdout.close()

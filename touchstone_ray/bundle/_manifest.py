@@ -163,8 +163,9 @@ class Footprint(KeptObject):
     from the monitor's first reading of it (from its start, when it started later) to the
     monitor's last tick; ``None``: never read. The same pids as :attr:`rss_mb`."""
     ray_cpu_s: dict[str, Number] | None = None
-    """Pid → CPU time (s) of Ray's own processes on the host over the run, read the same way
-    (raylet, GCS, agents, idle and other ``ray::`` workers)."""
+    """Pid → CPU time (s) of the run's Ray cluster's own processes on the host over the run,
+    read the same way (raylet, GCS, dashboard, agents, idle and other ``ray::`` workers; not
+    another Ray session on the same machine)."""
     total_cpu_s: Number | None = None
     """Sum of :attr:`cpu_s` and :attr:`ray_cpu_s` (s): the harness's CPU on the host."""
     span_s: Number | None = None

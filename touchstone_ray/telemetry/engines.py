@@ -35,12 +35,12 @@ Foreign CPU (``HostSample.foreign_cpu_pct``, % of one core, since the previous t
     host busy CPU (``psutil.cpu_times()`` summed over CPUs: everything but idle and iowait)
     − the engines' ``cpu_pct`` (each process once, also when two endpoints share a server)
     − the harness on this host (:class:`HarnessPids`: this monitor and the pids registered
-    with it, every Ray daemon and worker process on the machine — raylet, GCS, dashboard,
-    agents, ``ray::`` workers of any node started here — and a ``touchstone-ray`` driver),
-    floored at 0. Short-lived processes and kernel time are included, since it is measured
-    from the host total rather than summed per process. So the other simulated hosts of a
-    one-machine demo cluster are harness, not contention; a second, unrelated Ray session on
-    the same machine would count as harness too.
+    with it, the Ray daemons and workers of this run's cluster on the machine — raylet, GCS,
+    dashboard, agents, ``ray::`` workers of any of its nodes started here — and a
+    ``touchstone-ray`` driver), floored at 0. Short-lived processes and kernel time are
+    included, since it is measured from the host total rather than summed per process. So
+    the other simulated hosts of a one-machine demo cluster are harness, not contention; a
+    second, unrelated Ray session on the same machine is foreign, as any other work.
 
 Harness CPU (:meth:`EngineTracker.harness_cpu`, for ``bundle.json``
 ``hosts.<h>.touchstone_footprint``)
@@ -55,6 +55,7 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import os
+import re
 import socket
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -221,6 +222,26 @@ def _argv(pid: int) -> list[str] | None:
     return [a.decode("utf-8", "replace") for a in raw.split(b"\0") if a]
 
 
+_SESSION = re.compile(r"session_\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d_\d+_\d+")
+"""A Ray session's name, as its daemons carry it in their command lines."""
+
+
+def ray_session_of(pid: int) -> str | None:
+    """The Ray session name in the command line of ``pid`` (a raylet's: ``--session-name``,
+    its socket paths), or ``None``."""
+    found = _SESSION.search(" ".join(_argv(pid) or []))
+    return found.group(0) if found else None
+
+
+def _ppid(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+        return int(stat[stat.rindex(b")") + 2 :].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 class HarnessPids:
     """Pids of the measuring harness on this host (:func:`is_harness`), plus ``extra`` ones.
 
@@ -228,16 +249,39 @@ class HarnessPids:
     (a worker that starts in between counts as foreign until the next scan). A scan lists
     the pids and reads the command line of new ones only: a process's verdict is kept while
     its pid lives (a Ray worker renames itself, ``ray::IDLE`` to ``ray::HostClient``, and
-    stays harness). Without ``/proc`` every process is asked through psutil."""
+    stays harness). Without ``/proc`` every process is asked through psutil.
+
+    ``raylet`` (the pid of this node's raylet, the parent of every worker and agent) limits
+    Ray's processes to this run's cluster: the raylet's children and any Ray process whose
+    command line names its session (:func:`ray_session_of`: the GCS, dashboard and monitors
+    of a head node, the raylets of other nodes of a one-machine cluster). Another Ray session
+    on the same machine is then foreign, as any other work is. Without it every Ray process
+    on the machine counts."""
 
     def __init__(
-        self, extra: Callable[[], Iterable[int]] = tuple, refresh_s: float = HARNESS_REFRESH_S
+        self,
+        extra: Callable[[], Iterable[int]] = tuple,
+        refresh_s: float = HARNESS_REFRESH_S,
+        raylet: int | None = None,
     ) -> None:
         self._extra = extra
         self.refresh_s = refresh_s
         self._scanned_at = -float("inf")
         self._pids: frozenset[int] = frozenset()
         self._verdicts: dict[int, bool] = {}
+        self.raylet = raylet
+        self.session = ray_session_of(raylet) if raylet is not None else None
+
+    def _is_ours(self, pid: int, argv: list[str]) -> bool:
+        if not is_harness(argv):
+            return False
+        if self.raylet is None or pid == self.raylet:
+            return True
+        if any(os.path.basename(a) == "touchstone-ray" for a in argv[:4]):
+            return True
+        if self.session is not None and any(self.session in a for a in argv):
+            return True
+        return _ppid(pid) == self.raylet
 
     def _scan(self) -> frozenset[int]:
         try:
@@ -255,7 +299,7 @@ class HarnessPids:
                 argv = _argv(pid)
                 if argv is None:
                     continue
-                known = is_harness(argv)
+                known = self._is_ours(pid, argv)
             verdicts[pid] = known
         self._verdicts = verdicts
         return frozenset(pid for pid, yes in verdicts.items() if yes)

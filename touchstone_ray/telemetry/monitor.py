@@ -75,6 +75,16 @@ class _Gauges:
             pass
 
 
+def _raylet() -> int | None:
+    """This worker's raylet (its parent process), or ``None`` when the parent is not one."""
+    parent = os.getppid()
+    try:
+        name = os.path.basename(psutil.Process(parent).exe())
+    except (psutil.Error, OSError):
+        return None
+    return parent if name == "raylet" else None
+
+
 @ray.remote(num_cpus=0, max_restarts=0)
 class HostMonitor:
     """Samples its node every ``interval_s`` s; the driver drains the buffer.
@@ -119,7 +129,7 @@ class HostMonitor:
             gpu_mode,
             root or SysRoot(),
             engines=engines,
-            own_pids=HarnessPids(lambda: self._pids),
+            own_pids=HarnessPids(lambda: self._pids, raylet=_raylet()),
         )
         self._buf: deque[dict[str, Any]] = deque(maxlen=max(1, buffer_size))
         self._lock = threading.Lock()
