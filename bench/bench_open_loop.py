@@ -35,6 +35,7 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,8 @@ from touchstone_ray.perf.corpus import passage
 from touchstone_ray.perf.summary import achieved_rate
 
 REPO = Path(__file__).resolve().parents[1]
-SIM = {"ttft_ms": 10, "tps": 1000, "answer_tokens": 16, "models": ["bench-model"]}
+MODEL = "bench-model"
+SIM = {"ttft_ms": 10, "tps": 1000, "answer_tokens": 16, "models": [MODEL]}
 OUTPUT_TOKENS = 16
 TOOL_TIMEOUT_S = 900
 GOAL_LATENESS_P99_MS = 1.0
@@ -66,14 +68,20 @@ def _error_pct(value: float | None, ref: float | None) -> float | None:
 
 
 def _figures(
-    lateness: list[float], sent: list[float], scheduled: list[float], rate: float
+    lateness: list[float],
+    sent: list[float],
+    scheduled: list[float],
+    rate: float,
+    ttft: list[float],
 ) -> dict[str, Any]:
     """Lateness p50/p99 (ms); the achieved rate (requests/s) and its error (%) against the
     offered rate and against the tool's own schedule (the same formula over the due times:
-    a Poisson schedule of n requests has its own sample rate, off λ by about 1/√n)."""
+    a Poisson schedule of n requests has its own sample rate, off λ by about 1/√n); the
+    TTFT p50 of the requests that succeeded (ms)."""
     achieved, planned = achieved_rate(sent), achieved_rate(scheduled)
     return {
         "n": len(sent),
+        "ttft_p50_ms": _ms(ttft, 50),
         "lateness_p50_ms": _ms(lateness, 50),
         "lateness_p99_ms": _ms(lateness, 99),
         "achieved_rps": None if achieved is None else round(achieved, 4),
@@ -84,10 +92,31 @@ def _figures(
     }
 
 
-def run_touchstone(url: str, rate: float, arrival: str, n: int, work: Path) -> dict[str, Any]:
-    """``touchstone-ray perf --rate`` on the simulator at ``url``: lateness and achieved rate."""
+@dataclass(frozen=True)
+class Target:
+    """The server both tools load: its ``root`` URL (no ``/v1``), touchstone's engine for it,
+    the model name, the prompt length (tokens, touchstone's ``--contexts``) and the output
+    length (tokens)."""
+
+    root: str
+    engine: str = "openai"
+    model: str = MODEL
+    context: int = 128
+    output_tokens: int = OUTPUT_TOKENS
+
+
+def perf_bundle(target: Target, flags: list[str], work: Path) -> Path:
+    """``touchstone-ray perf FLAGS`` against ``target`` (its prompt and output length, its
+    own warm-up): the bundle's path."""
     config = {
-        "models": [{"id": "bench-model", "engine": "openai", "base_url": url + "/v1"}],
+        "models": [
+            {
+                "id": target.model,
+                "engine": target.engine,
+                "base_url": target.root + "/v1",
+                "timeout_s": 600,
+            }
+        ],
         "scheduling": {"max_attempts": 1, "warmup": True},
         "ray": {"include_dashboard": False},
         "monitor": {"interval_s": 1.0},
@@ -95,14 +124,24 @@ def run_touchstone(url: str, rate: float, arrival: str, n: int, work: Path) -> d
     }
     cfg = write_yaml(work / "fleet.yaml", config)
     cmd = [sys.executable, "-m", "touchstone_ray.cli", "perf", "--config", str(cfg)]
-    cmd += ["--contexts", "128", "--output-tokens", str(OUTPUT_TOKENS)]
-    cmd += ["--rate", f"{rate:g}", "--arrival", arrival, "--requests", str(n)]
+    cmd += ["--contexts", str(target.context), "--output-tokens", str(target.output_tokens)]
     done = subprocess.run(
-        cmd, capture_output=True, text=True, env=ray_env(work), cwd=REPO, timeout=TOOL_TIMEOUT_S
+        cmd + flags,
+        capture_output=True,
+        text=True,
+        env=ray_env(work),
+        cwd=REPO,
+        timeout=TOOL_TIMEOUT_S,
     )
     if done.returncode != 0:
         raise RuntimeError(f"touchstone-ray perf exited {done.returncode}: {done.stderr[-2000:]}")
-    bundle = Path(done.stdout.strip().splitlines()[-1])
+    return Path(done.stdout.strip().splitlines()[-1])
+
+
+def run_touchstone(target: Target, rate: float, arrival: str, n: int, work: Path) -> dict[str, Any]:
+    """``touchstone-ray perf --rate`` against ``target``: lateness, achieved rate, TTFT p50."""
+    flags = ["--rate", f"{rate:g}", "--arrival", arrival, "--requests", str(n)]
+    bundle = perf_bundle(target, flags, work)
     rows = [
         json.loads(line)
         for path in sorted((bundle / "points").glob("*.jsonl"))
@@ -111,33 +150,57 @@ def run_touchstone(url: str, rate: float, arrival: str, n: int, work: Path) -> d
     sent = [r["sent_at"] for r in rows if r["sent_at"] is not None]
     late = [r["send_lateness_s"] for r in rows if r["send_lateness_s"] is not None]
     due = [r["scheduled_at"] for r in rows if r["sent_at"] is not None]
-    out = _figures(late, sent, due, rate)
+    ttft = [r["ttft_s"] for r in rows if r["ok"] and r["ttft_s"] is not None]
+    got = _figures(late, sent, due, rate, ttft)
+    got["errors"] = sum(1 for r in rows if not r["ok"])
     point = json.loads((bundle / "summary.json").read_text())["points"][0]
-    out["saturated"] = point["saturated"]
-    out["summary_achieved_rps"] = round(point["achieved_rate"], 4)
-    return out
+    got["saturated"] = point["saturated"]
+    got["summary_achieved_rps"] = round(point["achieved_rate"], 4)
+    return got
+
+
+def closed_loop_rps(target: Target, levels: list[int], runs: int, work: Path) -> dict[int, float]:
+    """``touchstone-ray perf --concurrency LEVELS --runs RUNS`` (closed loop): per concurrency
+    the throughput, ok requests / the point's wall time (requests/s), as ``perf --sweep``
+    measures its range."""
+    flags = ["--concurrency", ",".join(map(str, levels)), "--runs", str(runs)]
+    summary = json.loads((perf_bundle(target, flags, work) / "summary.json").read_text())
+    return {
+        int(p["concurrency"]): round(p["n_ok"] / p["wall_s"], 4)
+        for p in summary["points"]
+        if not str(p["context"]).endswith("-cached") and p["wall_s"]
+    }
 
 
 def run_guidellm(
-    exe: str, url: str, rate: float, arrival: str, n: int, work: Path
+    exe: str,
+    target: Target,
+    rate: float,
+    arrival: str,
+    n: int,
+    work: Path,
+    prompts: list[str] | None = None,
+    body: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``guidellm run`` with the ``constant``/``poisson`` profile at ``rate``: lateness
-    (``request_dispatch_delay``) and achieved rate over ``request_start_time``."""
+    (``request_dispatch_delay``), achieved rate over ``request_start_time``, TTFT p50 (its
+    ``time_to_first_token_ms``). ``prompts`` (default: ``n`` corpus passages) and the request
+    ``body`` (default: ``max_tokens`` only) as given."""
     data = work / "prompts.jsonl"
-    prompts = [f"[g{i}] " + passage(100, i) for i in range(n)]
+    prompts = prompts or [f"[g{i}] " + passage(100, i) for i in range(n)]
     data.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in prompts), encoding="utf-8")
-    out = work / "guidellm.json"
+    result = work / "guidellm.json"
     backend = {
         "kind": "openai_http",
-        "target": url,
-        "model": "bench-model",
+        "target": target.root,
+        "model": target.model,
         "validate_backend": False,
-        "extras": {"body": {"max_tokens": OUTPUT_TOKENS}},
+        "extras": {"body": body or {"max_tokens": target.output_tokens}},
     }
     cmd = [exe, "run", "--backend", json.dumps(backend)]
     cmd += ["--profile", f"kind={arrival},rate={rate:g}"]
     cmd += ["--constraint", f"kind=max_requests,count={n}"]
-    cmd += ["--data", f"kind=json_file,path={data}", "--output", f"kind=json,path={out}"]
+    cmd += ["--data", f"kind=json_file,path={data}", "--output", f"kind=json,path={result}"]
     cmd += ["--disable-console-interactive"]
     with (work / "guidellm.log").open("w") as fh:
         done = subprocess.run(
@@ -147,8 +210,9 @@ def run_guidellm(
     if done.returncode != 0:
         tail = (work / "guidellm.log").read_text("utf-8", "replace")[-1500:]
         raise RuntimeError(f"guidellm exited {done.returncode}: {tail}")
-    bench = json.loads(out.read_text(encoding="utf-8"))["benchmarks"][0]
-    reqs = bench["requests"]["successful"] + (bench["requests"].get("errored") or [])
+    bench = json.loads(result.read_text(encoding="utf-8"))["benchmarks"][0]
+    ok = bench["requests"]["successful"]
+    reqs = ok + (bench["requests"].get("errored") or [])
     # requests it timed against a schedule (a targeted start); a few of its 200/s Poisson
     # requests carried 0 there, which would read as a delay of 56 years
     timed = [
@@ -160,9 +224,15 @@ def run_guidellm(
     sent = [float(r["request_start_time"]) for r, _ in timed]
     late = [float(r["request_start_time"]) - t for r, t in timed]
     due = [t for _, t in timed]
-    out = _figures(late, sent, due, rate)
-    out["n_without_target"] = len(reqs) - len(timed)
-    return out
+    ttft = [
+        float(r["time_to_first_token_ms"]) / 1000
+        for r in ok
+        if r.get("time_to_first_token_ms") is not None
+    ]
+    got = _figures(late, sent, due, rate, ttft)
+    got["errors"] = len(reqs) - len(ok)
+    got["n_without_target"] = len(reqs) - len(timed)
+    return got
 
 
 def main() -> None:
@@ -190,9 +260,9 @@ def main() -> None:
                         folder = work / f"{tool[:2]}{int(rate)}{arrival[0]}{rep}"
                         folder.mkdir()
                         if tool == "touchstone":
-                            got = run_touchstone(sim.url, rate, arrival, n, folder)
+                            got = run_touchstone(Target(sim.url), rate, arrival, n, folder)
                         else:
-                            got = run_guidellm(exe, sim.url, rate, arrival, n, folder)
+                            got = run_guidellm(exe, Target(sim.url), rate, arrival, n, folder)
                         key = f"{rate:g}/s {arrival}"
                         results.setdefault(key, {}).setdefault(tool, []).append(got)
     dump(
