@@ -20,19 +20,39 @@ achieved rate (requests/s) and its error vs the offered one (%), the 1-minute lo
 beside each run. Goal (issue 32): touchstone's lateness p99 < 1 ms at 200 requests/s on a
 quiet machine; achieved rate within 1 % of offered wherever GuideLLM's is.
 
+``--real``: the real llama.cpp server instead (Gemma 3 270M Q4_K_M, ``--parallel 2``, as
+the other real benches start it). First its closed-loop throughput at c = 1 and c = 2
+(``touchstone-ray perf --concurrency 1,2``, ok requests / wall time, as ``perf --sweep``
+measures its range); the higher is its capacity, and the rates are ``--fractions`` of it
+(default 0.5 and 0.9: below and near capacity; ``--rates`` names them instead). Per rate
+``--reps`` runs (default 3) of each tool, interleaved (touchstone, GuideLLM, touchstone, …),
+constant arrivals, ``rate × --run-seconds`` requests each (at least 8; ``--requests`` fixes
+it), the same prompt length (``--context`` tokens, fitted by the server's tokenizer the same
+way for both, each with its own cache-busting first line), ``--output-tokens`` forced with
+``ignore_eos``, the prompt cache off (``cache_prompt: false``). Per run its TTFT p50
+(touchstone ``ttft_s``, GuideLLM ``time_to_first_token_ms``), the server's view of its
+requests (prompt tokens, prompt_ms p50) and the load average before and after; per rate
+touchstone's median TTFT p50 and whether it lies within GuideLLM's min–max over its runs
+(its run-to-run spread), by how much outside when not. Goal (issue 32): within.
+
     python bench/bench_open_loop.py [--rates 50,200] [--arrivals constant,poisson]
         [--duration 10] [--reps 1] [--guidellm PATH]
+    python bench/bench_open_loop.py --real [--fractions 0.5,0.9 | --rates R1,R2] [--reps 3]
+        [--run-seconds 40 | --requests N] [--context 128] [--output-tokens 16]
 
 GuideLLM from the bench venv (bench/README.md) or wherever ``--guidellm`` points (default: the
-one on ``PATH``, else ``/tmp/benchvenv/bin/guidellm``). About 3 minutes on 2 cores.
+one on ``PATH``, else ``/tmp/benchvenv/bin/guidellm``). About 3 minutes on 2 cores; ``--real``
+about 13 minutes (12 runs of ~40 s of arrivals and ~20 s of start-up each).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -40,8 +60,22 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "real"))
 
-from _common import SimProcess, dump, log, machine, peer_env, ray_env, scratch, write_yaml
+from _common import (
+    SimProcess,
+    dump,
+    log,
+    machine,
+    peer_env,
+    ray_env,
+    scratch,
+    spread,
+    write_yaml,
+)
+from _server_timeline import parse_tasks
+from bench_perf_compare import fitted_prompts
+from llama_server import MODEL_ALIAS, llama_server
 
 from touchstone_ray.descriptive import percentile
 from touchstone_ray.perf.corpus import passage
@@ -56,6 +90,8 @@ GOAL_LATENESS_P99_MS = 1.0
 """touchstone's send lateness p99 at 200 requests/s on a quiet machine (ms)."""
 GOAL_RATE_ERROR_PCT = 1.0
 """Achieved rate within 1 % of the offered one."""
+MIN_REQUESTS = 8
+"""``--real``: fewest requests per run (a p50 of fewer is mostly noise)."""
 
 
 def _ms(values: list[float], q: float) -> float | None:
@@ -235,26 +271,15 @@ def run_guidellm(
     return got
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rates", default="50,200")
-    parser.add_argument("--arrivals", default="constant,poisson")
-    parser.add_argument("--duration", type=float, default=10.0)
-    parser.add_argument("--reps", type=int, default=1)
-    parser.add_argument("--guidellm", default=None)
-    parser.add_argument("--tools", default="touchstone,guidellm")
-    args = parser.parse_args()
-    exe = args.guidellm or shutil.which("guidellm") or "/tmp/benchvenv/bin/guidellm"
-    tools = args.tools.split(",")
-    if "guidellm" in tools and not Path(exe).exists():
-        log(f"GuideLLM not found at {exe}: touchstone only")
-        tools = [t for t in tools if t != "guidellm"]
+def sim_part(args: argparse.Namespace, exe: str, tools: list[str]) -> dict[str, Any]:
+    """Every rate × arrival on the simulator, ``--reps`` runs per tool (tools alternating):
+    send lateness and achieved rate."""
     results: dict[str, Any] = {}
     with scratch("tol") as work, SimProcess(**SIM) as sim:
-        for rate in (float(r) for r in args.rates.split(",")):
+        for rate in (float(r) for r in (args.rates or "50,200").split(",")):
             n = int(rate * args.duration)
             for arrival in args.arrivals.split(","):
-                for rep in range(args.reps):
+                for rep in range(args.reps or 1):
                     for tool in tools:
                         log(f"{rate:g} requests/s, {arrival}, run {rep + 1}: {tool}")
                         folder = work / f"{tool[:2]}{int(rate)}{arrival[0]}{rep}"
@@ -265,18 +290,149 @@ def main() -> None:
                             got = run_guidellm(exe, Target(sim.url), rate, arrival, n, folder)
                         key = f"{rate:g}/s {arrival}"
                         results.setdefault(key, {}).setdefault(tool, []).append(got)
-    dump(
-        {
-            "machine": machine(),
-            "sim": SIM,
-            "duration_s": args.duration,
-            "goals": {
-                "lateness_p99_ms_at_200": GOAL_LATENESS_P99_MS,
-                "rate_error_pct": GOAL_RATE_ERROR_PCT,
-            },
-            "results": results,
-        }
+    return {
+        "sim": SIM,
+        "duration_s": args.duration,
+        "goals": {
+            "lateness_p99_ms_at_200": GOAL_LATENESS_P99_MS,
+            "rate_error_pct": GOAL_RATE_ERROR_PCT,
+        },
+        "results": results,
+    }
+
+
+def server_view(log_text: str, n: int) -> dict[str, Any]:
+    """The last ``n`` requests of one run as the server logged them (touchstone's warm-up
+    comes before them): their prompt tokens (min, max) and prompt_ms p50, so both tools'
+    prompts can be seen to be the same length."""
+    tasks = parse_tasks(log_text)[-n:]
+    tokens = [t.prompt_n for t in tasks]
+    return {
+        "server_requests": len(tasks),
+        "server_prompt_tokens": [min(tokens), max(tokens)] if tokens else None,
+        "server_prompt_ms_p50": _round(percentile([t.prompt_ms for t in tasks], 50), 1),
+    }
+
+
+def _round(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def judge_rate(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """One rate's verdict: touchstone's TTFT p50 per run and their median; GuideLLM's per
+    run and their min–max (its run-to-run spread); whether touchstone's median lies within
+    that spread, and how far outside (ms, and % of GuideLLM's median) when not."""
+    ts = [r["ttft_p50_ms"] for r in runs.get("touchstone", []) if r["ttft_p50_ms"] is not None]
+    gl = [r["ttft_p50_ms"] for r in runs.get("guidellm", []) if r["ttft_p50_ms"] is not None]
+    out: dict[str, Any] = {
+        "touchstone_ttft_p50_ms": ts,
+        "touchstone_median_ms": _round(statistics.median(ts), 3) if ts else None,
+        "guidellm_ttft_p50_ms": gl,
+        "guidellm_spread_ms": spread(gl) if gl else None,
+    }
+    if not ts or not gl:
+        return out
+    median, lo, hi = statistics.median(ts), min(gl), max(gl)
+    outside = median - hi if median > hi else median - lo if median < lo else 0.0
+    out["within_guidellm_spread"] = outside == 0.0
+    out["outside_by_ms"] = round(outside, 3)
+    out["outside_by_pct_of_guidellm_median"] = round(outside / statistics.median(gl) * 100, 2)
+    return out
+
+
+def real_part(args: argparse.Namespace, exe: str, tools: list[str]) -> dict[str, Any]:
+    """The real llama.cpp server (Gemma 3 270M, ``--parallel`` 2, prompt cache off per
+    request, output forced with ``ignore_eos``): its closed-loop throughput at c = 1 and 2
+    (unless ``--rates`` names the rates), then per rate ``--reps`` runs of each tool,
+    interleaved (touchstone, GuideLLM, touchstone, …), ``--requests`` each, constant arrivals."""
+    out: dict[str, Any] = {}
+    with scratch("tolr") as work, llama_server(work / "srv", ctx_size=8192, parallel=2) as srv:
+        target = Target(srv.root, "llamacpp", MODEL_ALIAS, args.context, args.output_tokens)
+        if args.rates:
+            rates = [float(r) for r in args.rates.split(",")]
+        else:
+            log("closed loop at c = 1 and 2: the server's capacity")
+            load = round(os.getloadavg()[0], 2)
+            closed = closed_loop_rps(target, [1, 2], args.capacity_runs, work / "cap")
+            capacity = max(closed.values())
+            fractions = [float(f) for f in args.fractions.split(",")]
+            rates = [float(f"{capacity * f:.3g}") for f in fractions]
+            out["capacity"] = {
+                "closed_loop_rps": closed,
+                "capacity_rps": capacity,
+                "fractions": fractions,
+                "loadavg_1m_at_start": load,
+                "loadavg_1m": round(os.getloadavg()[0], 2),
+            }
+        body = {"max_tokens": args.output_tokens, "ignore_eos": True, "cache_prompt": False}
+        results: dict[str, Any] = {}
+        for i, rate in enumerate(rates):
+            n = args.requests or max(MIN_REQUESTS, round(rate * args.run_seconds))
+            runs: dict[str, list[dict[str, Any]]] = {}
+            for rep in range(args.reps or 3):
+                for tool in tools:
+                    log(f"real server, {rate:g} requests/s, run {rep + 1}: {tool}")
+                    folder = work / f"{tool[:2]}{i}-{rep}"
+                    folder.mkdir()
+                    load, log_start = round(os.getloadavg()[0], 2), len(srv.log_text())
+                    if tool == "touchstone":
+                        got = run_touchstone(target, rate, "constant", n, folder)
+                    else:
+                        prompts = asyncio.run(
+                            fitted_prompts(srv.base_url, args.context, n, folder.name)
+                        )
+                        got = run_guidellm(exe, target, rate, "constant", n, folder, prompts, body)
+                    got = {"rep": rep + 1, "loadavg_1m_at_start": load, **got}
+                    got |= server_view(srv.log_text()[log_start:], n)
+                    runs.setdefault(tool, []).append(got)
+            results[f"{rate:g}/s"] = {
+                "rate_rps": rate,
+                "requests_per_run": n,
+                **judge_rate(runs),
+                "runs": runs,
+            }
+    out |= {
+        "settings": {
+            "model": MODEL_ALIAS,
+            "parallel": 2,
+            "context_tokens": args.context,
+            "output_tokens": args.output_tokens,
+            "requests_per_run": args.requests or f"rate × {args.run_seconds:g} s, ≥ {MIN_REQUESTS}",
+            "reps": args.reps or 3,
+            "arrival": "constant",
+        },
+        "goal": "touchstone's TTFT p50 (median of its runs) within GuideLLM's run-to-run spread",
+        "results": results,
+    }
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--real", action="store_true", help="the real llama.cpp server")
+    parser.add_argument(
+        "--rates", default=None, help="requests/s (simulator default 50,200; real: derived)"
     )
+    parser.add_argument("--arrivals", default="constant,poisson")
+    parser.add_argument("--duration", type=float, default=10.0)
+    parser.add_argument("--reps", type=int, default=None, help="runs per tool (1; real: 3)")
+    parser.add_argument("--guidellm", default=None)
+    parser.add_argument("--tools", default="touchstone,guidellm")
+    real = parser.add_argument_group("--real")
+    real.add_argument("--fractions", default="0.5,0.9", help="rates, × the closed-loop capacity")
+    real.add_argument("--run-seconds", type=float, default=40.0, help="requests = rate × this")
+    real.add_argument("--requests", type=int, default=None, help="requests per run instead")
+    real.add_argument("--context", type=int, default=128, help="prompt tokens")
+    real.add_argument("--output-tokens", type=int, default=OUTPUT_TOKENS)
+    real.add_argument("--capacity-runs", type=int, default=8, help="requests per closed point")
+    args = parser.parse_args()
+    exe = args.guidellm or shutil.which("guidellm") or "/tmp/benchvenv/bin/guidellm"
+    tools = args.tools.split(",")
+    if "guidellm" in tools and not Path(exe).exists():
+        log(f"GuideLLM not found at {exe}: touchstone only")
+        tools = [t for t in tools if t != "guidellm"]
+    part = real_part(args, exe, tools) if args.real else sim_part(args, exe, tools)
+    dump({"machine": machine(), **part})
 
 
 if __name__ == "__main__":
