@@ -38,11 +38,13 @@ touchstone's median TTFT p50 and whether it lies within GuideLLM's min–max ove
     python bench/bench_open_loop.py [--rates 50,200] [--arrivals constant,poisson]
         [--duration 10] [--reps 1] [--guidellm PATH]
     python bench/bench_open_loop.py --real [--fractions 0.5,0.9 | --rates R1,R2] [--reps 3]
-        [--run-seconds 40 | --requests N] [--context 128] [--output-tokens 16]
+        [--run-seconds 30 | --requests N] [--capacity-runs 4] [--context 128] [--output-tokens 16]
 
 GuideLLM from the bench venv (bench/README.md) or wherever ``--guidellm`` points (default: the
 one on ``PATH``, else ``/tmp/benchvenv/bin/guidellm``). About 3 minutes on 2 cores; ``--real``
-about 13 minutes (12 runs of ~40 s of arrivals and ~20 s of start-up each).
+about 10 minutes on a quiet machine (12 runs of ~30 s of arrivals and ~15 s of start-up each);
+with other servers on the machine the capacity drops, the floor of 8 requests per run stretches
+each run (8 / rate s), and each tool's start-up slows: 22 minutes at load 5–9.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -352,7 +355,7 @@ def real_part(args: argparse.Namespace, exe: str, tools: list[str]) -> dict[str,
             rates = [float(r) for r in args.rates.split(",")]
         else:
             log("closed loop at c = 1 and 2: the server's capacity")
-            load = round(os.getloadavg()[0], 2)
+            load, t0 = round(os.getloadavg()[0], 2), time.monotonic()
             closed = closed_loop_rps(target, [1, 2], args.capacity_runs, work / "cap")
             capacity = max(closed.values())
             fractions = [float(f) for f in args.fractions.split(",")]
@@ -363,6 +366,7 @@ def real_part(args: argparse.Namespace, exe: str, tools: list[str]) -> dict[str,
                 "fractions": fractions,
                 "loadavg_1m_at_start": load,
                 "loadavg_1m": round(os.getloadavg()[0], 2),
+                "wall_s": round(time.monotonic() - t0, 1),
             }
         body = {"max_tokens": args.output_tokens, "ignore_eos": True, "cache_prompt": False}
         results: dict[str, Any] = {}
@@ -375,6 +379,7 @@ def real_part(args: argparse.Namespace, exe: str, tools: list[str]) -> dict[str,
                     folder = work / f"{tool[:2]}{i}-{rep}"
                     folder.mkdir()
                     load, log_start = round(os.getloadavg()[0], 2), len(srv.log_text())
+                    t0 = time.monotonic()
                     if tool == "touchstone":
                         got = run_touchstone(target, rate, "constant", n, folder)
                     else:
@@ -382,7 +387,8 @@ def real_part(args: argparse.Namespace, exe: str, tools: list[str]) -> dict[str,
                             fitted_prompts(srv.base_url, args.context, n, folder.name)
                         )
                         got = run_guidellm(exe, target, rate, "constant", n, folder, prompts, body)
-                    got = {"rep": rep + 1, "loadavg_1m_at_start": load, **got}
+                    wall = round(time.monotonic() - t0, 1)
+                    got = {"rep": rep + 1, "wall_s": wall, "loadavg_1m_at_start": load, **got}
                     got |= server_view(srv.log_text()[log_start:], n)
                     runs.setdefault(tool, []).append(got)
             results[f"{rate:g}/s"] = {
@@ -420,19 +426,20 @@ def main() -> None:
     parser.add_argument("--tools", default="touchstone,guidellm")
     real = parser.add_argument_group("--real")
     real.add_argument("--fractions", default="0.5,0.9", help="rates, × the closed-loop capacity")
-    real.add_argument("--run-seconds", type=float, default=40.0, help="requests = rate × this")
+    real.add_argument("--run-seconds", type=float, default=30.0, help="requests = rate × this")
     real.add_argument("--requests", type=int, default=None, help="requests per run instead")
     real.add_argument("--context", type=int, default=128, help="prompt tokens")
     real.add_argument("--output-tokens", type=int, default=OUTPUT_TOKENS)
-    real.add_argument("--capacity-runs", type=int, default=8, help="requests per closed point")
+    real.add_argument("--capacity-runs", type=int, default=4, help="requests per closed point")
     args = parser.parse_args()
     exe = args.guidellm or shutil.which("guidellm") or "/tmp/benchvenv/bin/guidellm"
     tools = args.tools.split(",")
     if "guidellm" in tools and not Path(exe).exists():
         log(f"GuideLLM not found at {exe}: touchstone only")
         tools = [t for t in tools if t != "guidellm"]
+    t0 = time.monotonic()
     part = real_part(args, exe, tools) if args.real else sim_part(args, exe, tools)
-    dump({"machine": machine(), **part})
+    dump({"machine": machine(), "wall_s": round(time.monotonic() - t0, 1), **part})
 
 
 if __name__ == "__main__":
