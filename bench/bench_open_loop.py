@@ -26,7 +26,7 @@ the other real benches start it). First its closed-loop throughput at c = 1 and 
 measures its range); the higher is its capacity, and the rates are ``--fractions`` of it
 (default 0.5 and 0.9: below and near capacity; ``--rates`` names them instead). Per rate
 ``--reps`` runs (default 3) of each tool, interleaved (touchstone, GuideLLM, touchstone, …),
-constant arrivals, ``rate × --run-seconds`` requests each (at least 8; ``--requests`` fixes
+constant arrivals, ``rate × --run-seconds`` requests each (at least 6; ``--requests`` fixes
 it), the same prompt length (``--context`` tokens, fitted by the server's tokenizer the same
 way for both, each with its own cache-busting first line), ``--output-tokens`` forced with
 ``ignore_eos``, the prompt cache off (``cache_prompt: false``). Per run its TTFT p50
@@ -38,7 +38,7 @@ touchstone's median TTFT p50 and whether it lies within GuideLLM's min–max ove
     python bench/bench_open_loop.py [--rates 50,200] [--arrivals constant,poisson]
         [--duration 10] [--reps 1] [--guidellm PATH]
     python bench/bench_open_loop.py --real [--fractions 0.5,0.9 | --rates R1,R2] [--reps 3]
-        [--run-seconds 30 | --requests N] [--capacity-runs 4] [--context 128] [--output-tokens 16]
+        [--run-seconds 25 | --requests N] [--capacity-runs 4] [--context 128] [--output-tokens 16]
 
 GuideLLM from the bench venv (bench/README.md) or wherever ``--guidellm`` points (default: the
 one on ``PATH``, else ``/tmp/benchvenv/bin/guidellm``). About 3 minutes on 2 cores; ``--real``
@@ -93,7 +93,7 @@ GOAL_LATENESS_P99_MS = 1.0
 """touchstone's send lateness p99 at 200 requests/s on a quiet machine (ms)."""
 GOAL_RATE_ERROR_PCT = 1.0
 """Achieved rate within 1 % of the offered one."""
-MIN_REQUESTS = 8
+MIN_REQUESTS = 6
 """``--real``: fewest requests per run (a p50 of fewer is mostly noise)."""
 
 
@@ -177,6 +177,19 @@ def perf_bundle(target: Target, flags: list[str], work: Path) -> Path:
     return Path(done.stdout.strip().splitlines()[-1])
 
 
+def _spans(spans: list[tuple[float, float]], outputs: list[int]) -> dict[str, Any]:
+    """The same figures for both tools from each ok request's (sent, ended) epoch seconds and
+    output tokens: E2E p50 (ms), the most requests out at once (at a send, itself included:
+    above the server's slots, requests wait for one) and the output tokens (min, max)."""
+    # a request is out from its send until it ended: those out when each one was sent
+    in_flight = [sum(1 for s, e in spans if s <= sent < e) for sent, _ in spans]
+    return {
+        "e2e_p50_ms": _ms([end - sent for sent, end in spans], 50),
+        "in_flight_max": max(in_flight, default=None),
+        "output_tokens": [min(outputs), max(outputs)] if outputs else None,
+    }
+
+
 def run_touchstone(target: Target, rate: float, arrival: str, n: int, work: Path) -> dict[str, Any]:
     """``touchstone-ray perf --rate`` against ``target``: lateness, achieved rate, TTFT p50."""
     flags = ["--rate", f"{rate:g}", "--arrival", arrival, "--requests", str(n)]
@@ -192,6 +205,11 @@ def run_touchstone(target: Target, rate: float, arrival: str, n: int, work: Path
     ttft = [r["ttft_s"] for r in rows if r["ok"] and r["ttft_s"] is not None]
     got = _figures(late, sent, due, rate, ttft)
     got["errors"] = sum(1 for r in rows if not r["ok"])
+    ended = [r for r in rows if r["ok"] and r["sent_at"] and r["t_end"]]
+    got |= _spans(
+        [(r["sent_at"], r["t_end"]) for r in ended],
+        [r["completion_tokens"] for r in ended if r["completion_tokens"] is not None],
+    )
     point = json.loads((bundle / "summary.json").read_text())["points"][0]
     got["saturated"] = point["saturated"]
     got["summary_achieved_rps"] = round(point["achieved_rate"], 4)
@@ -270,6 +288,11 @@ def run_guidellm(
     ]
     got = _figures(late, sent, due, rate, ttft)
     got["errors"] = len(reqs) - len(ok)
+    ended = [r for r in ok if r.get("request_start_time") and r.get("request_end_time")]
+    got |= _spans(
+        [(float(r["request_start_time"]), float(r["request_end_time"])) for r in ended],
+        [int(r["output_tokens"]) for r in ended if r.get("output_tokens") is not None],
+    )
     got["n_without_target"] = len(reqs) - len(timed)
     return got
 
@@ -309,11 +332,14 @@ def server_view(log_text: str, n: int) -> dict[str, Any]:
     comes before them): their prompt tokens (min, max) and prompt_ms p50, so both tools'
     prompts can be seen to be the same length."""
     tasks = parse_tasks(log_text)[-n:]
-    tokens = [t.prompt_n for t in tasks]
+    tokens, decoded = [t.prompt_n for t in tasks], [t.eval_n for t in tasks]
+    per_token = [t.eval_ms / t.eval_n for t in tasks if t.eval_n]
     return {
         "server_requests": len(tasks),
         "server_prompt_tokens": [min(tokens), max(tokens)] if tokens else None,
         "server_prompt_ms_p50": _round(percentile([t.prompt_ms for t in tasks], 50), 1),
+        "server_decode_tokens": [min(decoded), max(decoded)] if decoded else None,
+        "server_decode_ms_per_token_p50": _round(percentile(per_token, 50), 1),
     }
 
 
@@ -426,7 +452,7 @@ def main() -> None:
     parser.add_argument("--tools", default="touchstone,guidellm")
     real = parser.add_argument_group("--real")
     real.add_argument("--fractions", default="0.5,0.9", help="rates, × the closed-loop capacity")
-    real.add_argument("--run-seconds", type=float, default=30.0, help="requests = rate × this")
+    real.add_argument("--run-seconds", type=float, default=25.0, help="requests = rate × this")
     real.add_argument("--requests", type=int, default=None, help="requests per run instead")
     real.add_argument("--context", type=int, default=128, help="prompt tokens")
     real.add_argument("--output-tokens", type=int, default=OUTPUT_TOKENS)
