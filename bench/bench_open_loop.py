@@ -42,9 +42,11 @@ touchstone's median TTFT p50 and whether it lies within GuideLLM's min–max ove
 
 GuideLLM from the bench venv (bench/README.md) or wherever ``--guidellm`` points (default: the
 one on ``PATH``, else ``/tmp/benchvenv/bin/guidellm``). About 3 minutes on 2 cores; ``--real``
-about 10 minutes on a quiet machine (12 runs of ~30 s of arrivals and ~15 s of start-up each);
-with other servers on the machine the capacity drops, the floor of 8 requests per run stretches
-each run (8 / rate s), and each tool's start-up slows: 22 minutes at load 5–9.
+9 minutes at load 2–7 (12 runs of 31–53 s, most of them 25 s of arrivals and the tool's
+start-up). With other servers on the machine the capacity falls (to 0.19 requests/s at load
+5–9 against 2.05 at load 2–7), the floor of 6 requests stretches each run to 6 / rate s and
+each tool starts slower: with 8 requests a run and 30–40 s of arrivals it took 17.5 and 22.6
+minutes there.
 """
 
 from __future__ import annotations
