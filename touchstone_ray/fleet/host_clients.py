@@ -10,7 +10,7 @@ clients closed and touchstone's own footprint recorded.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +18,7 @@ from touchstone_ray.bundle import AgentEntry, Bundle, Footprint
 from touchstone_ray.config import FleetConfig, ModelSpec
 from touchstone_ray.fleet.actors import close_actors
 from touchstone_ray.fleet.agents import AgentClient, agent_entries, start_clients
+from touchstone_ray.fleet.dispatch import Dispatcher, Lane, Pinned
 from touchstone_ray.fleet.monitors import MonitorSet
 from touchstone_ray.fleet.preflight import PreflightStart, store_servers
 
@@ -68,6 +69,25 @@ class HostClients:
         }
         nodes = {host: spec.node_id for host, spec in specs.items()}
         self.capabilities = self.monitors.start(nodes, targets)
+
+    def pin(
+        self,
+        dispatcher: Dispatcher,
+        nodes: Mapping[str, str],
+        lanes: Callable[[str], list[Lane]],
+        lost: set[str],
+    ) -> dict[str, Pinned]:
+        """Put each host's client on ``dispatcher`` as one :class:`Pinned` (``nodes``: host →
+        node id) with the lanes ``lanes(host)`` gives (its start lane first); a host whose
+        client or node is lost is added to ``lost``. Returns host → its :class:`Pinned`."""
+        pinned: dict[str, Pinned] = {}
+        for host, node_id in nodes.items():
+            one = Pinned(f"host {host}", node_id, self.actors[host], role="client actor")
+            one.lanes = lanes(host)
+            one.on_lost = lambda reason, host=host: lost.add(host)
+            pinned[host] = one
+            dispatcher.add(one)
+        return pinned
 
     def poll(self) -> None:
         """The monitors' answers that came in (``register_pids_soon``); call once per

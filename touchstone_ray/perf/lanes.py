@@ -166,15 +166,13 @@ class PerfFleet:
             {h: [(m.label, m.spec) for m in ms] for h, ms in self.plans.items()},
         )
         ready_s = actor_ready_timeout_s()
-        for host in self.plans:
+
+        def lanes(host: str) -> list[Lane]:
             start = PerfStart(self, host, ready_s)
-            node_id = self.nodes[host].node_id
-            actor = self.clients.actors[host]
-            pinned = Pinned(f"host {host}", node_id, actor, role="client actor")
-            pinned.lanes = [start, HostPoints(self, host, start)]
-            pinned.on_lost = lambda reason, host=host: self.lost.add(host)
-            self._pinned[host] = pinned
-            self.dispatcher.add(pinned)
+            return [start, HostPoints(self, host, start)]
+
+        nodes = {host: self.nodes[host].node_id for host in self.plans}
+        self._pinned = self.clients.pin(self.dispatcher, nodes, lanes, self.lost)
 
     def run(self) -> None:
         """Run every host's lanes to their end."""

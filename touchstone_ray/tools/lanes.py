@@ -37,7 +37,6 @@ from touchstone_ray.fleet import (
     HostClients,
     HostStart,
     Lane,
-    Pinned,
     actor_ready_timeout_s,
     call_deadline_s,
     estimate_prompt_tokens,
@@ -108,7 +107,6 @@ class ToolsFleet:
         self.clients = HostClients(self.bundle)
         """Each host's client and monitor."""
         self.dispatcher = Dispatcher(on_tick=self._tick)
-        self._pinned: dict[str, Pinned] = {}
 
     def start(self) -> None:
         """Create each host's actor (pinned) and start the monitors, then put each host's
@@ -132,15 +130,13 @@ class ToolsFleet:
             {h: [(m.label, m.spec) for m in ms] for h, ms in self.plans.items()},
         )
         ready_s = actor_ready_timeout_s()
-        for host in self.plans:
+
+        def lanes(host: str) -> list[Lane]:
             start = ToolsStart(self, host, ready_s)
-            node_id = self.nodes[host].node_id
-            actor = self.clients.actors[host]
-            pinned = Pinned(f"host {host}", node_id, actor, role="client actor")
-            pinned.lanes = [start, HostCells(self, host, start)]
-            pinned.on_lost = lambda reason, host=host: self.lost.add(host)
-            self._pinned[host] = pinned
-            self.dispatcher.add(pinned)
+            return [start, HostCells(self, host, start)]
+
+        nodes = {host: self.nodes[host].node_id for host in self.plans}
+        self.clients.pin(self.dispatcher, nodes, lanes, self.lost)
 
     def run(self) -> None:
         """Run every host's lanes to their end, then write the last checked records."""
