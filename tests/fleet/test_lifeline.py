@@ -57,6 +57,21 @@ def test_steps_run_once_each_whoever_runs_them() -> None:
     assert steps.take() is None
 
 
+def test_an_exit_raised_inside_a_step_runs_the_rest_then_goes_on() -> None:
+    seen: list[str] = []
+
+    def exits(reason: str) -> None:  # Ray's SIGTERM handler, under a step blocked in Ray
+        seen.append(f"stop:{reason}")
+        raise SystemExit(1)
+
+    steps = Steps([exits, lambda r: seen.append(f"status:{r}"), lambda r: seen.append(f"fin:{r}")])
+    with pytest.raises(SystemExit) as raised:
+        steps.run("gone")
+    assert raised.value.code == 1
+    assert seen == ["stop:gone", "status:gone", "fin:gone"]
+    assert steps.take() is None
+
+
 COMMANDS = {
     "eval": ["eval", "--pack", "{tmp}/pack.yaml", "--config", "{tmp}/fleet.yaml"],
     "perf": ["perf", "--config", "{tmp}/fleet.yaml"],

@@ -90,10 +90,20 @@ class Steps:
             return self._steps[self._next - 1]
 
     def run(self, reason: str) -> None:
-        """Run every step not started yet, in order (exceptions of a step suppressed)."""
+        """Run every step not started yet, in order (exceptions of a step suppressed). A
+        ``SystemExit`` or ``KeyboardInterrupt`` raised inside a step (Ray's own SIGTERM
+        handler, when the cluster dies under a step blocked in a call into it) does not skip
+        the steps after it: they run, then the first such exception is raised again."""
+        interrupted: BaseException | None = None
         while (step := self.take()) is not None:
-            with contextlib.suppress(Exception):
+            try:
                 step(reason)
+            except Exception:  # a failed step must not keep the next from running
+                pass
+            except BaseException as exc:
+                interrupted = interrupted or exc
+        if interrupted is not None:
+            raise interrupted
 
 
 class _State:

@@ -206,11 +206,11 @@ def run_perf(opts: PerfOptions, out: TextIO = sys.stdout) -> PerfOutcome:
         writer.close()
 
     steps = [
+        # the status first: a step left behind (the fleet stopping in a Ray that is gone,
+        # finalize on a slow disk) or cut short by an exit must not leave the bundle "running"
+        lambda _: bundle.update_manifest(status="failed", finished_at=time.time()),
         lambda _: fleet.stop(),
         aborted,
-        # the status first: a step the lifeline gives up on (finalize on a slow disk) must
-        # not leave the bundle "running"
-        lambda _: bundle.update_manifest(status="failed", finished_at=time.time()),
         lambda _: _finalize(bundle.root),  # every request written so far, also on Ctrl-C
     ]
     with abort_guard(bundle.root, "run", steps, f"resume with --resume {bundle.root}"):

@@ -167,9 +167,11 @@ def run_tools(opts: ToolsOptions, out: TextIO = sys.stdout) -> ToolsOutcome:
         writer.close()
 
     steps = [
+        # the status first: a step left behind (the fleet stopping in a Ray that is gone,
+        # finalize on a slow disk) or cut short by an exit must not leave the bundle "running"
+        lambda _: bundle.update_manifest(status="failed", finished_at=time.time()),
         lambda _: fleet.stop(),
         aborted,
-        lambda _: bundle.update_manifest(status="failed", finished_at=time.time()),
         lambda _: finalize_bundle(root, shards=ShardFolder.CELLS),
     ]
     with abort_guard(root, "tools", steps, f"resume with --resume {root}"):
