@@ -142,7 +142,7 @@ def run_tools(opts: ToolsOptions, out: TextIO = sys.stdout) -> ToolsOutcome:
     plans = plan_cells(pack, config, opts.models, items, done)
     planned = {
         tools_key(m.label, it.id, r)
-        for ms in plans_all(pack, config, opts.models, items).values()
+        for ms in plan_cells(pack, config, opts.models, items, set()).values()
         for m in ms
         for it, r in m.cells
     }
@@ -210,13 +210,6 @@ def run_tools(opts: ToolsOptions, out: TextIO = sys.stdout) -> ToolsOutcome:
     print(end_line(outcome, elapsed), file=out)
     print(root, file=out, flush=True)
     return outcome
-
-
-def plans_all(
-    pack: ToolsPack, config: FleetConfig, models: list[str] | None, items: list[ToolItem]
-) -> dict[str, list[ModelCells]]:
-    """Every planned cell of this selection, done or not."""
-    return plan_cells(pack, config, models, items, set())
 
 
 def end_line(outcome: ToolsOutcome, elapsed_s: float) -> str:
