@@ -20,7 +20,7 @@ import pytest
 import yaml
 from procs import stopped
 
-from touchstone_ray.fleet.lifeline import GONE_AFTER_S, Steps
+from touchstone_ray.fleet.lifeline import END_S, GONE_AFTER_S, Steps
 from touchstone_ray.fleet.local_head import LocalCluster
 
 REPO = Path(__file__).resolve().parents[2]
@@ -70,6 +70,44 @@ def test_an_exit_raised_inside_a_step_runs_the_rest_then_goes_on() -> None:
     assert raised.value.code == 1
     assert seen == ["stop:gone", "status:gone", "fin:gone"]
     assert steps.take() is None
+
+
+STUCK_IN_A_STEP = """
+import sys, threading
+from pathlib import Path
+from touchstone_ray.fleet import lifeline
+from touchstone_ray.fleet.abort import abort_guard
+
+log = Path(sys.argv[1])
+def note(what):
+    with log.open("a") as fh:
+        fh.write(what + "\\n")
+lifeline.install()
+stuck = threading.Event()
+steps = [lambda r: note("status " + r), lambda r: stuck.wait(), lambda r: note("aborted")]
+with abort_guard(log.parent, "run", steps, "resume"):
+    note("running")
+    threading.Event().wait()
+"""
+"""A run whose second finalize step never returns (a call into a Ray that is gone)."""
+
+
+def test_the_lifeline_runs_the_steps_after_one_stuck_in_the_main_threads_abort(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "steps.log"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    run = subprocess.Popen([sys.executable, "-c", STUCK_IN_A_STEP, str(log)], env=env)
+    with stopped(run):
+        deadline = time.monotonic() + 30
+        while not log.exists():
+            assert time.monotonic() < deadline, "the script did not start"
+            time.sleep(0.05)
+        sent = time.monotonic()
+        run.send_signal(signal.SIGTERM)
+        _ended_within(run, END_S + 2.0, sent)
+    assert run.returncode == signal.SIGTERM
+    assert log.read_text().splitlines() == ["running", "status terminated (SIGTERM)", "aborted"]
 
 
 COMMANDS = {
@@ -159,7 +197,7 @@ def test_a_command_whose_cluster_is_gone_exits_with_one_line(
     assert run.returncode == 1
     status, last = _finalized(runs)
     assert status == "failed"
-    assert (last["event"], last["reason"]) == ("run_aborted", reason)
+    assert (last["event"], last.get("reason")) == ("run_aborted", reason), _events(runs)
 
 
 @pytest.mark.slow
@@ -176,4 +214,5 @@ def test_sigterm_ends_a_command_stuck_on_a_gone_cluster_within_10_s(
     assert (run.returncode, err) == (signal.SIGTERM, "")
     status, last = _finalized(runs)
     assert status == "failed"
-    assert (last["event"], last["reason"]) == ("run_aborted", "terminated (SIGTERM)")
+    aborted = ("run_aborted", "terminated (SIGTERM)")
+    assert (last["event"], last.get("reason")) == aborted, _events(runs)

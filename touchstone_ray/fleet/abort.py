@@ -96,18 +96,19 @@ def abort_guard(
     previous = signal.signal(signal.SIGTERM, _terminate) if main else None
     once = Steps(steps)
     try:
-        with finalizing(once):
-            yield
-    except BaseException as raised:
-        exc = _as_raised(raised)
-        once.run(abort_reason(exc))  # a disk gone read-only fails them all: each on its own
-        if isinstance(exc, KeyboardInterrupt):
-            raise RunError(f"interrupted; {resume}") from None
-        if is_disk_error(exc):
-            raise write_failed(root, exc, command) from exc
-        if exc is not raised:
-            raise exc from None
-        raise
+        with finalizing(once):  # also while the steps run: one may get stuck in Ray
+            try:
+                yield
+            except BaseException as raised:
+                exc = _as_raised(raised)
+                once.run(abort_reason(exc))  # a read-only disk fails them all: each on its own
+                if isinstance(exc, KeyboardInterrupt):
+                    raise RunError(f"interrupted; {resume}") from None
+                if is_disk_error(exc):
+                    raise write_failed(root, exc, command) from exc
+                if exc is not raised:
+                    raise exc from None
+                raise
     finally:
         if main:  # None: a handler not set from Python, which Python cannot set back
             signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)

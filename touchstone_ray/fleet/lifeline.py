@@ -79,21 +79,35 @@ class Steps:
     def __init__(self, steps: Sequence[Callable[[str], object]]) -> None:
         self._steps = list(steps)
         self._next = 0
-        self._lock = threading.Lock()
+        self._busy = 0
+        self._idle = threading.Condition()
 
-    def take(self) -> Callable[[str], object] | None:
-        """The next step not started yet, or None."""
-        with self._lock:
+    def take(self) -> Callable[[str], None] | None:
+        """The next step not started yet (counted as running until it returns), or None."""
+        with self._idle:
             if self._next >= len(self._steps):
                 return None
+            step = self._steps[self._next]
             self._next += 1
-            return self._steps[self._next - 1]
+            self._busy += 1
+
+        def run(reason: str) -> None:
+            try:
+                step(reason)
+            finally:
+                with self._idle:
+                    self._busy -= 1
+                    self._idle.notify_all()
+
+        return run
 
     def run(self, reason: str) -> None:
-        """Run every step not started yet, in order (exceptions of a step suppressed). A
-        ``SystemExit`` or ``KeyboardInterrupt`` raised inside a step (Ray's own SIGTERM
-        handler, when the cluster dies under a step blocked in a call into it) does not skip
-        the steps after it: they run, then the first such exception is raised again."""
+        """Run every step not started yet, in order (exceptions of a step suppressed), then
+        wait up to :data:`END_S` for the steps another thread started (the lifeline's, while
+        this thread was stuck in one): the caller ends the process next. A ``SystemExit`` or
+        ``KeyboardInterrupt`` raised inside a step (Ray's own SIGTERM handler, when the
+        cluster dies under a step blocked in a call into it) does not skip the steps after
+        it: they run, then the first such exception is raised again."""
         interrupted: BaseException | None = None
         while (step := self.take()) is not None:
             try:
@@ -102,6 +116,8 @@ class Steps:
                 pass
             except BaseException as exc:
                 interrupted = interrupted or exc
+        with self._idle:
+            self._idle.wait_for(lambda: self._busy == 0, timeout=END_S)
         if interrupted is not None:
             raise interrupted
 
