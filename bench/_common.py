@@ -457,3 +457,40 @@ def dump(summary: dict[str, Any]) -> None:
     """The JSON summary on stdout."""
     sys.stdout.write(to_json(summary) + "\n")
     sys.stdout.flush()
+
+
+def agents(action: str, address: str, env: dict[str, str]) -> None:
+    """``touchstone-ray agents <action> --address A`` (not timed); raises when it fails."""
+    done = subprocess.run(
+        [str(CLI), "agents", action, "--address", address],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(f"agents {action} exited {done.returncode}: {done.stderr[-2000:]}")
+    log(done.stdout.strip())
+
+
+@contextlib.contextmanager
+def standing_cluster() -> Iterator[Any]:
+    """A standing cluster for the timed runs to join: ``ray start --head``
+    (:class:`~touchstone_ray.fleet.local_head.LocalCluster`) with ``touchstone-ray agents up``,
+    both outside the timed part; stopped on exit. Yields the cluster (``address``,
+    ``client_env()``)."""
+    from touchstone_ray.fleet.local_head import LocalCluster
+
+    log("ray start --head and agents up (not timed)")
+    head = LocalCluster()
+    try:
+        env = head.client_env() | {"TERM": "dumb", "PYTHONUNBUFFERED": "1"}
+        deadline = time.monotonic() + 180
+        while True:  # the head takes a while to accept drivers
+            try:
+                agents("up", head.address, env)
+                break
+            except RuntimeError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(2.0)
+        yield head
+    finally:
+        head.stop()

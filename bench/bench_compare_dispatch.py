@@ -11,6 +11,11 @@ rotating order:
   Ray (dashboard off). Makespan: ``run_start`` → ``run_done`` of ``events.jsonl`` (client
   actor start, preflight, cells, finalize; not Ray start-up, which is reported apart as
   ``startup_s``: launch → ``run_start``). ``cells_s``: ``model_start`` → ``model_done``.
+* ``touchstone-standing``: the same eval joined (``--address``) to a standing cluster: a
+  ``ray start --head`` with ``touchstone-ray agents up``, started and warmed by one small run
+  before the first timed run (issue [standing-fleet] item 5: each goal on both kinds of Ray,
+  side by side). Both touchstone tools also report ``first_request_s``: ``run_start`` → the
+  first request at the simulator.
 * ``plain``: c threads sharing one ``httpx.Client``, streaming and parsing every SSE chunk.
 * ``guidellm``: ``guidellm run`` with a concurrent profile (streams = c), ``max_requests`` N,
   a JSON file of N prompts; makespan: the benchmark's own ``duration``.
@@ -29,7 +34,8 @@ torch==2.13.0 && /tmp/benchvenv/bin/pip install guidellm inspect-ai openai``); a
 missing or fails is reported as such in the JSON, never silently dropped.
 
     python bench/bench_compare_dispatch.py [--reps 3] [--levels 1:8,8:64,64:256]
-        [--tools touchstone,plain,guidellm,inspect] [--venv /tmp/benchvenv] [--write]
+        [--tools touchstone,touchstone-standing,plain,guidellm,inspect]
+        [--venv /tmp/benchvenv] [--write]
 
 Prints one JSON summary on stdout (progress on stderr); ``--write`` also updates its section
 of ``docs/benchmarks.md``. About 13 minutes with the defaults on a loaded 2-core machine.
@@ -72,6 +78,7 @@ from _common import (
     run_eval_cli,
     scratch,
     spread,
+    standing_cluster,
     synthetic_pack,
     to_json,
     write_yaml,
@@ -87,7 +94,10 @@ PER_REQUEST_S = SIM["ttft_ms"] / 1000 + (SIM["answer_tokens"] - 1) / SIM["tps"]
 """Server-side time of one request on the fixed schedule: first token at 0.1 s, then 199 more
 at 100 tok/s."""
 DEFAULT_VENV = Path("/tmp/benchvenv")
-TOOLS = ("touchstone", "plain", "guidellm", "inspect")
+TOOLS = ("touchstone", "touchstone-standing", "plain", "guidellm", "inspect")
+STANDING = "touchstone-standing"
+"""touchstone joined to a standing cluster (``ray start --head``) with its host agent up, both
+started and warmed once outside the timed part (issue [standing-fleet] item 5)."""
 DEFAULT_LEVELS = "1:8,8:64,64:256"
 GOAL_IDEAL = 1.05
 """touchstone's median makespan at most this multiple of the ideal."""
@@ -302,9 +312,11 @@ def run_plain(url: str, n: int, c: int, tag: str, work: Path) -> dict[str, Any]:
 
 
 def run_touchstone(
-    url: str, n: int, c: int, tag: str, work: Path, address: str | None = None
+    url: str, n: int, c: int, tag: str, work: Path, head: Any = None
 ) -> dict[str, Any]:
-    """``touchstone-ray eval`` of a generated N-cell pack (1 variant), warm-up off."""
+    """``touchstone-ray eval`` of a generated N-cell pack (1 variant), warm-up off; joined to
+    ``head`` (a :class:`~touchstone_ray.fleet.local_head.LocalCluster`) when given, else on
+    its own embedded Ray."""
     pack = synthetic_pack(n, 1, n_variants=1, pack_id="cmp")
     texts: dict[str, str] = {}
     for category in pack["categories"]:
@@ -316,9 +328,11 @@ def run_touchstone(
     cfg["scheduling"]["warmup"] = False
     cfg_path = write_yaml(work / "config.yaml", cfg)
     args = ["--pack", str(pack_path), "--config", str(cfg_path)]
-    if address:
-        args += ["--address", address]
-    run = run_eval_cli(args, ray_env(work), 0.5, timeout_s=TOOL_TIMEOUT_S)
+    env = ray_env(work)
+    if head is not None:
+        args += ["--address", head.address]
+        env |= head.client_env()
+    run = run_eval_cli(args, env, 0.5, timeout_s=TOOL_TIMEOUT_S)
     bundle = run.bundle
     if run.rc != 0 or bundle is None:
         raise RuntimeError(f"touchstone-ray eval failed (rc {run.rc}): {run.stderr[-1500:]}")
@@ -344,6 +358,7 @@ def run_touchstone(
         "before_cells_s": ts["model_start"] - ts["run_start"],
         "after_cells_s": ts["run_done"] - ts["model_done"],
         "ray_startup_s": ts["run_start"] - run.t0_epoch,
+        "run_start_epoch": ts["run_start"],
         "ok": len(per_request),
         "errors": failed,
         "per_request": per_request,
@@ -496,15 +511,19 @@ def run_inspect(url: str, n: int, c: int, tag: str, work: Path, venv: Path) -> d
 
 
 def run_tool(
-    tool: str, url: str, n: int, c: int, tag: str, work: Path, venv: Path
+    tool: str, url: str, n: int, c: int, tag: str, work: Path, venv: Path, head: Any = None
 ) -> dict[str, Any]:
     """Reset the simulator, run ``tool`` once, and add the server's view: ``server_span_s``,
-    ``startup_s`` (launch → first request at the server) and the matched ground truth."""
+    ``startup_s`` (launch → first request at the server), for touchstone
+    ``first_request_s`` (``run_start`` → first request at the server), and the matched ground
+    truth. ``head``: the standing cluster :data:`STANDING` joins."""
     work.mkdir(parents=True, exist_ok=True)
     sim_reset(url)
     launched = time.time()
     if tool == "touchstone":
         res = run_touchstone(url, n, c, tag, work)
+    elif tool == STANDING:
+        res = run_touchstone(url, n, c, tag, work, head)
     elif tool == "plain":
         res = run_plain(url, n, c, tag, work)
     elif tool == "guidellm":
@@ -519,6 +538,8 @@ def run_tool(
     res["server_span_s"] = server_span(traces)
     first = min((t["t_received"] for t in traces), default=None)
     res["startup_s"] = first - launched if first is not None else None
+    if "run_start_epoch" in res and first is not None:
+        res["first_request_s"] = first - res.pop("run_start_epoch")
     truths = {t["key"]: truth_of(t) for t in traces if t["status"] == 200}
     pairs = []
     for key, rec in res.pop("per_request").items():
@@ -677,6 +698,26 @@ def dispatch_markdown(summary: dict[str, Any]) -> str:
             f"{fmt_spread(r.get('touchstone_over_inspect'), 3)} | "
             f"{fmt_spread(r.get('server_span_touchstone_over_best_other'), 3)} |"
         )
+    lines += [
+        "",
+        "The same touchstone runs on the embedded Ray and on a standing cluster with its host "
+        "agent up ([standing-fleet] goals: whole run ≤ 1.02 × ideal at c = 1 and 8, ≤ 1.04 at "
+        "c = 64; `run_start` → first request ≤ 0.15 s), median (min–max):",
+        "",
+        "| c | N | whole run ÷ ideal: embedded | standing | cells ÷ ideal: embedded | standing "
+        "| `run_start` → first request (s): embedded | standing |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for lvl in fig["levels"]:
+        r, t = lvl["ratios"], lvl["tools"]
+        lines.append(
+            f"| {lvl['c']} | {lvl['n']} | {fmt_spread(r.get('touchstone_over_ideal'), 3)} | "
+            f"{fmt_spread(r.get('standing_over_ideal'), 3)} | "
+            f"{fmt_spread(r.get('touchstone_cells_over_ideal'), 3)} | "
+            f"{fmt_spread(r.get('standing_cells_over_ideal'), 3)} | "
+            f"{fmt_spread(t.get('touchstone', {}).get('first_request_s'), 3)} | "
+            f"{fmt_spread(t.get(STANDING, {}).get('first_request_s'), 3)} |"
+        )
     goal = summary["goal"]
     lines += ["", "**Goals**", ""]
     for lvl in goal["levels"]:
@@ -828,17 +869,25 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {}
     failures: dict[str, list[str]] = {}
-    with LoadSampler() as load, scratch("tscd") as tmp, simulator() as sim:
+    with contextlib.ExitStack() as stack:
+        load = stack.enter_context(LoadSampler())
+        tmp = stack.enter_context(scratch("tscd"))
+        sim = stack.enter_context(simulator())
+        head = None
+        if STANDING in tools and STANDING not in unavailable:
+            head = stack.enter_context(standing_cluster())
+            log("a warm-up run on it (not timed)")
+            run_touchstone(sim.url, 2, 1, "warm", tmp / "warm", head)
         for rep in range(args.reps):
             for li, (c, n) in enumerate(levels):
                 lkey = f"{c}:{n}"
                 for tool in rotate(tools, rep + li):
                     if tool in unavailable:
                         continue
-                    tag = f"r{rep}c{c}{tool[:2]}"
+                    tag = f"r{rep}c{c}{'st' if tool == STANDING else tool[:2]}"
                     log(f"rep {rep + 1}/{args.reps} c={c} N={n}: {tool}")
                     try:
-                        res = run_tool(tool, sim.url, n, c, tag, tmp / tag, args.venv)
+                        res = run_tool(tool, sim.url, n, c, tag, tmp / tag, args.venv, head)
                     except Exception as exc:
                         msg = f"{type(exc).__name__}: {exc}"
                         log(f"  failed: {msg[:400]}")
@@ -890,8 +939,9 @@ def summarize(
         tool_fig: dict[str, Any] = {}
         for tool, rs in per.items():
             keys = ["makespan_s", "server_span_s", "startup_s", "wall_s"]
-            if tool == "touchstone":
+            if tool in ("touchstone", STANDING):
                 keys += ["cells_s", "before_cells_s", "after_cells_s", "ray_startup_s"]
+                keys += ["first_request_s"]
             tool_fig[tool] = {k: spread([r.get(k) for r in rs]) for k in keys}
             tool_fig[tool]["ok"] = [r["ok"] for r in rs]
             tool_fig[tool]["errors"] = [r["errors"] for r in rs]
@@ -901,6 +951,11 @@ def summarize(
                 by_rep.setdefault(r["rep"], {})[tool] = r
         ratios: dict[str, list[float]] = {}
         for reps_runs in by_rep.values():
+            standing = reps_runs.get(STANDING)
+            if standing is not None:
+                ratios.setdefault("standing_over_ideal", []).append(standing["makespan_s"] / ideal)
+                cells = standing["cells_s"] / ideal
+                ratios.setdefault("standing_cells_over_ideal", []).append(cells)
             ts = reps_runs.get("touchstone")
             if ts is None:
                 continue
@@ -908,7 +963,7 @@ def summarize(
             ratios.setdefault("touchstone_cells_over_ideal", []).append(ts["cells_s"] / ideal)
             others = []
             for tool, r in reps_runs.items():
-                if tool == "touchstone" or not r.get("makespan_s"):
+                if tool in ("touchstone", STANDING) or not r.get("makespan_s"):
                     continue
                 ratios.setdefault(f"touchstone_over_{tool}", []).append(
                     ts["makespan_s"] / r["makespan_s"]
@@ -927,7 +982,7 @@ def summarize(
         slower = [
             tool
             for tool in per
-            if tool != "touchstone"
+            if tool not in ("touchstone", STANDING)
             and (ratio_fig.get(f"touchstone_over_{tool}", {}).get("median") or 0) > 1.0
         ]
         goal_levels.append(
@@ -950,6 +1005,8 @@ def summarize(
             "reps": reps,
             "touchstone": "touchstone-ray eval, engine openai, host local, warm-up off, "
             "embedded Ray without dashboard; makespan run_start → run_done",
+            STANDING: "the same, joined (--address) to a standing cluster (ray start --head "
+            "and touchstone-ray agents up, outside the timed part)",
             "plain": "c threads, one shared httpx.Client, every SSE line parsed",
             "guidellm": "guidellm run --profile kind=concurrent,streams=c "
             "--constraint kind=max_requests,count=N, JSON-lines prompts; makespan: "

@@ -41,11 +41,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (
     CLI,
     SimProcess,
+    agents,
     fleet_config,
     log,
     machine,
     scratch,
     spread,
+    standing_cluster,
     synthetic_pack,
     write_yaml,
 )
@@ -169,55 +171,28 @@ def bench_evals(work: Path, sim: SimProcess, address: str, env: dict[str, str], 
     return _gaps(rows)
 
 
-def _agents(action: str, address: str, env: dict[str, str]) -> None:
-    """``touchstone-ray agents <action> --address A`` (not timed); raises when it fails."""
-    done = subprocess.run(
-        [str(CLI), "agents", action, "--address", address],
-        env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    if done.returncode != 0:
-        raise RuntimeError(f"agents {action} exited {done.returncode}: {done.stderr[-2000:]}")
-    log(done.stdout.strip())
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=6, help="runs per side (gaps: runs − 1)")
     parser.add_argument("--no-baseline", action="store_true", help="skip the queue without agents")
     args = parser.parse_args()
-    from touchstone_ray.fleet.local_head import LocalCluster
-
     baseline: Any = None
-    with scratch("tsq") as work, SimProcess(**SIM) as sim:
+    with scratch("tsq") as work, SimProcess(**SIM) as sim, standing_cluster() as head:
         write_yaml(work / "pack.yaml", synthetic_pack(n_prompts=2, repeats=1, n_variants=1))
-        log("ray start --head (not timed)")
-        head = LocalCluster()
-        try:
-            env = head.client_env() | {"TERM": "dumb", "PYTHONUNBUFFERED": "1"}
-            deadline = time.monotonic() + 180
-            while True:  # the head takes a while to accept drivers
-                try:
-                    _agents("up", head.address, env)
-                    break
-                except RuntimeError:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(2.0)
-            warm = write_yaml(work / "warm.yaml", _fleet(sim.url, "warm", work / "warm"))
-            done = subprocess.run(  # warms the head and the agent (not timed)
-                [str(CLI), "eval", "--pack", str(work / "pack.yaml"), "--config",
-                 str(warm), "--address", head.address],
-                env=env, capture_output=True, text=True, timeout=600,
-            )  # fmt: skip
-            if done.returncode != 0:
-                raise RuntimeError(f"warm-up eval exited {done.returncode}: {done.stderr[-2000:]}")
-            evals = bench_evals(work, sim, head.address, env, args.runs)
-            queue = bench_queue(work, sim, head.address, env, args.runs)
-            if not args.no_baseline:
-                _agents("down", head.address, env)
-                baseline = bench_queue(work, sim, head.address, env, args.runs, tag="n")
-        finally:
-            head.stop()
+        env = head.client_env() | {"TERM": "dumb", "PYTHONUNBUFFERED": "1"}
+        warm = write_yaml(work / "warm.yaml", _fleet(sim.url, "warm", work / "warm"))
+        done = subprocess.run(  # warms the head and the agent (not timed)
+            [str(CLI), "eval", "--pack", str(work / "pack.yaml"), "--config",
+             str(warm), "--address", head.address],
+            env=env, capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        if done.returncode != 0:
+            raise RuntimeError(f"warm-up eval exited {done.returncode}: {done.stderr[-2000:]}")
+        evals = bench_evals(work, sim, head.address, env, args.runs)
+        queue = bench_queue(work, sim, head.address, env, args.runs)
+        if not args.no_baseline:
+            agents("down", head.address, env)
+            baseline = bench_queue(work, sim, head.address, env, args.runs, tag="n")
     median = queue["gap_s"]["median"]
     print(
         json.dumps(

@@ -86,6 +86,8 @@ FleetConfigOption = Annotated[Path, typer.Option("--config", help="Fleet config 
 AddressOption = Annotated[
     str | None, typer.Option(help="Ray address: 'auto' or 'ray://head:10001'.")
 ]
+OutOption = Annotated[Path | None, typer.Option(help="Folder for new bundles.")]
+ModelsOption = Annotated[str | None, typer.Option(help="Comma-separated model ids.")]
 
 
 def _ids(value: str | None) -> list[str] | None:
@@ -97,11 +99,11 @@ def eval_command(
     pack: Annotated[Path, typer.Option("--pack", help="Pack YAML.")],
     config: FleetConfigOption,
     address: AddressOption = None,
-    out: Annotated[Path | None, typer.Option(help="Folder for new bundles.")] = None,
+    out: OutOption = None,
     resume: Annotated[
         Path | None, typer.Option(help="Bundle to resume: re-runs cells without an ok record.")
     ] = None,
-    models: Annotated[str | None, typer.Option(help="Comma-separated model ids.")] = None,
+    models: ModelsOption = None,
     variants: Annotated[str | None, typer.Option(help="Comma-separated variant ids.")] = None,
     limit: Annotated[
         int | None, typer.Option(help="A quick try: the first N prompts of each category.")
@@ -152,11 +154,11 @@ def tools_command(
     pack: Annotated[str, typer.Option("--pack", help="Tools pack YAML, or bfcl:<category>.")],
     config: FleetConfigOption,
     address: AddressOption = None,
-    out: Annotated[Path | None, typer.Option(help="Folder for new bundles.")] = None,
+    out: OutOption = None,
     resume: Annotated[
         Path | None, typer.Option(help="Tools bundle to resume: runs cells without an ok record.")
     ] = None,
-    models: Annotated[str | None, typer.Option(help="Comma-separated model ids.")] = None,
+    models: ModelsOption = None,
     items: Annotated[str | None, typer.Option(help="Comma-separated item ids.")] = None,
     limit: Annotated[int | None, typer.Option(help="A quick try: the first N items.")] = None,
     debug: DebugOption = False,
@@ -188,7 +190,7 @@ def tools_command(
 def perf(
     config: FleetConfigOption,
     address: AddressOption = None,
-    models: Annotated[str | None, typer.Option(help="Comma-separated model ids.")] = None,
+    models: ModelsOption = None,
     contexts: Annotated[str, typer.Option(help="Prompt lengths in tokens: 256,1k,4k.")] = "1k,4k",
     concurrency: Annotated[
         str | None, typer.Option(help="Requests in flight: 1,2,4 (the default).")
@@ -205,7 +207,7 @@ def perf(
     embed_chunks: Annotated[int, typer.Option(help="--embed: chunks per model.")] = 64,
     embed_tokens: Annotated[int, typer.Option(help="--embed: ~tokens per chunk.")] = 256,
     embed_batch: Annotated[int, typer.Option(help="--embed: chunks per request.")] = 8,
-    out: Annotated[Path | None, typer.Option(help="Folder for new bundles.")] = None,
+    out: OutOption = None,
     resume: Annotated[
         Path | None, typer.Option(help="Perf bundle to resume: reuses complete points.")
     ] = None,

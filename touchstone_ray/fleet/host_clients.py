@@ -5,8 +5,8 @@ clients closed and touchstone's own footprint recorded.
 
 :class:`HostClients` owns them; :class:`HostStart` is a host's start lane
 (:class:`~touchstone_ray.fleet.preflight.PreflightStart`) that stores what ``ready`` and
-``preflight`` found before the stage's own hook runs. The eval keeps its own start-up
-(:mod:`touchstone_ray.eval.startup`: context check and warm-up probes)."""
+``preflight`` found (the ``preflight`` event, each model's context limit). The eval keeps its
+own start-up (:mod:`touchstone_ray.eval.startup`: context check and warm-up probes)."""
 
 from __future__ import annotations
 
@@ -34,10 +34,15 @@ class HostClients:
     monitor's capabilities; :meth:`start` makes them, :meth:`stop` ends them once."""
 
     bundle: Bundle
+    event: Callable[..., object]
+    """The run's event writer (``event(name, **fields)``): a host's ``preflight`` goes there."""
     actors: dict[str, Any] = field(default_factory=dict)
     monitors: MonitorSet | None = None
     capabilities: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Host → its monitor's capabilities."""
+    limits: dict[str, int | None] = field(default_factory=dict)
+    """Model label → the server's context limit (tokens) from the preflight (None: not
+    said)."""
     _stopped: bool = False
 
     def start(
@@ -105,9 +110,13 @@ class HostClients:
         if self.monitors is not None:
             self.monitors.register_pids_soon(host, [facts["client_pid"]])
 
-    def preflighted(self, result: dict[str, dict[str, Any]] | None) -> None:
-        """A host's preflight answer: each model's server facts into ``bundle.json``
+    def preflighted(self, host: str, result: dict[str, dict[str, Any]] | None) -> None:
+        """``host``'s preflight answer (``None``: none came): a ``preflight`` event, each
+        model's context limit into :attr:`limits`, its server facts into ``bundle.json``
         ``servers``."""
+        self.event("preflight", host=host, result=result)
+        for label, found in (result or {}).items():
+            self.limits[label] = found.get("context_limit")
         with self.bundle.edit_manifest() as manifest:
             store_servers(manifest, result)
 
@@ -130,8 +139,8 @@ class HostClients:
 
 class HostStart(PreflightStart):
     """One host's start lane in a perf or tools run: ``ready`` and ``preflight``, stored by
-    :class:`HostClients`; then :meth:`on_preflight` (the stage's own use of the answer), and
-    the host's other lanes begin. Subclasses implement :meth:`not_started`."""
+    :class:`HostClients`; then the host's other lanes begin. Subclasses implement
+    :meth:`not_started`."""
 
     def __init__(
         self, clients: HostClients, host: str, node_id: str, ready_timeout_s: float
@@ -143,9 +152,5 @@ class HostStart(PreflightStart):
         self.clients.ready(self.host, facts)
 
     def preflighted(self, result: dict[str, dict[str, Any]] | None, problems: list[str]) -> None:
-        self.on_preflight(result)
-        self.clients.preflighted(result)
+        self.clients.preflighted(self.host, result)
         self.finish()
-
-    def on_preflight(self, result: dict[str, dict[str, Any]] | None) -> None:
-        """The stage's use of the host's preflight answer (``None``: none came)."""

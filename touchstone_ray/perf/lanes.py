@@ -121,10 +121,8 @@ class PerfFleet:
         self.done = done
         self.existing = existing
         self.lockstep = lockstep
-        self.clients = HostClients(bundle)
+        self.clients = HostClients(bundle, writer.event)
         """Each host's client and monitor."""
-        self.limits: dict[str, int | None] = {}
-        """Model label → the server's context limit (tokens) from the preflight."""
         self.capacity: dict[str, Any] = {}
         """``model|host`` → the capacity search's entry (``--capacity``)."""
         self.sweep: dict[str, Any] = {}
@@ -221,11 +219,6 @@ class PerfStart(HostStart):
         super().__init__(fleet.clients, host, fleet.nodes[host].node_id, ready_timeout_s)
         self.fleet = fleet
 
-    def on_preflight(self, result: dict[str, dict[str, Any]] | None) -> None:
-        self.fleet.writer.event("preflight", host=self.host, result=result)
-        for label, found in (result or {}).items():
-            self.fleet.limits[label] = found.get("context_limit")
-
     def not_started(self, reason: str) -> None:
         self.fleet.lose(self.host, reason)
 
@@ -318,7 +311,7 @@ class HostPoints(Lane):
             self.stage = "points"
             self.points = deque(p for p in m.points if p.prefix not in fleet.done)
             contexts = sorted({p.context for p in m.points} | self._extra_contexts())
-            fit = (label, contexts, fleet.limits.get(label))
+            fit = (label, contexts, fleet.clients.limits.get(label))
             return self._call(self.actor.fit, fit, f"fit:{label}", contexts, "fit")
         if self.stage == "points":
             if self.points:

@@ -95,8 +95,6 @@ class ToolsFleet:
     bundle: ToolsBundle
     writer: ToolsWriter
     checks: CheckPool
-    limits: dict[str, int | None] = field(default_factory=dict)
-    """Model label → the server's context limit (tokens) from the preflight."""
     stopped: dict[str, str] = field(default_factory=dict)
     """Model label (or host) → why its cells stopped before they all ran."""
     lost: set[str] = field(default_factory=set)
@@ -104,7 +102,7 @@ class ToolsFleet:
     """Every cell's time between a reply's end and the next turn's request (s)."""
 
     def __post_init__(self) -> None:
-        self.clients = HostClients(self.bundle)
+        self.clients = HostClients(self.bundle, self.writer.event)
         """Each host's client and monitor."""
         self.dispatcher = Dispatcher(on_tick=self._tick)
 
@@ -164,11 +162,6 @@ class ToolsStart(HostStart):
     def __init__(self, fleet: ToolsFleet, host: str, ready_timeout_s: float) -> None:
         super().__init__(fleet.clients, host, fleet.nodes[host].node_id, ready_timeout_s)
         self.fleet = fleet
-
-    def on_preflight(self, result: dict[str, dict[str, Any]] | None) -> None:
-        self.fleet.writer.event("preflight", host=self.host, result=result)
-        for label, found in (result or {}).items():
-            self.fleet.limits[label] = found.get("context_limit")
 
     def not_started(self, reason: str) -> None:
         fleet = self.fleet
@@ -273,7 +266,7 @@ class HostCells(Lane):
         fleet = self.fleet
         key = tools_key(m.label, item.id, repeat)
         headroom = m.spec.reasoning_headroom_tokens or None
-        limit = fleet.limits.get(m.label) or m.spec.context_tokens
+        limit = fleet.clients.limits.get(m.label) or m.spec.context_tokens
         need = prompt_need(fleet.pack, item) + (item.max_tokens or 0)
         if limit is not None and need > limit:
             fleet.checks.write_now(
