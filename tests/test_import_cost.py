@@ -44,3 +44,16 @@ def test_the_simulator_server_still_loads_on_first_use() -> None:
     assert sim.SimServer is SimServer
     with pytest.raises(AttributeError, match="has no attribute 'nope'"):
         _ = sim.nope  # type: ignore[attr-defined]
+
+
+def test_the_eval_driver_prints_preflight_warnings_without_the_answer_detectors() -> None:
+    # the detectors load numpy (45-80 ms), which the driver paid between a host's preflight
+    # answer and its first request
+    code = (
+        "import sys, touchstone_ray.eval.run; "
+        "from touchstone_ray.fleet.preflight import preflight_warnings; "
+        "preflight_warnings('h', {'m': {'template': {'source': '/props'}}}); "
+        "print('numpy' in sys.modules, 'touchstone_ray.answers' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]

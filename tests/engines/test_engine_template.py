@@ -6,7 +6,8 @@ from __future__ import annotations
 from engine_helpers import ReplayServer, run, settings
 
 from touchstone_ray.engines.ollama import OllamaEngine
-from touchstone_ray.fleet.template_check import check_template, template_warning
+from touchstone_ray.fleet.preflight import template_warning
+from touchstone_ray.fleet.template_check import check_template
 from touchstone_ray.sim import SimConfig, SimServer
 from touchstone_ray.sim._ollama import SHOW_TEMPLATE
 

@@ -6,12 +6,8 @@ from __future__ import annotations
 
 from touchstone_ray.answers import TEMPLATE_MARKERS
 from touchstone_ray.bundle import Manifest, WarmupProbe
-from touchstone_ray.fleet.preflight import preflight_warnings, store_servers
-from touchstone_ray.fleet.template_check import (
-    FALLBACK_FIX,
-    diagnose_template,
-    template_warning,
-)
+from touchstone_ray.fleet.preflight import preflight_warnings, store_servers, template_warning
+from touchstone_ray.fleet.template_check import FALLBACK_FIX, diagnose_template
 
 # llama.cpp's ChatML fallback as /props shows it for a GGUF without a template
 CHATML = (

@@ -28,6 +28,20 @@ Number = int | float
 """A JSON number kept as written (an int stays an int, so a round trip keeps the bytes)."""
 
 
+_DEFAULTS: dict[type[BaseModel], dict[str, Any]] = {}
+"""Each model class's field defaults (its default factories called once): pydantic inspects a
+factory's signature on every call, which made a manifest edit cost milliseconds."""
+
+
+def _defaults(cls: type[BaseModel]) -> dict[str, Any]:
+    """``cls``'s declared field → its default (compared, never handed out)."""
+    found = _DEFAULTS.get(cls)
+    if found is None:
+        fields = cls.model_fields.items()
+        found = _DEFAULTS[cls] = {k: f.get_default(call_default_factory=True) for k, f in fields}
+    return found
+
+
 class KeptObject(BaseModel):
     """A JSON object with typed fields that dumps the keys it was read with, in their order
     (module docstring). Assignments are checked when the object is validated again (as
@@ -35,7 +49,9 @@ class KeptObject(BaseModel):
 
     model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
 
-    _order: list[str] = PrivateAttr(default_factory=list)
+    _order: list[str] | None = PrivateAttr(default=None)
+    """The keys in dump order; None until one is read or set (a plain default: pydantic
+    inspects a default factory's signature on every instance)."""
 
     @model_validator(mode="wrap")
     @classmethod
@@ -47,7 +63,11 @@ class KeptObject(BaseModel):
 
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)
-        if not name.startswith("_") and name not in self._order:
+        if name.startswith("_"):
+            return
+        if self._order is None:
+            self._order = [name]
+        elif name not in self._order:
             self._order.append(name)
 
     def update(self, values: dict[str, Any]) -> None:
@@ -60,15 +80,13 @@ class KeptObject(BaseModel):
         if not isinstance(self, KeptObject):  # a mapping assigned in an edit, not yet validated
             return self
         data: dict[str, Any] = handler(self)
-        fields = type(self).model_fields
+        defaults = _defaults(type(self))
         keep = {
             k: v
             for k, v in data.items()
-            if k in self.model_fields_set
-            or k not in fields
-            or v != fields[k].get_default(call_default_factory=True)
+            if k in self.model_fields_set or k not in defaults or v != defaults[k]
         }
-        ordered = {k: keep[k] for k in self._order if k in keep}
+        ordered = {k: keep[k] for k in self._order or () if k in keep}
         ordered.update((k, v) for k, v in keep.items() if k not in ordered)
         return ordered
 

@@ -6,7 +6,8 @@
 - :class:`PreflightStart`: a run's (eval, perf) start of one host's client actor, ``ready``
   and ``preflight``, as the first lane of that actor.
 - :func:`preflight_problems`: the one wording of a preflight's problems, for all of them;
-  :func:`preflight_warnings` of its warnings (a chat template the model does not know);
+  :func:`preflight_warnings` of its warnings (:func:`template_warning`: a chat template the
+  model does not know);
   :func:`store_servers` keeps what it found about each server in ``bundle.json``.
 """
 
@@ -52,14 +53,34 @@ def preflight_problems(
     return problems
 
 
+def template_warning(label: str, check: TemplateCheck) -> str | None:
+    """One line when the template's markers are unknown to the served model
+    (:func:`~touchstone_ray.fleet.template_check.diagnose_template`, which names the fix
+    whenever it finds such markers)::
+
+        <label>: chat template (/props) is ChatML (…) but the served model does not know its
+        markers <|im_start|>, <|im_end|> (6, 5 tokens): the answers will leak them; pass
+        --chat-template gemma
+
+    ``None`` when every marker is known or the check could not say. Kept apart from the
+    check itself so the driver prints it without loading the marker tables."""
+    if not check.unknown_markers:
+        return None
+    counts = check.marker_tokens or {}
+    markers = ", ".join(check.unknown_markers)
+    tokens = ", ".join(str(counts.get(m, "?")) for m in check.unknown_markers)
+    family = " / ".join(check.families) or "unknown"
+    return (
+        f"{label}: chat template ({check.source}) is {family} but the served model does not "
+        f"know its markers {markers} ({tokens} tokens): the answers will leak them; pass "
+        f"{check.fix}"
+    )
+
+
 def preflight_warnings(host: str, result: Mapping[str, Mapping[str, Any]] | None) -> list[str]:
     """The warnings of one host's preflight answer, one line each, not problems (the run goes
     on): ``<host>: <label>: chat template … pass --chat-template gemma`` for a template whose
-    control markers the served model does not know
-    (:func:`~touchstone_ray.fleet.template_check.template_warning`; the marker tables load
-    only here)."""
-    from touchstone_ray.fleet.template_check import template_warning
-
+    control markers the served model does not know (:func:`template_warning`)."""
     warnings: list[str] = []
     for label, entry in (result or {}).items():
         template = entry.get("template")

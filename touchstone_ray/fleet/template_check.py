@@ -17,7 +17,8 @@ falls back to ChatML for a GGUF without a template, and a model that never saw
    (:data:`~touchstone_ray.answers.LLAMACPP_TEMPLATES`).
 
 The result is a :class:`~touchstone_ray.bundle.TemplateCheck` (stored in ``bundle.json``
-``servers.<model>.template``); :func:`template_warning` is its one line before the run.
+``servers.<model>.template``);
+:func:`~touchstone_ray.fleet.preflight.template_warning` is its one line before the run.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from touchstone_ray.bundle import TemplateCheck
 from touchstone_ray.engines.base import Engine
 from touchstone_ray.errors import one_line
 
-__all__ = ["FALLBACK_FIX", "check_template", "diagnose_template", "template_warning"]
+__all__ = ["FALLBACK_FIX", "check_template", "diagnose_template"]
 
 FALLBACK_FIX = "--jinja with a GGUF that carries its chat template, or --chat-template-file FILE"
 """The llama.cpp flag named when the model's own template family has no built-in name."""
@@ -86,24 +87,3 @@ async def check_template(engine: Engine, model: str) -> TemplateCheck | None:
         return TemplateCheck(error=one_line(f"{type(exc).__name__}: {exc}"))
     tokens = dict(zip(_MARKERS, counts, strict=True)) if counts is not None else None
     return diagnose_template(str(shown["source"]), str(shown["template"]), shown["caps"], tokens)
-
-
-def template_warning(label: str, check: TemplateCheck) -> str | None:
-    """One line when the template's markers are unknown to the served model::
-
-        <label>: chat template (/props) is ChatML (…) but the served model does not know its
-        markers <|im_start|>, <|im_end|> (6, 5 tokens): the answers will leak them; pass
-        --chat-template gemma
-
-    ``None`` when every marker is known or the check could not say."""
-    if not check.unknown_markers:
-        return None
-    counts = check.marker_tokens or {}
-    markers = ", ".join(check.unknown_markers)
-    tokens = ", ".join(str(counts.get(m, "?")) for m in check.unknown_markers)
-    family = " / ".join(check.families) or "unknown"
-    return (
-        f"{label}: chat template ({check.source}) is {family} but the served model does not "
-        f"know its markers {markers} ({tokens} tokens): the answers will leak them; pass "
-        f"{check.fix or FALLBACK_FIX}"
-    )
