@@ -24,7 +24,9 @@ rotating order:
   → last sample end of its log.
 
 Every tool also gets ``server_span_s``: the simulator's first request arrival → last response
-end (the same yardstick for all), and ``startup_s``: launch → first request at the server.
+end (the same yardstick for all), ``startup_s``: launch → first request at the server, and
+``ttft_error_p99_ms``: the p99 of |reported TTFT − the simulator's| over its requests (the
+tools that report a TTFT).
 Ideal makespan: ceil(N / c) × 2.09 s. Goals: touchstone's median makespan within 5 % of the
 ideal, and no larger than any other tool's.
 
@@ -547,6 +549,8 @@ def run_tool(
             pairs.append((rec, truths[key]))
     res["matched"] = len(pairs)
     res["pairs"] = pairs
+    ttft_errors = errors_of(pairs, "ttft_s")
+    res["ttft_error_p99_ms"] = r3(percentile(ttft_errors, 99) * 1000) if ttft_errors else None
     return res
 
 
@@ -938,7 +942,7 @@ def summarize(
         ideal = ideal_makespan(n, c)
         tool_fig: dict[str, Any] = {}
         for tool, rs in per.items():
-            keys = ["makespan_s", "server_span_s", "startup_s", "wall_s"]
+            keys = ["makespan_s", "server_span_s", "startup_s", "wall_s", "ttft_error_p99_ms"]
             if tool in ("touchstone", STANDING):
                 keys += ["cells_s", "before_cells_s", "after_cells_s", "ray_startup_s"]
                 keys += ["first_request_s"]

@@ -18,7 +18,12 @@ The hosts are simulated: all k servers, client actors, monitors and raylets shar
 machine's cores (2 here), so the figure measures how touchstone's driver and per-host actors
 scale, not how real hardware would.
 
-    python bench/bench_compare_scaling.py [--reps 3] [--hosts 1,2,4] [--cells 40] [--write]
+With its host agents up (``touchstone-ray agents up``, then one small warm-up run, both
+outside the timed part; issue [standing-fleet]), unless ``--no-agents``: then every run starts
+a client actor per host of its own, as on a cluster without agents.
+
+    python bench/bench_compare_scaling.py [--reps 3] [--hosts 1,2,4] [--cells 40]
+        [--no-agents] [--write]
 
 Prints one JSON summary on stdout; ``--write`` updates its section of ``docs/benchmarks.md``.
 About 5 minutes with the defaults on a 2-core machine.
@@ -38,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import (
     MODEL_ID,
+    agents,
     dump,
     events,
     log,
@@ -154,6 +160,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cells", type=int, default=40, help="cells per host")
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     parser.add_argument(
+        "--no-agents", action="store_true", help="each run starts client actors of its own"
+    )
+    parser.add_argument(
         "--from-json", type=Path, help="only re-render the page section from a saved summary"
     )
     args = parser.parse_args(argv)
@@ -171,6 +180,10 @@ def main(argv: list[str] | None = None) -> int:
         log(f"cluster of 1 head + {max(ks)} hosts up in {cluster_start_s:.1f} s")
         try:
             pack_path = write_yaml(tmp / "pack.yaml", synthetic_pack(args.cells, 1, 1, "scale"))
+            if not args.no_agents:  # outside the timed part, as a standing cluster has them
+                agents("up", cluster.address, dict(os.environ))
+                warm = write_yaml(tmp / "warm.yaml", synthetic_pack(2, 1, 1, "warm"))
+                run_k(cluster.address, max(ks), warm, tmp / "warm", 2)
             for rep in range(args.reps):
                 order = ks if rep % 2 == 0 else list(reversed(ks))
                 for k in order:
@@ -192,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         load_summary = load.summary()
     summary = summarize(ks, runs, args)
     summary.update(
+        agents=not args.no_agents,
         failures=failures,
         cluster_start_s=round(cluster_start_s, 1),
         load_1m=load_summary,
