@@ -70,7 +70,9 @@ from touchstone_ray.bundle import Layout, ResponseShards
 SIM_KNOBS = {"ttft_ms": 100, "tps": 100, "answer_tokens": 200}
 CONCURRENCY = 4
 PER_CELL_S = SIM_KNOBS["ttft_ms"] / 1000 + (SIM_KNOBS["answer_tokens"] - 1) / SIM_KNOBS["tps"]
-GOAL_EFFICIENCY = 0.90
+# issue [standing-fleet]: 1 -> 4 hosts >= 0.95 of linear on the whole run, the cells >= 0.98
+GOAL_MATRIX = 0.95
+GOAL_CELLS = 0.98
 HOST_LABEL = "touchstone.host"
 
 
@@ -248,8 +250,6 @@ def summarize(ks: list[int], runs: dict[int, list[dict[str, Any]]], args: Any) -
             "efficiency_cells": spread(eff_c),
             "ok": [r["ok"] for r in rs],
         }
-    top = str(max(ks))
-    eff = fig[top]["efficiency_matrix"]["median"]
     return {
         "bench": "compare_scaling",
         "setup": {
@@ -265,13 +265,25 @@ def summarize(ks: list[int], runs: dict[int, list[dict[str, Any]]], args: Any) -
             "actor)",
         },
         "figures": fig,
-        "goal": {
-            "min_efficiency": GOAL_EFFICIENCY,
-            "at_hosts": int(top),
-            "efficiency_matrix_median": eff,
-            "efficiency_cells_median": fig[top]["efficiency_cells"]["median"],
-            "met": eff is not None and eff >= GOAL_EFFICIENCY,
-        },
+        "goal": goal(fig),
+    }
+
+
+def goal(fig: dict[str, Any]) -> dict[str, Any]:
+    """The goal at the most hosts measured, from the ``figures`` of a summary."""
+    top = max(fig, key=int)
+    matrix = fig[top]["efficiency_matrix"]["median"]
+    cells = fig[top]["efficiency_cells"]["median"]
+    return {
+        "at_hosts": int(top),
+        "min_efficiency_matrix": GOAL_MATRIX,
+        "min_efficiency_cells": GOAL_CELLS,
+        "efficiency_matrix_median": matrix,
+        "efficiency_cells_median": cells,
+        "met": matrix is not None
+        and cells is not None
+        and matrix >= GOAL_MATRIX
+        and cells >= GOAL_CELLS,
     }
 
 
@@ -302,22 +314,26 @@ def markdown(summary: dict[str, Any]) -> str:
             f"{fmt_spread(f['cells_per_s'])} | {fmt_spread(f['efficiency_matrix'], 3)} | "
             f"{fmt_spread(f['efficiency_cells'], 3)} | {fmt_spread(f['before_cells_s'])} |"
         )
-    g = summary["goal"]
+    g = goal(summary["figures"])
     lines += [
         "",
-        f"**Goal ≥ 90 % of linear at {g['at_hosts']} hosts: "
-        f"{'met' if g['met'] else 'missed'}** (median efficiency "
+        f"**Goal at {g['at_hosts']} hosts, ≥ {GOAL_MATRIX} of linear on the matrix and "
+        f"≥ {GOAL_CELLS} on the cells: {'met' if g['met'] else 'missed'}** (median efficiency "
         f"{fmt(g['efficiency_matrix_median'], 3)} on the matrix time, "
         f"{fmt(g['efficiency_cells_median'], 3)} on the cells alone).",
         "",
         "What this machine means for the figure: all simulated hosts, their simulators, client "
         "actors, monitors and raylets share "
         f"{summary['machine']['cores_logical']} cores. The cells are mostly waiting on the paced "
-        "simulator, so they scale past the core count. The start does not: each host starts "
-        "two worker processes at once, its client actor and its monitor. The client actor "
-        "alone takes 1.0 s to answer on a quiet machine (`bench_actor_start.py`), most of it "
-        "the interpreter, Ray and the imports. So the time before the first cell grows with "
-        "k. On real hosts each host starts its processes on its own cores.",
+        "simulator, so they scale past the core count. "
+        + (
+            "The host agents were up before the timed part (`touchstone-ray agents up` and one "
+            "small warm-up run), as on a standing cluster, so no run starts a worker process."
+            if summary.get("agents")
+            else "Without agents each host starts two worker processes at once, its client "
+            "actor and its monitor, on the shared cores, so the time before the first cell "
+            "grows with k. On real hosts each host starts its processes on its own cores."
+        ),
     ]
     if summary.get("failures"):
         lines += ["", "Failed runs:", ""] + [f"- {f}" for f in summary["failures"]]
