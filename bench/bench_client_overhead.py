@@ -12,8 +12,8 @@ engine at chunk arrival, before parsing) with the server's ground-truth send tim
 
 Clients: ``aiohttp`` is the real :class:`OpenAIEngine` in one process (one asyncio loop);
 ``split`` is the same engine split as the client actor splits an endpoint above
-:data:`~touchstone_ray.fleet.client_actor.STREAMS_PER_PROCESS` streams
-(:func:`~touchstone_ray.fleet.client_actor.split_streams`: that many processes, each with its
+:data:`~touchstone_ray.fleet.stream_worker.STREAMS_PER_PROCESS` streams
+(:func:`~touchstone_ray.fleet.stream_worker.split_streams`: that many processes, each with its
 share of the streams on its own loop); ``plain`` is the plain loop of
 ``bench_compare_dispatch.py`` (one thread per stream, one shared ``httpx.Client``, the same
 SSE parser, a chunk stamped when ``iter_raw`` hands it over); ``httpx`` is the engine's

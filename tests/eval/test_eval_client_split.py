@@ -14,10 +14,10 @@ from ray_env import LocalRay
 
 from touchstone_ray.config import ModelSpec
 from touchstone_ray.fleet import Cell
-from touchstone_ray.fleet.client_actor import (
+from touchstone_ray.fleet.client_actor import spawn_client
+from touchstone_ray.fleet.stream_worker import (
     STREAMS_PER_PROCESS,
     max_stream_workers,
-    spawn_client,
     split_streams,
 )
 from touchstone_ray.sim import SimConfig, SimServer

@@ -33,7 +33,7 @@ import psutil
 import pytest
 from fleet_helpers import REPO, Fleet, fleet_env, shard_records, start_head, tiny_pack, write_yaml
 
-from touchstone_ray.fleet.agents import code_version
+from touchstone_ray.fleet.agent_actor import code_version
 
 pytestmark = pytest.mark.slow
 

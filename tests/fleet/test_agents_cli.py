@@ -7,8 +7,9 @@ import re
 import pytest
 
 from touchstone_ray.cli import main
+from touchstone_ray.fleet.agent_actor import code_version, settings_hash
 from touchstone_ray.fleet.agent_admin import format_status
-from touchstone_ray.fleet.agents import busy_line, code_version, settings_hash
+from touchstone_ray.fleet.agents import busy_line
 
 
 def test_agents_need_an_address(

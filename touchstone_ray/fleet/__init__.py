@@ -45,12 +45,9 @@ if TYPE_CHECKING:
         Cell,
     )
     from touchstone_ray.fleet.client_actor import (
-        STREAMS_PER_PROCESS,
         HostClient,
         client_spec,
-        max_stream_workers,
         spawn_client,
-        split_streams,
     )
     from touchstone_ray.fleet.dispatch import (
         DEADLINE_SLACK_S,
@@ -111,6 +108,11 @@ if TYPE_CHECKING:
         start_local,
         url_host,
     )
+    from touchstone_ray.fleet.stream_worker import (
+        STREAMS_PER_PROCESS,
+        max_stream_workers,
+        split_streams,
+    )
 
 _MODULE_OF: dict[str, str] = {
     "AgentClient": "agents",
@@ -125,15 +127,15 @@ _MODULE_OF: dict[str, str] = {
     "close_actors": "actors",
     "TASK_NAMES_PER_MODEL": "cells",
     "Cell": "cells",
-    "STREAMS_PER_PROCESS": "client_actor",
+    "STREAMS_PER_PROCESS": "stream_worker",
     "WARMUP_PROMPT": "probe",
     "HostClient": "client_actor",
     "cpu_model": "host_facts",
     "gpu_inventory": "host_facts",
     "host_facts": "host_facts",
-    "max_stream_workers": "client_actor",
+    "max_stream_workers": "stream_worker",
     "spawn_client": "client_actor",
-    "split_streams": "client_actor",
+    "split_streams": "stream_worker",
     "DEADLINE_SLACK_S": "dispatch",
     "LIVENESS_INTERVAL_S": "dispatch",
     "Call": "dispatch",

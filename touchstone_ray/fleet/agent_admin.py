@@ -20,17 +20,14 @@ from collections.abc import Mapping
 from typing import Any, TextIO
 
 from touchstone_ray.errors import RunError, UsageError, one_line
+from touchstone_ray.fleet.agent_actor import AGENT_PREFIX, NAMESPACE, code_version, settings_hash
 from touchstone_ray.fleet.agents import (
-    AGENT_PREFIX,
-    NAMESPACE,
     agents_on,
-    code_version,
     find_agent,
     gather,
     kill_agent,
     replaced_line,
     set_agents_on,
-    settings_hash,
     start_agent,
 )
 

@@ -62,7 +62,7 @@ class PerfClient(HostClient):
     """Async perf client for every endpoint of one host (use through ``ray.remote``).
 
     A point's streams all run on this actor's loop (its schedule is one loop's clock), so the
-    eval client's :class:`~touchstone_ray.fleet.client_actor.StreamWorker` split is not used."""
+    eval client's :class:`~touchstone_ray.fleet.stream_worker.StreamWorker` split is not used."""
 
     prestart_workers = False
 
