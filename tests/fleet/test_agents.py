@@ -4,11 +4,13 @@ subprocesses, the simulator inside the host's client.
 
 - ``agents up`` puts one agent on the node; two evals reuse it (same actor, same pid) and
   record it in ``bundle.json``;
+- ``tools`` and ``perf`` lease the same agent as ``eval`` (same pid, recorded in their
+  ``bundle.json``);
 - a second measuring run is told, in one line, which run holds the agent;
 - a driver SIGKILLed mid-run leaves the agent serving no run: the next run attaches within its
   first second and records whose lease it took over;
-- the agent's process SIGKILLed mid-run: the host's pending cells are recorded ``node_lost``,
-  ``--resume`` starts a new agent and completes;
+- the agent's process SIGKILLed mid-run (an eval, a tools run): the host's pending cells are
+  recorded ``node_lost``, ``--resume`` starts a new agent and completes;
 - an agent of another code version is replaced, with one line;
 - ``agents down`` leaves no actor in the ``touchstone`` namespace, and runs go back to actors
   of their own.
@@ -191,6 +193,74 @@ def test_agents_up_then_two_runs_reuse_the_same_agent(fleet: Fleet, up: list[str
     assert f"pid {a['pid']}, {code_version()}" in status[1]
 
 
+TOOLS_PACK: dict[str, Any] = {
+    "kind": "tools",
+    "id": "agents",
+    "title": "Agents",
+    "language": "de",
+    "tools": [
+        {
+            "name": "read",
+            "description": "Eine Datei lesen",
+            "parameters": {
+                "type": "object",
+                "properties": {"path": {"type": "string"}},
+                "required": ["path"],
+            },
+        }
+    ],
+    "world": {"files": {"a.txt": "eins"}},
+    "items": [
+        {
+            "id": "lesen",
+            "prompt": "Lies a.txt.",
+            "tools": ["read"],
+            "repeats": 2,
+            "checks": [{"id": "ruft", "type": "calls", "expect": ["read"], "turn": 1}],
+        }
+    ],
+}
+CALLER = FAST | {"tool_calls": [{"name": "read", "arguments": {"path": "a.txt"}}]}
+
+
+def _tool_records(bundle: Path) -> list[dict[str, Any]]:
+    shards = sorted((bundle / "cells").glob("*.jsonl"))
+    return [json.loads(x) for shard in shards for x in shard.read_text("utf-8").splitlines()]
+
+
+def _tools_args(fleet: Fleet, config: Path, *more: str) -> list[str]:
+    pack = write_yaml(fleet.tmp / "tools.yaml", TOOLS_PACK)
+    return [
+        "tools", "--pack", str(pack), "--config", str(config), "--address", fleet.address,
+        "--out", str(fleet.tmp / "runs"), *more,
+    ]  # fmt: skip
+
+
+def _agent_pid(fleet: Fleet) -> int:
+    match = re.search(r"pid (\d+),", _status(fleet)[1])
+    assert match, _status(fleet)
+    return int(match.group(1))
+
+
+def test_tools_and_perf_lease_the_same_agent(fleet: Fleet, up: list[str]) -> None:
+    pid = _agent_pid(fleet)
+    tools = fleet.cli(*_tools_args(fleet, _config(fleet, "caller", CALLER)), timeout=180)
+    assert tools.returncode == 0, tools.stderr
+    records = _tool_records(_bundle(tools))
+    assert len(records) == 2 and all(r["passed"] for r in records), records
+    perf = fleet.cli(
+        "perf", "--config", str(_config(fleet, "speed", FAST)), "--address", fleet.address,
+        "--out", str(fleet.tmp / "runs"), "--contexts", "256", "--concurrency", "1",
+        "--runs", "2", timeout=180,
+    )  # fmt: skip
+    assert perf.returncode == 0, perf.stderr
+    for done in (tools, perf):
+        agent = _manifest(_bundle(done))["agents"][HOST]
+        assert agent["reused"] is True and agent["pid"] == pid
+        assert agent["version"] == code_version()
+    assert _status(fleet)[1].endswith("serves no run")
+
+
 def test_a_second_run_is_told_which_run_holds_the_agent(fleet: Fleet, up: list[str]) -> None:
     holder = _spawn_eval(fleet, _config(fleet, "hold", HOLD))
     try:
@@ -247,6 +317,42 @@ def test_a_sigkilled_agent_loses_the_pending_cells_and_resume_completes(
     assert new["name"] == old["name"]
     keys = {r["key"] for r in shard_records(bundle) if r["ok"]}
     assert len(keys) == N_CELLS
+
+
+def test_a_sigkilled_agent_mid_tools_run_loses_its_cells_and_resume_completes(
+    fleet: Fleet, up: list[str]
+) -> None:
+    config = _config(fleet, "slowcaller", SLOW | {"tool_calls": CALLER["tool_calls"]})
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "touchstone_ray.cli", *_tools_args(fleet, config)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=fleet.env, cwd=REPO,
+    )  # fmt: skip
+    deadline = time.monotonic() + 90
+    bundle: Path | None = None
+    while bundle is None and time.monotonic() < deadline:
+        for found in (fleet.tmp / "runs").glob("*_tools_agents*"):
+            try:
+                slow = _manifest(found)["models"][0]["model"] == "slowcaller"
+                if slow and "agents" in _manifest(found) and _tool_records(found):
+                    bundle = found
+            except (OSError, ValueError, KeyError, IndexError):  # still being written
+                continue
+        time.sleep(0.2)
+    assert bundle is not None, "no slowcaller tools bundle with a record within 90 s"
+    old = _manifest(bundle)["agents"][HOST]
+    os.kill(old["pid"], signal.SIGKILL)
+    out, err = driver.communicate(timeout=120)
+    assert driver.returncode == 1, out + err
+    records = _tool_records(bundle)
+    passed = [r for r in records if r["ok"]]
+    lost = [r for r in records if r["error_kind"] == "node_lost"]
+    assert len(passed) == 1 and len(lost) == 1, records
+    resumed = fleet.cli(*_tools_args(fleet, config, "--resume", str(bundle)), timeout=180)
+    assert resumed.returncode == 0, resumed.stderr
+    new = _manifest(bundle)["agents"][HOST]
+    assert new["reused"] is False and new["pid"] != old["pid"]
+    keys = {r["key"] for r in _tool_records(bundle) if r["ok"]}
+    assert len(keys) == 2
 
 
 def test_a_stale_agent_is_replaced_with_one_line(fleet: Fleet, up: list[str]) -> None:
