@@ -33,6 +33,7 @@ from typing import Any
 
 import psutil
 import pytest
+import yaml
 from fleet_helpers import REPO, Fleet, fleet_env, shard_records, start_head, tiny_pack, write_yaml
 
 from touchstone_ray.fleet.agent_actor import code_version
@@ -111,10 +112,10 @@ def _monitor_pid(bundle: Path) -> int:
     return pid
 
 
-def _spawn_eval(fleet: Fleet, config: Path) -> subprocess.Popen[str]:
-    """An eval driver as a child process of its own (killed with SIGKILL by the test)."""
+def _spawn(fleet: Fleet, args: list[str]) -> subprocess.Popen[str]:
+    """A driver (``touchstone-ray ARGS``) as a child process of its own, for the test to kill."""
     return subprocess.Popen(
-        [sys.executable, "-m", "touchstone_ray.cli", *_eval_args(fleet, config)],
+        [sys.executable, "-m", "touchstone_ray.cli", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -123,23 +124,23 @@ def _spawn_eval(fleet: Fleet, config: Path) -> subprocess.Popen[str]:
     )
 
 
-def _wait_for_bundle(fleet: Fleet, name: str, cells: int, timeout_s: float = 90) -> Path:
-    """The running bundle of model ``name`` once its agent is attached and ``cells`` of its
-    records are written."""
-    deadline = time.monotonic() + timeout_s
+def _wait_for_bundle(fleet: Fleet, name: str, cells: int, kind: str = "eval") -> Path:
+    """The running ``kind`` bundle of model ``name`` once its agent is attached and ``cells``
+    of its records are written (90 s at most)."""
+    deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
-        for bundle in sorted((fleet.tmp / "runs").glob("*_eval_agents")):
+        for bundle in sorted((fleet.tmp / "runs").glob(f"*_{kind}_agents*")):
             try:
                 manifest = _manifest(bundle)
                 if [m["model"] for m in manifest["models"]] != [name] or "agents" not in manifest:
                     continue
-                written = len(shard_records(bundle))
+                written = len(RECORDS[kind](bundle))
             except (OSError, ValueError, KeyError):  # still being written
                 continue
             if written >= cells:
                 return bundle
         time.sleep(0.2)
-    raise AssertionError(f"no bundle of {name} with {cells} records within {timeout_s} s")
+    raise AssertionError(f"no {kind} bundle of {name} with {cells} records within 90 s")
 
 
 def _status(fleet: Fleet) -> list[str]:
@@ -193,22 +194,13 @@ def test_agents_up_then_two_runs_reuse_the_same_agent(fleet: Fleet, up: list[str
     assert f"pid {a['pid']}, {code_version()}" in status[1]
 
 
+SHIPPED_TOOLS = yaml.safe_load((REPO / "packs" / "werkzeuge.yaml").read_text("utf-8"))["tools"]
 TOOLS_PACK: dict[str, Any] = {
     "kind": "tools",
     "id": "agents",
     "title": "Agents",
     "language": "de",
-    "tools": [
-        {
-            "name": "read",
-            "description": "Eine Datei lesen",
-            "parameters": {
-                "type": "object",
-                "properties": {"path": {"type": "string"}},
-                "required": ["path"],
-            },
-        }
-    ],
+    "tools": [t for t in SHIPPED_TOOLS if t["name"] == "read"],
     "world": {"files": {"a.txt": "eins"}},
     "items": [
         {
@@ -220,12 +212,18 @@ TOOLS_PACK: dict[str, Any] = {
         }
     ],
 }
-CALLER = FAST | {"tool_calls": [{"name": "read", "arguments": {"path": "a.txt"}}]}
+CALLER = {"tool_calls": [{"name": "read", "arguments": {"path": "a.txt"}}]}
 
 
 def _tool_records(bundle: Path) -> list[dict[str, Any]]:
     shards = sorted((bundle / "cells").glob("*.jsonl"))
     return [json.loads(x) for shard in shards for x in shard.read_text("utf-8").splitlines()]
+
+
+RECORDS = {"eval": shard_records, "tools": _tool_records}
+"""Each kind's records of a bundle (eval: ``responses/``, tools: ``cells/``)."""
+CELLS = {"eval": N_CELLS, "tools": 2}
+"""Cells of a run: the tiny eval pack, the tools pack's one item twice."""
 
 
 def _tools_args(fleet: Fleet, config: Path, *more: str) -> list[str]:
@@ -244,7 +242,7 @@ def _agent_pid(fleet: Fleet) -> int:
 
 def test_tools_and_perf_lease_the_same_agent(fleet: Fleet, up: list[str]) -> None:
     pid = _agent_pid(fleet)
-    tools = fleet.cli(*_tools_args(fleet, _config(fleet, "caller", CALLER)), timeout=180)
+    tools = fleet.cli(*_tools_args(fleet, _config(fleet, "caller", FAST | CALLER)), timeout=180)
     assert tools.returncode == 0, tools.stderr
     records = _tool_records(_bundle(tools))
     assert len(records) == 2 and all(r["passed"] for r in records), records
@@ -262,7 +260,7 @@ def test_tools_and_perf_lease_the_same_agent(fleet: Fleet, up: list[str]) -> Non
 
 
 def test_a_second_run_is_told_which_run_holds_the_agent(fleet: Fleet, up: list[str]) -> None:
-    holder = _spawn_eval(fleet, _config(fleet, "hold", HOLD))
+    holder = _spawn(fleet, _eval_args(fleet, _config(fleet, "hold", HOLD)))
     try:
         bundle = _wait_for_bundle(fleet, "hold", 0)
         assert any(f"serves run {bundle.name}" in x for x in _status(fleet))
@@ -280,7 +278,7 @@ def test_a_second_run_is_told_which_run_holds_the_agent(fleet: Fleet, up: list[s
 
 
 def test_a_sigkilled_driver_leaves_the_agent_free(fleet: Fleet, up: list[str]) -> None:
-    driver = _spawn_eval(fleet, _config(fleet, "killed", SLOW))
+    driver = _spawn(fleet, _eval_args(fleet, _config(fleet, "killed", SLOW)))
     bundle = _wait_for_bundle(fleet, "killed", 1)
     os.kill(driver.pid, signal.SIGKILL)
     driver.wait(timeout=30)
@@ -294,65 +292,29 @@ def test_a_sigkilled_driver_leaves_the_agent_free(fleet: Fleet, up: list[str]) -
     assert _status(fleet)[1].endswith("serves no run")
 
 
+@pytest.mark.parametrize("kind", ["eval", "tools"])
 def test_a_sigkilled_agent_loses_the_pending_cells_and_resume_completes(
-    fleet: Fleet, up: list[str]
+    fleet: Fleet, up: list[str], kind: str
 ) -> None:
-    driver = _spawn_eval(fleet, _config(fleet, "lost", SLOW))
-    bundle = _wait_for_bundle(fleet, "lost", 1)
+    name, args = f"lost-{kind}", _eval_args if kind == "eval" else _tools_args
+    config = _config(fleet, name, SLOW | ({} if kind == "eval" else CALLER))
+    driver = _spawn(fleet, args(fleet, config))
+    bundle = _wait_for_bundle(fleet, name, 1, kind)
     old = _manifest(bundle)["agents"][HOST]
     os.kill(old["pid"], signal.SIGKILL)
     out, err = driver.communicate(timeout=120)
     assert driver.returncode == 1, out + err
-    records = shard_records(bundle)
+    records = RECORDS[kind](bundle)
     ok = [r for r in records if r["ok"]]
     lost = [r for r in records if r["error_kind"] == "node_lost"]
-    assert len(ok) >= 1 and len(ok) + len(lost) == N_CELLS, records
-    assert lost, records
-    resumed = fleet.cli(
-        *_eval_args(fleet, _config(fleet, "lost", SLOW), "--resume", str(bundle)), timeout=180
-    )
+    assert len(ok) >= 1 and len(lost) >= 1 and len(ok) + len(lost) == CELLS[kind], records
+    resumed = fleet.cli(*args(fleet, config, "--resume", str(bundle)), timeout=180)
     assert resumed.returncode == 0, resumed.stderr
     new = _manifest(bundle)["agents"][HOST]
     assert new["reused"] is False and new["pid"] != old["pid"]
     assert new["name"] == old["name"]
-    keys = {r["key"] for r in shard_records(bundle) if r["ok"]}
-    assert len(keys) == N_CELLS
-
-
-def test_a_sigkilled_agent_mid_tools_run_loses_its_cells_and_resume_completes(
-    fleet: Fleet, up: list[str]
-) -> None:
-    config = _config(fleet, "slowcaller", SLOW | {"tool_calls": CALLER["tool_calls"]})
-    driver = subprocess.Popen(
-        [sys.executable, "-m", "touchstone_ray.cli", *_tools_args(fleet, config)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=fleet.env, cwd=REPO,
-    )  # fmt: skip
-    deadline = time.monotonic() + 90
-    bundle: Path | None = None
-    while bundle is None and time.monotonic() < deadline:
-        for found in (fleet.tmp / "runs").glob("*_tools_agents*"):
-            try:
-                slow = _manifest(found)["models"][0]["model"] == "slowcaller"
-                if slow and "agents" in _manifest(found) and _tool_records(found):
-                    bundle = found
-            except (OSError, ValueError, KeyError, IndexError):  # still being written
-                continue
-        time.sleep(0.2)
-    assert bundle is not None, "no slowcaller tools bundle with a record within 90 s"
-    old = _manifest(bundle)["agents"][HOST]
-    os.kill(old["pid"], signal.SIGKILL)
-    out, err = driver.communicate(timeout=120)
-    assert driver.returncode == 1, out + err
-    records = _tool_records(bundle)
-    passed = [r for r in records if r["ok"]]
-    lost = [r for r in records if r["error_kind"] == "node_lost"]
-    assert len(passed) == 1 and len(lost) == 1, records
-    resumed = fleet.cli(*_tools_args(fleet, config, "--resume", str(bundle)), timeout=180)
-    assert resumed.returncode == 0, resumed.stderr
-    new = _manifest(bundle)["agents"][HOST]
-    assert new["reused"] is False and new["pid"] != old["pid"]
-    keys = {r["key"] for r in _tool_records(bundle) if r["ok"]}
-    assert len(keys) == 2
+    keys = {r["key"] for r in RECORDS[kind](bundle) if r["ok"]}
+    assert len(keys) == CELLS[kind]
 
 
 def test_a_stale_agent_is_replaced_with_one_line(fleet: Fleet, up: list[str]) -> None:
