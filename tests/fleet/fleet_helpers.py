@@ -311,8 +311,10 @@ def metric_names(port: int) -> set[str]:
     return {m["name"] for line in text.splitlines() if (m := _SAMPLE.match(line))}
 
 
-def shard_records(bundle: Path) -> list[dict[str, Any]]:
+def shard_records(bundle: Path, folder: str = "responses") -> list[dict[str, Any]]:
+    """Every record of the bundle's shards in ``folder`` (an eval's ``responses/``, a tools
+    run's ``cells/``), in shard order."""
     out: list[dict[str, Any]] = []
-    for shard in sorted((bundle / "responses").glob("*.jsonl")):
+    for shard in sorted((bundle / folder).glob("*.jsonl")):
         out.extend(json.loads(x) for x in shard.read_text("utf-8").splitlines() if x.strip())
     return out

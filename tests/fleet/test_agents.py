@@ -27,7 +27,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -134,7 +135,7 @@ def _wait_for_bundle(fleet: Fleet, name: str, cells: int, kind: str = "eval") ->
                 manifest = _manifest(bundle)
                 if [m["model"] for m in manifest["models"]] != [name] or "agents" not in manifest:
                     continue
-                written = len(RECORDS[kind](bundle))
+                written = len(shard_records(bundle, KINDS[kind].shards))
             except (OSError, ValueError, KeyError):  # still being written
                 continue
             if written >= cells:
@@ -215,23 +216,32 @@ TOOLS_PACK: dict[str, Any] = {
 CALLER = {"tool_calls": [{"name": "read", "arguments": {"path": "a.txt"}}]}
 
 
-def _tool_records(bundle: Path) -> list[dict[str, Any]]:
-    shards = sorted((bundle / "cells").glob("*.jsonl"))
-    return [json.loads(x) for shard in shards for x in shard.read_text("utf-8").splitlines()]
-
-
-RECORDS = {"eval": shard_records, "tools": _tool_records}
-"""Each kind's records of a bundle (eval: ``responses/``, tools: ``cells/``)."""
-CELLS = {"eval": N_CELLS, "tools": 2}
-"""Cells of a run: the tiny eval pack, the tools pack's one item twice."""
-
-
 def _tools_args(fleet: Fleet, config: Path, *more: str) -> list[str]:
     pack = write_yaml(fleet.tmp / "tools.yaml", TOOLS_PACK)
     return [
         "tools", "--pack", str(pack), "--config", str(config), "--address", fleet.address,
         "--out", str(fleet.tmp / "runs"), *more,
     ]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What differs between an eval and a tools run in these tests."""
+
+    args: Callable[..., list[str]]
+    """``(fleet, config, *more)`` → the command's arguments."""
+    shards: str
+    """The bundle's folder of record shards."""
+    cells: int
+    """Cells of one run: the tiny eval pack, or the tools pack's one item twice."""
+    sim: dict[str, Any]
+    """Simulator settings added to the model's."""
+
+
+KINDS = {
+    "eval": Kind(_eval_args, "responses", N_CELLS, {}),
+    "tools": Kind(_tools_args, "cells", 2, CALLER),
+}
 
 
 def _agent_pid(fleet: Fleet) -> int:
@@ -244,7 +254,7 @@ def test_tools_and_perf_lease_the_same_agent(fleet: Fleet, up: list[str]) -> Non
     pid = _agent_pid(fleet)
     tools = fleet.cli(*_tools_args(fleet, _config(fleet, "caller", FAST | CALLER)), timeout=180)
     assert tools.returncode == 0, tools.stderr
-    records = _tool_records(_bundle(tools))
+    records = shard_records(_bundle(tools), "cells")
     assert len(records) == 2 and all(r["passed"] for r in records), records
     perf = fleet.cli(
         "perf", "--config", str(_config(fleet, "speed", FAST)), "--address", fleet.address,
@@ -296,25 +306,25 @@ def test_a_sigkilled_driver_leaves_the_agent_free(fleet: Fleet, up: list[str]) -
 def test_a_sigkilled_agent_loses_the_pending_cells_and_resume_completes(
     fleet: Fleet, up: list[str], kind: str
 ) -> None:
-    name, args = f"lost-{kind}", _eval_args if kind == "eval" else _tools_args
-    config = _config(fleet, name, SLOW | ({} if kind == "eval" else CALLER))
-    driver = _spawn(fleet, args(fleet, config))
+    name, run = f"lost-{kind}", KINDS[kind]
+    config = _config(fleet, name, SLOW | run.sim)
+    driver = _spawn(fleet, run.args(fleet, config))
     bundle = _wait_for_bundle(fleet, name, 1, kind)
     old = _manifest(bundle)["agents"][HOST]
     os.kill(old["pid"], signal.SIGKILL)
     out, err = driver.communicate(timeout=120)
     assert driver.returncode == 1, out + err
-    records = RECORDS[kind](bundle)
+    records = shard_records(bundle, run.shards)
     ok = [r for r in records if r["ok"]]
     lost = [r for r in records if r["error_kind"] == "node_lost"]
-    assert len(ok) >= 1 and len(lost) >= 1 and len(ok) + len(lost) == CELLS[kind], records
-    resumed = fleet.cli(*args(fleet, config, "--resume", str(bundle)), timeout=180)
+    assert len(ok) >= 1 and len(lost) >= 1 and len(ok) + len(lost) == run.cells, records
+    resumed = fleet.cli(*run.args(fleet, config, "--resume", str(bundle)), timeout=180)
     assert resumed.returncode == 0, resumed.stderr
     new = _manifest(bundle)["agents"][HOST]
     assert new["reused"] is False and new["pid"] != old["pid"]
     assert new["name"] == old["name"]
-    keys = {r["key"] for r in RECORDS[kind](bundle) if r["ok"]}
-    assert len(keys) == CELLS[kind]
+    keys = {r["key"] for r in shard_records(bundle, run.shards) if r["ok"]}
+    assert len(keys) == run.cells
 
 
 def test_a_stale_agent_is_replaced_with_one_line(fleet: Fleet, up: list[str]) -> None:
